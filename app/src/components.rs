@@ -1,0 +1,77 @@
+//! Pieces shared by several pages.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use crate::api::Me;
+use crate::error::AppError;
+use crate::Auth;
+
+#[component]
+pub fn Header() -> impl IntoView {
+    let auth = expect_context::<Auth>();
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">
+                <span class="brand-mark">"⚒"</span>
+                "Toolshed"
+            </a>
+            <nav class="nav">
+                <A href="/">"Home"</A>
+            </nav>
+            <div class="topbar-user">
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        match auth.me.await {
+                            Ok(Some(me)) => view! { <UserMenu me /> }.into_any(),
+                            _ => view! {
+                                <a class="link" href="/login">"Sign in"</a>
+                                <a class="button small" href="/register">"Register"</a>
+                            }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </div>
+        </header>
+    }
+}
+
+/// The signed-in user's menu. Opening it needs the wasm; signing out works
+/// without it, since it is a plain form post.
+#[component]
+fn UserMenu(me: Me) -> impl IntoView {
+    let auth = expect_context::<Auth>();
+    let open = RwSignal::new(false);
+    let initial = me.display_name.chars().next().unwrap_or('?').to_uppercase().to_string();
+    view! {
+        <div class="user-menu">
+            <button
+                class="user-button"
+                aria-haspopup="true"
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                <span class="avatar">{initial}</span>
+                <span class="user-name">{me.display_name.clone()}</span>
+                <span class="caret">"▾"</span>
+            </button>
+            <div class="menu" class:open=move || open.get() role="menu">
+                <div class="menu-head">
+                    <strong>{me.display_name.clone()}</strong>
+                    <span class="muted">"@" {me.username.clone()} " · " {me.department_title.clone()}</span>
+                    {me.is_admin.then(|| view! { <span class="badge">"admin"</span> })}
+                </div>
+                <a href="/account" role="menuitem">"Account & password"</a>
+                <ActionForm action=auth.logout>
+                    <button type="submit" class="menu-item" role="menuitem">"Sign out"</button>
+                </ActionForm>
+            </div>
+        </div>
+    }
+}
+
+/// The error of the last submission of a form, if any.
+#[component]
+pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {
+    move || error.get().map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+}

@@ -1,0 +1,88 @@
+//! The one error type the UI's server functions return. Each variant is one
+//! thing that can go wrong for a person, maps to one HTTP status, and its
+//! Display text is what the page shows.
+
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    #[error("Please sign in first.")]
+    NotSignedIn,
+    #[error("You are not allowed to do that.")]
+    Forbidden,
+    #[error("Not found.")]
+    NotFound,
+    /// Input that does not parse; the text says which field and why.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    BadCredentials(String),
+    #[error("{0}")]
+    TooManyAttempts(String),
+    #[error("Something went wrong on our side. Please try again.")]
+    Internal,
+    /// The request never reached the function (network, decoding).
+    #[error("Could not reach the server: {0}")]
+    Transport(String),
+}
+
+impl AppError {
+    pub fn status(&self) -> u16 {
+        match self {
+            AppError::NotSignedIn | AppError::BadCredentials(_) => 401,
+            AppError::Forbidden => 403,
+            AppError::NotFound => 404,
+            AppError::Invalid(_) => 422,
+            AppError::Conflict(_) => 409,
+            AppError::TooManyAttempts(_) => 429,
+            AppError::Internal | AppError::Transport(_) => 500,
+        }
+    }
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        AppError::Transport(value.to_string())
+    }
+}
+
+#[cfg(feature = "ssr")]
+mod from_domain {
+    use super::AppError;
+    use toolshed_domain::sessions::SessionError;
+    use toolshed_domain::AccountError;
+
+    impl From<AccountError> for AppError {
+        fn from(e: AccountError) -> Self {
+            match e {
+                AccountError::Invalid(_) => AppError::Invalid(e.to_string()),
+                AccountError::UsernameTaken(_) => AppError::Conflict(e.to_string()),
+                AccountError::InvalidCredentials | AccountError::WrongCurrentPassword => AppError::BadCredentials(e.to_string()),
+                AccountError::RateLimited => AppError::TooManyAttempts(e.to_string()),
+                AccountError::UnknownUser => AppError::NotSignedIn,
+                AccountError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<SessionError> for AppError {
+        fn from(e: SessionError) -> Self {
+            match e {
+                SessionError::Account(e) => e.into(),
+                SessionError::Session(e) => {
+                    tracing::error!(error = %e, "session failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::Auth;
+
+#[component]
+pub fn Home() -> impl IntoView {
+    let auth = expect_context::<Auth>();
+    view! {
+        <Title text="" />
+        <section class="hero">
+            <h1>"Write one JavaScript function. Every agent in the company gains a tool."</h1>
+            <p class="lead">
+                "Toolshed turns a few lines of JavaScript into a live MCP endpoint that Claude Desktop, Cursor, "
+                "Cherry Studio and the official SDKs connect to with a personal token. Browse what other departments "
+                "built, run it, fork it into your own."
+            </p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match auth.me.await {
+                        Ok(Some(me)) => view! {
+                            <p class="welcome">"Welcome back, " <strong>{me.display_name}</strong> "."</p>
+                        }.into_any(),
+                        _ => view! {
+                            <div class="cta">
+                                <a class="button" href="/register">"Create an account"</a>
+                                <a class="button secondary" href="/login">"Sign in"</a>
+                            </div>
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+        <section class="steps">
+            <article class="card">
+                <h3>"1 · Write"</h3>
+                <p>"The body of an async function, with your arguments as " <code>"$name"</code> " globals. Describe the arguments in rows; Toolshed writes the JSON Schema."</p>
+            </article>
+            <article class="card">
+                <h3>"2 · Try"</h3>
+                <p>"One click runs it in a QuickJS sandbox with mock parameters: result, console output, errors with their line, duration."</p>
+            </article>
+            <article class="card">
+                <h3>"3 · Publish"</h3>
+                <p>"Every tool and every bundle is a live MCP endpoint. Roll back to any version in one click."</p>
+            </article>
+        </section>
+    }
+}

@@ -1,0 +1,11 @@
+//! One module per page (or family of pages).
+
+mod account;
+mod home;
+mod not_found;
+mod sign_in;
+
+pub use account::Account;
+pub use home::Home;
+pub use not_found::NotFound;
+pub use sign_in::{LoginPage, RegisterPage};

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything Toolshed's build and tests need on a fresh Debian machine.
+# Idempotent and quiet when everything is already present. See ../shared/toolchain.md
+# for why the wasm build uses Debian's rustc-web instead of a rustup target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+
+say() { echo "bootstrap: $*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- Debian packages -------------------------------------------------------
+need_apt=()
+for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    say "installing ${need_apt[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# rust-lld is a link to the lld of the LLVM that rustc-web uses: install exactly that one.
+if [ ! -e "$(readlink -f /usr/bin/rust-lld)" ]; then
+    lld_pkg=$(readlink /usr/bin/rust-lld | sed -n 's|.*/llvm-\([0-9]*\)/.*|lld-\1|p')
+    say "installing ${lld_pkg:-lld}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${lld_pkg:-lld}" >/dev/null
+fi
+
+# --- wasm-bindgen at exactly the version in Cargo.lock ---------------------
+wbg_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+if [ "$("$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$wbg_version" ]; then
+    say "installing wasm-bindgen-cli $wbg_version (a few minutes, once)"
+    # No --locked: its lock file names a crate version the index no longer has.
+    cargo install -q wasm-bindgen-cli@"$wbg_version" --root "$TOOLS" --force
+fi
+
+# --- npm packages: wasm-opt (binaryen), the browser-test driver --------------
+# Debian's binaryen is too old: its output breaks hydration.
+for dir in scripts end2end; do
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        say "npm ci in $dir"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+done

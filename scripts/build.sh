@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the release site (wasm + JS + CSS) and the release server.
+# cargo-leptos would do this, but it takes ~30 minutes to install here; this
+# pipeline does the same steps with the tools bootstrap.sh installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+
+step() { echo "build: $*" >&2; }
+
+step "wasm (frontend, release)"
+# Debian's rustc-web has the std sources to build std for wasm32 (-Zbuild-std);
+# RUSTC must point at it, or cargo picks rustup's rustc and std fails to build.
+env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend --lib \
+    --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
+    --target-dir "$WASM_TARGET_DIR"
+
+step "wasm-bindgen + wasm-opt"
+pkg="$SITE_DIR/pkg"
+rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp"
+wasm-bindgen --target web --no-typescript --out-dir "$pkg.tmp" --out-name toolshed \
+    "$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
+cat style/*.css > "$pkg.tmp/toolshed.css"
+rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
+cp -r public/. "$SITE_DIR/"
+
+step "server (release)"
+cargo build -q --release -p toolshed
+ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
+step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm, server at target/toolshed"

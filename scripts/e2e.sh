@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Starts the release server on a free port with a fresh SQLite database, runs the
+# browser tests in end2end/ against it, and stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+
+data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-e2e.XXXXXX")
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base="http://127.0.0.1:$port"
+TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
+    DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn \
+    target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
+server=$!
+cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }
+trap cleanup EXIT
+
+for _ in $(seq 1 200); do
+    curl -fsS "$base/healthz" >/dev/null 2>&1 && break
+    kill -0 "$server" 2>/dev/null || { cat "$data/stderr.log" >&2; exit 1; }
+    sleep 0.1
+done
+admin_password=$(sed -n 's/^ *password: //p' "$data/stdout.log")
+
+cd end2end
+mkdir -p output
+TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" node --test --test-concurrency=1 tests/

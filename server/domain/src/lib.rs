@@ -1,0 +1,60 @@
+//! Toolshed's domain layer: the one place that knows the rules.
+//!
+//! The UI's server functions, the MCP endpoints and the REST routes all call
+//! [`Toolshed`]; none of them touches SQL or the sandbox directly.
+
+pub mod accounts;
+pub mod audit;
+pub mod ids;
+pub mod names;
+pub mod passwords;
+pub mod sessions;
+pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::sync::Arc;
+
+pub use accounts::{AccountError, Department, User};
+pub use store::{Db, StoreError};
+
+/// The domain handle shared by every entry point. Cheap to clone.
+#[derive(Clone)]
+pub struct Toolshed {
+    pub db: Db,
+    inner: Arc<Settings>,
+}
+
+/// Knobs the domain needs from configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Failed sign-ins per account within [`Settings::login_window_ms`] before refusing.
+    pub login_failures_per_account: i64,
+    /// Failed sign-ins per client address within the window before refusing.
+    pub login_failures_per_client: i64,
+    pub login_window_ms: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { login_failures_per_account: 5, login_failures_per_client: 20, login_window_ms: 15 * 60 * 1000 }
+    }
+}
+
+impl Toolshed {
+    pub fn new(db: Db, settings: Settings) -> Self {
+        Self { db, inner: Arc::new(settings) }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.inner
+    }
+}
+
+/// Milliseconds since the Unix epoch: every `*_at`/`*_ms` column uses it.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}

@@ -1,0 +1,190 @@
+//! Validated newtypes for everything a person types: parse once at the edge,
+//! and the rest of the code can rely on the value being well-formed.
+
+use std::fmt;
+
+/// Why a typed value was refused; the message is shown to the person as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct Invalid {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Invalid {
+    Invalid { field, reason: reason.into() }
+}
+
+/// A slug: lowercase ASCII letters, digits, `-` and `_`, starting with a letter.
+fn parse_slug(field: &'static str, raw: &str, max: usize) -> Result<String, Invalid> {
+    let s = raw.trim().to_ascii_lowercase();
+    if s.is_empty() {
+        return Err(invalid(field, "is required"));
+    }
+    if s.chars().count() > max {
+        return Err(invalid(field, format!("must be at most {max} characters")));
+    }
+    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Err(invalid(field, "must start with a letter"));
+    }
+    if !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
+        return Err(invalid(field, "may contain only letters, digits, '-' and '_'"));
+    }
+    Ok(s)
+}
+
+fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, Invalid> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return Err(invalid(field, "is required"));
+    }
+    if s.chars().count() > max {
+        return Err(invalid(field, format!("must be at most {max} characters")));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(invalid(field, "must not contain control characters"));
+    }
+    Ok(s.to_owned())
+}
+
+macro_rules! string_newtype {
+    ($name:ident) => {
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+/// A login name; case-insensitive, stored lowercase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Username(String);
+string_newtype!(Username);
+
+impl Username {
+    pub const MAX: usize = 32;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let s = parse_slug("Username", raw, Self::MAX)?;
+        if s.len() < 2 {
+            return Err(invalid("Username", "must be at least 2 characters"));
+        }
+        Ok(Self(s))
+    }
+}
+
+/// The name shown next to a person's work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+string_newtype!(DisplayName);
+
+impl DisplayName {
+    pub const MAX: usize = 64;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        parse_text("Display name", raw, Self::MAX).map(Self)
+    }
+}
+
+/// A department's URL slug, e.g. `finance` in `/mcp/tools/finance/fx_rate`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DepartmentName(String);
+string_newtype!(DepartmentName);
+
+impl DepartmentName {
+    pub const MAX: usize = 32;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        parse_slug("Department", raw, Self::MAX).map(Self)
+    }
+}
+
+/// A new password, checked for strength; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NewPassword(String);
+
+impl fmt::Debug for NewPassword {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NewPassword(***)")
+    }
+}
+
+impl NewPassword {
+    pub const MIN: usize = 10;
+    pub const MAX: usize = 256;
+    /// Length is what makes a password strong; we also refuse the obvious
+    /// single-character-class ones and anything containing the username.
+    pub fn parse(raw: &str, username: &Username) -> Result<Self, Invalid> {
+        let n = raw.chars().count();
+        if n == 0 {
+            return Err(invalid("Password", "is required"));
+        }
+        if n < Self::MIN {
+            return Err(invalid("Password", format!("must be at least {} characters", Self::MIN)));
+        }
+        if n > Self::MAX {
+            return Err(invalid("Password", format!("must be at most {} characters", Self::MAX)));
+        }
+        let distinct = raw.chars().collect::<std::collections::HashSet<_>>().len();
+        if distinct < 5 {
+            return Err(invalid("Password", "is too easy to guess: use more varied characters"));
+        }
+        if raw.to_ascii_lowercase().contains(username.as_str()) {
+            return Err(invalid("Password", "must not contain the username"));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_are_trimmed_and_lowercased() {
+        assert_eq!(Username::parse("  Alice_1 ").unwrap().as_str(), "alice_1");
+    }
+
+    #[test]
+    fn usernames_reject_spaces_symbols_and_overlong_input() {
+        for bad in ["", "a", "al ice", "al;ce", "1alice", &"a".repeat(33), "ålice"] {
+            assert!(Username::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn display_names_reject_control_characters_and_overlong_input() {
+        assert!(DisplayName::parse("Ada\u{0}Lovelace").is_err());
+        assert!(DisplayName::parse(&"x".repeat(65)).is_err());
+        assert_eq!(DisplayName::parse(" Ada Lovelace ").unwrap().as_str(), "Ada Lovelace");
+    }
+
+    #[test]
+    fn weak_passwords_are_refused_with_a_reason() {
+        let u = Username::parse("alice").unwrap();
+        assert_eq!(NewPassword::parse("", &u).unwrap_err().reason, "is required");
+        assert!(NewPassword::parse("short", &u).unwrap_err().reason.contains("at least 10"));
+        assert!(NewPassword::parse("aaaaaaaaaaaa", &u).unwrap_err().reason.contains("easy"));
+        assert!(NewPassword::parse("xx-alice-2024!", &u).unwrap_err().reason.contains("username"));
+        assert!(NewPassword::parse("correct horse battery", &u).is_ok());
+    }
+
+    #[test]
+    fn passwords_never_appear_in_debug_output() {
+        let u = Username::parse("bob").unwrap();
+        let p = NewPassword::parse("correct horse battery", &u).unwrap();
+        assert!(!format!("{p:?}").contains("horse"));
+    }
+}

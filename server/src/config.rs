@@ -1,0 +1,93 @@
+//! Configuration: flags, each with an environment variable, one struct.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use base64::Engine;
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "TOOLSHED_ADDR", default_value = "127.0.0.1:3000", global = true)]
+    pub addr: SocketAddr,
+
+    /// Directory for the embedded database and generated secrets.
+    #[arg(long, env = "TOOLSHED_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+
+    /// `sqlite://path` (default: toolshed.db in the data directory) or `postgres://…`.
+    /// Several replicas can share one PostgreSQL database.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+
+    /// The public URL people and MCP clients use (default: http://ADDR). Cookies are
+    /// marked Secure when it is https; cross-site POSTs are checked against it.
+    #[arg(long, env = "TOOLSHED_BASE_URL", global = true)]
+    pub base_url: Option<url::Url>,
+
+    /// Base64 of at least 64 random bytes that signs session cookies. All replicas
+    /// must share it. Default: generated once into DATA_DIR/session.key.
+    #[arg(long, env = "TOOLSHED_SESSION_KEY", hide_env_values = true, global = true)]
+    pub session_key: Option<String>,
+
+    /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
+    /// Default: target/site under the current directory or the source tree.
+    #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]
+    pub site_root: Option<PathBuf>,
+}
+
+impl Config {
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("toolshed.db").display()))
+    }
+
+    pub fn base_url(&self) -> url::Url {
+        self.base_url.clone().unwrap_or_else(|| format!("http://{}", self.addr).parse().expect("a socket address makes a valid URL"))
+    }
+
+    pub fn site_root(&self) -> PathBuf {
+        if let Some(root) = &self.site_root {
+            return root.clone();
+        }
+        let here = Path::new("target/site");
+        if here.join("pkg").exists() {
+            return here.to_path_buf();
+        }
+        // Started from elsewhere: the site the build script made next to the sources.
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/site")
+    }
+
+    /// The cookie-signing key: configured, or read from (or first written to) the data dir.
+    pub fn session_key(&self) -> anyhow::Result<Vec<u8>> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        let decode = |s: &str| -> anyhow::Result<Vec<u8>> {
+            let key = engine.decode(s.trim()).context("the session key is not base64")?;
+            if key.len() < 64 {
+                anyhow::bail!("the session key must be at least 64 bytes");
+            }
+            Ok(key)
+        };
+        if let Some(k) = &self.session_key {
+            return decode(k);
+        }
+        let path = self.data_dir.join("session.key");
+        if let Ok(existing) = std::fs::read_to_string(&path) {
+            return decode(&existing);
+        }
+        let key: Vec<u8> = (0..64).map(|_| rand::random::<u8>()).collect();
+        std::fs::create_dir_all(&self.data_dir).with_context(|| format!("cannot create {}", self.data_dir.display()))?;
+        write_private(&path, &engine.encode(&key)).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(key)
+    }
+}
+
+/// Writes a secret readable by its owner only.
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(contents.as_bytes())
+}
+

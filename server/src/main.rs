@@ -1,0 +1,65 @@
+//! `toolshed`: the one binary. `serve` (default) runs the web app and MCP
+//! endpoints; `migrate` and `admin …` are for operators and scripts.
+
+mod admin;
+mod config;
+mod web;
+
+use clap::{Parser, Subcommand};
+use toolshed_domain::{Db, Settings, Toolshed};
+
+use crate::config::Config;
+
+#[derive(Debug, Parser)]
+#[command(name = "toolshed", version, about = "Toolshed: write one JavaScript function, every agent in the company gains a tool.")]
+struct Cli {
+    #[command(flatten)]
+    config: Config,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the web app and the MCP endpoints (the default).
+    Serve,
+    /// Create or upgrade the database schema, then exit.
+    Migrate,
+    /// Operator commands.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = cli.config;
+    let db = Db::connect(&config.database_url()).await?;
+    db.migrate().await?;
+    let toolshed = Toolshed::new(db, Settings::default());
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => web::serve(config, toolshed).await,
+        Command::Migrate => {
+            println!("database is up to date");
+            Ok(())
+        }
+        Command::Admin(cmd) => admin::run(cmd, &toolshed).await,
+    }
+}

@@ -1,0 +1,167 @@
+//! The HTTP server: assembles the Leptos app, sessions, cross-site protection
+//! and static files into one axum router, and serves it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use axum::Router;
+use leptos::prelude::*;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use toolshed_domain::sessions::DbSessionStore;
+use toolshed_domain::Toolshed;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::{Key, SameSite};
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::config::Config;
+
+/// Everything a request handler may need.
+#[derive(Clone, axum::extract::FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub toolshed: Toolshed,
+}
+
+/// Bodies above this are refused before they are read (413).
+const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+pub async fn serve(config: Config, toolshed: Toolshed) -> anyhow::Result<()> {
+    if let Some((username, password)) = toolshed.ensure_first_admin().await? {
+        // Printed once, on the first start only: there is no default password.
+        println!("\n  First start: created the administrator account.\n    username: {username}\n    password: {password}\n  Sign in and change it on the Account page. It will not be shown again.\n");
+    }
+    let app = router(&config, toolshed.clone())?;
+    let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
+    let addr = listener.local_addr()?;
+    // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(sweep_expired_sessions(DbSessionStore::new(toolshed.db.clone())));
+    tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
+    println!("Toolshed is serving on http://{addr}");
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    toolshed.db.close().await;
+    Ok(())
+}
+
+pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
+    let site_root = config.site_root();
+    let leptos_options = LeptosOptions::builder()
+        .output_name("toolshed")
+        .site_root(site_root.to_string_lossy().into_owned())
+        .site_pkg_dir("pkg")
+        .site_addr(config.addr)
+        .build();
+    let base_url = config.base_url();
+    let state = AppState { leptos_options: leptos_options.clone(), toolshed: toolshed.clone() };
+    let routes = generate_route_list(app::App);
+
+    let key = Key::try_from(config.session_key()?.as_slice()).context("invalid session key")?;
+    let sessions = SessionManagerLayer::new(DbSessionStore::new(toolshed.db.clone()))
+        .with_name("toolshed_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(base_url.scheme() == "https")
+        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::days(14)))
+        .with_signed(key);
+
+    let context = {
+        let toolshed = toolshed.clone();
+        move || provide_context(toolshed.clone())
+    };
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .leptos_routes_with_context(&state, routes, context.clone(), {
+            let options = leptos_options.clone();
+            move || app::shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, app::shell))
+        .layer(axum::middleware::from_fn_with_state(Origins::new(&base_url), refuse_cross_site))
+        .layer(sessions)
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state);
+    Ok(app)
+}
+
+/// Origins allowed to send state-changing requests: the base URL's, and the
+/// origin of the Host the request was sent to (same-origin under another name,
+/// e.g. 127.0.0.1 vs localhost; a session cookie never crosses host names).
+#[derive(Clone)]
+struct Origins {
+    base: String,
+}
+
+impl Origins {
+    fn new(base: &url::Url) -> Self {
+        Self { base: base.origin().ascii_serialization() }
+    }
+
+    fn allows(&self, origin: &str, host: Option<&str>) -> bool {
+        if origin == self.base {
+            return true;
+        }
+        let Some(host) = host else { return false };
+        let authority = origin.split_once("://").map(|(_, a)| a);
+        authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
+    }
+}
+
+/// Refuses state-changing browser requests that come from another site
+/// (CSRF): the Origin header must be ours, and when a browser sends no Origin,
+/// Sec-Fetch-Site must not say cross-site.
+async fn refuse_cross_site(State(origins): State<Origins>, req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let allowed = match headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or("null")) {
+        Some(origin) => origins.allows(origin, host),
+        None => headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) != Some("cross-site"),
+    };
+    if allowed {
+        next.run(req).await
+    } else {
+        tracing::warn!(method = %req.method(), uri = %req.uri(), "refused a cross-site request");
+        (StatusCode::FORBIDDEN, "Cross-site request refused.").into_response()
+    }
+}
+
+async fn sweep_expired_sessions(store: DbSessionStore) {
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        if let Err(e) = store.delete_expired().await {
+            tracing::warn!(error = %e, "could not delete expired sessions");
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

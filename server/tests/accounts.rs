@@ -1,0 +1,164 @@
+//! Accounts over real HTTP: what a browser (with or without JavaScript) sees.
+
+mod common;
+
+use common::{redirected_error, TestServer};
+
+server_test!(registering_signs_the_new_user_in, |srv: TestServer| async move {
+    let browser = srv.browser();
+    let res = srv.register(&browser, "Grace", "compilers-all-the-way").await;
+    assert_eq!(res.status(), 302, "a form post is redirected");
+    assert!(redirected_error(&res).is_none(), "{:?}", redirected_error(&res));
+    let cookie = res.headers().get("set-cookie").expect("a session cookie").to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("toolshed_session="), "{cookie}");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain http base URL: no Secure flag");
+    let (status, html) = srv.page(&browser, "/account").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("grace Example"), "the account page names the user");
+});
+
+server_test!(a_wrong_password_gets_the_generic_error_and_no_session, |srv: TestServer| async move {
+    let browser = srv.browser();
+    srv.register(&browser, "grace", "compilers-all-the-way").await;
+    let fresh = srv.browser();
+    let res = srv.post_form(&fresh, "/api/login", &[("username", "grace"), ("password", "wrong-password")]).await;
+    assert_eq!(res.status(), 302);
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"BadCredentials": "Invalid username or password."})));
+    let res = srv.post_form(&fresh, "/api/login", &[("username", "nobody"), ("password", "wrong-password")]).await;
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"BadCredentials": "Invalid username or password."})));
+    let (_, html) = srv.page(&fresh, "/").await;
+    assert!(html.contains("Sign in") && !html.contains("grace Example"));
+    // The page a no-JS browser lands on shows the message.
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    let (_, html) = srv.page(&fresh, &location[srv.base.len()..]).await;
+    assert!(html.contains("Invalid username or password."), "{html}");
+});
+
+server_test!(signing_in_and_out_works_with_plain_forms, |srv: TestServer| async move {
+    srv.register(&srv.browser(), "grace", "compilers-all-the-way").await;
+    let browser = srv.browser();
+    let res = srv
+        .post_form(&browser, "/api/login", &[("username", "GRACE"), ("password", "compilers-all-the-way"), ("next", "/account")])
+        .await;
+    assert_eq!(res.status(), 302);
+    assert_eq!(res.headers()["location"], "/account");
+    assert_eq!(srv.page(&browser, "/account").await.0, 200);
+    let res = srv.post_form(&browser, "/api/logout", &[]).await;
+    assert_eq!(res.status(), 302);
+    let (_, html) = srv.page(&browser, "/").await;
+    assert!(!html.contains("grace Example"));
+});
+
+server_test!(an_offsite_next_parameter_is_ignored, |srv: TestServer| async move {
+    srv.register(&srv.browser(), "grace", "compilers-all-the-way").await;
+    let browser = srv.browser();
+    let res = srv
+        .post_form(&browser, "/api/login", &[("username", "grace"), ("password", "compilers-all-the-way"), ("next", "//evil.example/")])
+        .await;
+    assert_eq!(res.headers()["location"], "/");
+});
+
+server_test!(duplicate_usernames_and_weak_passwords_are_refused_clearly, |srv: TestServer| async move {
+    let browser = srv.browser();
+    srv.register(&browser, "grace", "compilers-all-the-way").await;
+    let other = srv.browser();
+    let res = srv.register(&other, "Grace", "another-long-password").await;
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"Conflict": "The username “grace” is already taken."})));
+    let res = srv.register(&other, "ada", "short").await;
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"Invalid": "Password: must be at least 10 characters"})));
+    let long = "x".repeat(40);
+    let res = srv.register(&other, &long, "a-perfectly-fine-password").await;
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"Invalid": "Username: must be at most 32 characters"})));
+    let res = srv.register(&other, "ada", "").await;
+    assert_eq!(redirected_error(&res), Some(serde_json::json!({"Invalid": "Password: is required"})));
+});
+
+server_test!(a_post_from_another_origin_is_refused, |srv: TestServer| async move {
+    let res = srv
+        .browser()
+        .post(srv.url("/api/login"))
+        .header("Origin", "https://evil.example")
+        .form(&[("username", "admin"), ("password", srv.admin_password.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(res.headers().get("set-cookie").is_none());
+    let res = srv
+        .browser()
+        .post(srv.url("/api/logout"))
+        .header("Sec-Fetch-Site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+});
+
+server_test!(a_forged_session_cookie_is_treated_as_signed_out, |srv: TestServer| async move {
+    let client = reqwest::Client::new();
+    let res = client
+        .get(srv.url("/account"))
+        .header("Cookie", "toolshed_session=AAAAAAAAAAAAAAAAAAAAAA.forged-signature")
+        .send()
+        .await
+        .unwrap();
+    let html = res.text().await.unwrap();
+    assert!(!html.contains("Change password"), "no account page for a forged cookie");
+});
+
+server_test!(changing_the_password_signs_out_other_sessions, |srv: TestServer| async move {
+    let laptop = srv.browser();
+    srv.register(&laptop, "grace", "compilers-all-the-way").await;
+    let phone = srv.browser();
+    srv.post_form(&phone, "/api/login", &[("username", "grace"), ("password", "compilers-all-the-way")]).await;
+    assert!(srv.page(&phone, "/account").await.1.contains("Change password"));
+    let res = srv
+        .post_form(
+            &laptop,
+            "/api/change_password",
+            &[("current", "compilers-all-the-way"), ("new", "nanoseconds-of-wire"), ("confirm", "nanoseconds-of-wire")],
+        )
+        .await;
+    assert!(redirected_error(&res).is_none(), "{:?}", redirected_error(&res));
+    assert!(srv.page(&laptop, "/account").await.1.contains("Change password"), "this session carries on");
+    assert!(!srv.page(&phone, "/account").await.1.contains("Change password"), "the other one is signed out");
+});
+
+server_test!(the_first_admin_can_sign_in_with_the_printed_password, |srv: TestServer| async move {
+    assert_eq!(srv.admin_password.len(), 20);
+    let browser = srv.browser();
+    let res = srv.post_form(&browser, "/api/login", &[("username", "admin"), ("password", &srv.admin_password)]).await;
+    assert!(redirected_error(&res).is_none());
+    assert!(srv.page(&browser, "/account").await.1.contains("Administrator"));
+});
+
+server_test!(oversized_bodies_are_refused, |srv: TestServer| async move {
+    let big = "x".repeat(3 * 1024 * 1024);
+    let res = srv.post_form(&srv.browser(), "/api/login", &[("username", "admin"), ("password", &big)]).await;
+    assert_eq!(res.status(), 413);
+    assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok", "still serving");
+});
+
+server_test!(unknown_pages_answer_404_with_a_page, |srv: TestServer| async move {
+    let (status, html) = srv.page(&srv.browser(), "/no/such/page").await;
+    assert_eq!(status, 404);
+    assert!(html.contains("Page not found"));
+});
+
+server_test!(repeated_wrong_passwords_are_rate_limited, |srv: TestServer| async move {
+    srv.register(&srv.browser(), "grace", "compilers-all-the-way").await;
+    let browser = srv.browser();
+    for _ in 0..5 {
+        srv.post_form(&browser, "/api/login", &[("username", "grace"), ("password", "guess-guess")]).await;
+    }
+    let res = srv.post_form(&browser, "/api/login", &[("username", "grace"), ("password", "compilers-all-the-way")]).await;
+    assert_eq!(
+        redirected_error(&res),
+        Some(serde_json::json!({"TooManyAttempts": "Too many failed sign-in attempts. Try again in a few minutes."}))
+    );
+});
+
+server_test!(a_clean_shutdown_exits_successfully, |srv: TestServer| async move {
+    assert!(srv.stop().await.success());
+});

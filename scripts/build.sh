@@ -23,6 +23,9 @@ wasm-bindgen --target web --no-typescript --out-dir "$pkg.tmp" --out-name toolsh
 scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
     "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
 cat style/*.css > "$pkg.tmp/toolshed.css"
+# The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
+NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
+    --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
 rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
 cp -r public/. "$SITE_DIR/"
 

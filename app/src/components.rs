@@ -17,7 +17,9 @@ pub fn Header() -> impl IntoView {
                 "Toolshed"
             </a>
             <nav class="nav">
-                <A href="/">"Home"</A>
+                <A href="/browse">"Browse"</A>
+                <A href="/tools/mine">"My tools"</A>
+                <A href="/tools/new">"New tool"</A>
             </nav>
             <div class="topbar-user">
                 <Transition fallback=|| ()>
@@ -74,4 +76,28 @@ fn UserMenu(me: Me) -> impl IntoView {
 #[component]
 pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {
     move || error.get().map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+}
+
+/// Renders its children for signed-in users; sends everyone else to sign in,
+/// with a way back here.
+#[component]
+pub fn RequireUser(children: ChildrenFn) -> impl IntoView {
+    let auth = expect_context::<Auth>();
+    let location = leptos_router::hooks::use_location();
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || {
+                let children = children.clone();
+                Suspend::new(async move {
+                    match auth.me.await {
+                        Ok(Some(_)) => children().into_any(),
+                        _ => {
+                            let next = location.pathname.get_untracked();
+                            view! { <leptos_router::components::Redirect path=format!("/login?next={next}") /> }.into_any()
+                        }
+                    }
+                })
+            }}
+        </Transition>
+    }
 }

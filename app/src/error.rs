@@ -23,6 +23,9 @@ pub enum AppError {
     BadCredentials(String),
     #[error("{0}")]
     TooManyAttempts(String),
+    /// Too much work queued; worth retrying shortly.
+    #[error("{0}")]
+    Busy(String),
     #[error("Something went wrong on our side. Please try again.")]
     Internal,
     /// The request never reached the function (network, decoding).
@@ -39,6 +42,7 @@ impl AppError {
             AppError::Invalid(_) => 422,
             AppError::Conflict(_) => 409,
             AppError::TooManyAttempts(_) => 429,
+            AppError::Busy(_) => 503,
             AppError::Internal | AppError::Transport(_) => 500,
         }
     }
@@ -56,7 +60,24 @@ impl FromServerFnError for AppError {
 mod from_domain {
     use super::AppError;
     use toolshed_domain::sessions::SessionError;
+    use toolshed_domain::tools::ToolError;
     use toolshed_domain::AccountError;
+
+    impl From<ToolError> for AppError {
+        fn from(e: ToolError) -> Self {
+            match e {
+                ToolError::Invalid(_) | ToolError::BadArguments(_) | ToolError::NoSuchVersion(_) => AppError::Invalid(e.to_string()),
+                ToolError::NotFound => AppError::NotFound,
+                ToolError::Forbidden => AppError::Forbidden,
+                ToolError::NameTaken(_) | ToolError::NotPublished => AppError::Conflict(e.to_string()),
+                ToolError::Busy => AppError::Busy(e.to_string()),
+                ToolError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
 
     impl From<AccountError> for AppError {
         fn from(e: AccountError) -> Self {

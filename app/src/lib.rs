@@ -1,8 +1,10 @@
+#![recursion_limit = "256"]
 //! Toolshed's UI: Leptos components, pages and server functions. Compiled twice:
 //! with `ssr` into the server (rendering, server-function bodies) and with
 //! `hydrate` into the wasm bundle (interactivity). Only `ssr` sees the domain.
 
 pub mod api;
+pub mod args;
 mod components;
 pub mod error;
 mod pages;
@@ -12,8 +14,9 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
 
-use crate::api::{ChangePassword, Login, Logout, Register};
+use crate::api::Logout;
 use crate::components::Header;
+use crate::pages::tools::{BrowseTools, MyTools, NewTool, ToolEditor, ToolListing};
 use crate::pages::{Account, Home, LoginPage, NotFound, RegisterPage};
 
 /// The HTML document around the app, rendered on the server only.
@@ -35,50 +38,78 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// Sign-in state shared by the header and the pages: the actions that change it,
-/// and the current user, refetched whenever one of them completes.
+/// Sign-in state shared by the header and the pages: the current user, refetched
+/// after sign-out or whenever a page reports that sign-in state changed.
 #[derive(Clone, Copy)]
 pub struct Auth {
-    pub login: ServerAction<Login>,
     pub logout: ServerAction<Logout>,
-    pub register: ServerAction<Register>,
-    pub change_password: ServerAction<ChangePassword>,
+    /// Bumped by pages whose action signed someone in (login, register, password change).
+    pub changed: RwSignal<u64>,
     pub me: Resource<Result<Option<api::Me>, error::AppError>>,
 }
 
 impl Auth {
     fn new() -> Self {
-        let login = ServerAction::<Login>::new();
         let logout = ServerAction::<Logout>::new();
-        let register = ServerAction::<Register>::new();
-        let change_password = ServerAction::<ChangePassword>::new();
-        let me = Resource::new(
-            move || (login.version().get(), logout.version().get(), register.version().get()),
-            |_| api::current_user(),
-        );
-        Self { login, logout, register, change_password, me }
+        let changed = RwSignal::new(0);
+        let me = Resource::new(move || (logout.version().get(), changed.get()), |_| api::current_user());
+        Self { logout, changed, me }
+    }
+
+    /// Refetches the current user once `action` has completed successfully.
+    pub fn refresh_after<S, T>(self, action: ServerAction<S>)
+    where
+        S: leptos::server_fn::ServerFn<Output = T, Error = error::AppError> + Clone + Send + Sync + 'static,
+        T: Clone + Send + Sync + 'static,
+    {
+        Effect::new(move |_| {
+            if matches!(action.value().get(), Some(Ok(_))) {
+                self.changed.update(|n| *n += 1);
+            }
+        });
     }
 }
 
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    provide_context(Auth::new());
+    // Effects run only in the browser, after hydration: mark the page so tests
+    // (and curious people) can tell the wasm is live.
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
 
     view! {
         <Stylesheet id="toolshed" href="/pkg/toolshed.css" />
         <Title formatter=|page: String| if page.is_empty() { "Toolshed".to_owned() } else { format!("{page} · Toolshed") } />
         <Router>
-            <Header />
-            <main class="page">
-                <Routes fallback=NotFound>
-                    <Route path=path!("/") view=Home />
-                    <Route path=path!("/login") view=LoginPage />
-                    <Route path=path!("/register") view=RegisterPage />
-                    <Route path=path!("/account") view=Account />
-                </Routes>
-            </main>
-            <footer class="footer">"Toolshed · write one function, every agent gains a tool"</footer>
+            <Frame />
         </Router>
+    }
+}
+
+/// Everything inside the router. The sign-in actions are created here, not in
+/// `App`: the router is what hands a no-JS form's error (from the URL) to them.
+#[component]
+fn Frame() -> impl IntoView {
+    provide_context(Auth::new());
+    view! {
+        <Header />
+        <main class="page">
+            <Routes fallback=NotFound>
+                <Route path=path!("/") view=Home />
+                <Route path=path!("/login") view=LoginPage />
+                <Route path=path!("/register") view=RegisterPage />
+                <Route path=path!("/account") view=Account />
+                <Route path=path!("/browse") view=BrowseTools />
+                <Route path=path!("/tools/mine") view=MyTools />
+                <Route path=path!("/tools/new") view=NewTool />
+                <Route path=path!("/tools/:department/:name") view=ToolListing />
+                <Route path=path!("/tools/:department/:name/edit") view=ToolEditor />
+            </Routes>
+        </main>
+        <footer class="footer">"Toolshed · write one function, every agent gains a tool"</footer>
     }
 }

@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the web app and the MCP endpoints (the default).
-    Serve,
+    Serve(web::ServeArgs),
     /// Create or upgrade the database schema, then exit.
     Migrate,
     /// Operator commands.
@@ -38,6 +38,7 @@ async fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match run(cli).await {
@@ -54,8 +55,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let db = Db::connect(&config.database_url()).await?;
     db.migrate().await?;
     let toolshed = Toolshed::new(db, Settings::default());
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => web::serve(config, toolshed).await,
+    match cli.command.unwrap_or(Command::Serve(web::ServeArgs::default())) {
+        Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {
             println!("database is up to date");
             Ok(())

@@ -33,10 +33,20 @@ pub struct AppState {
 /// Bodies above this are refused before they are read (413).
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-pub async fn serve(config: Config, toolshed: Toolshed) -> anyhow::Result<()> {
+#[derive(Debug, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Do not seed the demo department on the first start of an empty database.
+    #[arg(long, env = "TOOLSHED_NO_DEMO")]
+    pub no_demo: bool,
+}
+
+pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyhow::Result<()> {
     if let Some((username, password)) = toolshed.ensure_first_admin().await? {
         // Printed once, on the first start only: there is no default password.
         println!("\n  First start: created the administrator account.\n    username: {username}\n    password: {password}\n  Sign in and change it on the Account page. It will not be shown again.\n");
+        if !args.no_demo {
+            toolshed.seed_demo().await?;
+        }
     }
     let app = router(&config, toolshed.clone())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;

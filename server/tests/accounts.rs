@@ -15,7 +15,7 @@ server_test!(registering_signs_the_new_user_in, |srv: TestServer| async move {
     assert!(!cookie.contains("Secure"), "plain http base URL: no Secure flag");
     let (status, html) = srv.page(&browser, "/account").await;
     assert_eq!(status, 200);
-    assert!(html.contains("grace Example"), "the account page names the user");
+    assert!(html.contains("Grace Example"), "the account page names the user");
 });
 
 server_test!(a_wrong_password_gets_the_generic_error_and_no_session, |srv: TestServer| async move {

@@ -3,6 +3,11 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+#[allow(dead_code)]
+#[path = "../domain/tests/support/mod.rs"]
+mod support;
+use support::TempDir;
+
 fn toolshed(data_dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
     cmd.env("TOOLSHED_DATA_DIR", data_dir).env_remove("DATABASE_URL");
@@ -23,7 +28,7 @@ fn help_documents_every_setting_with_its_environment_variable() {
 
 #[test]
 fn migrate_creates_the_sqlite_database_under_the_data_dir() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = TempDir::new();
     let out = toolshed(dir.path()).arg("migrate").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(dir.path().join("toolshed.db").exists());
@@ -31,7 +36,7 @@ fn migrate_creates_the_sqlite_database_under_the_data_dir() {
 
 #[test]
 fn admin_create_user_reads_the_password_from_stdin() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = TempDir::new();
     let run = |args: &[&str], stdin: &str| {
         let mut child = toolshed(dir.path())
             .args(["admin", "create-user"])
@@ -59,7 +64,7 @@ fn admin_create_user_reads_the_password_from_stdin() {
 
 #[test]
 fn an_unsupported_database_url_is_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = TempDir::new();
     let out = toolshed(dir.path()).arg("migrate").env("DATABASE_URL", "mysql://nope").output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported database URL"));

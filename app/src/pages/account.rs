@@ -3,15 +3,17 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
+use crate::api::ChangePassword;
 use crate::components::FormError;
 use crate::Auth;
 
 #[component]
 pub fn Account() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    let change_password = ServerAction::<ChangePassword>::new();
     let query = use_query_map();
-    let changed = move || query.read().get("changed").is_some() && auth.change_password.value().get().is_none_or(|r| r.is_ok());
-    let error = Signal::derive(move || auth.change_password.value().get().and_then(Result::err));
+    let changed = move || query.read().get("changed").is_some() && change_password.value().get().is_none_or(|r| r.is_ok());
+    let error = Signal::derive(move || change_password.value().get().and_then(Result::err));
     view! {
         <Title text="Account" />
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -31,7 +33,7 @@ pub fn Account() -> impl IntoView {
                             <p class="muted">"Changing it signs you out everywhere else."</p>
                             {move || changed().then(|| view! { <p class="alert ok" role="status">"Password changed."</p> })}
                             <FormError error />
-                            <ActionForm action=auth.change_password attr:class="stack">
+                            <ActionForm action=change_password attr:class="stack">
                                 <label>"Current password"
                                     <input name="current" type="password" autocomplete="current-password" required maxlength="256" />
                                 </label>

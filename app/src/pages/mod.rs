@@ -4,6 +4,7 @@ mod account;
 mod home;
 mod not_found;
 mod sign_in;
+pub mod tools;
 
 pub use account::Account;
 pub use home::Home;

@@ -5,22 +5,26 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
+use crate::api::{Login, Register};
 use crate::components::FormError;
 use crate::Auth;
 
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    // Created here, inside <Routes>: that is where a no-JS post's error arrives.
+    let login = ServerAction::<Login>::new();
+    auth.refresh_after(login);
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
-    let error = Signal::derive(move || auth.login.value().get().and_then(Result::err));
+    let error = Signal::derive(move || login.value().get().and_then(Result::err));
     let show = RwSignal::new(false);
     view! {
         <Title text="Sign in" />
         <section class="narrow card form-card">
             <h1>"Sign in"</h1>
             <FormError error />
-            <ActionForm action=auth.login attr:class="stack">
+            <ActionForm action=login attr:class="stack">
                 <input type="hidden" name="next" value=next />
                 <label>
                     "Username"
@@ -41,8 +45,8 @@ pub fn LoginPage() -> impl IntoView {
                         </button>
                     </span>
                 </label>
-                <button type="submit" class="button" disabled=move || auth.login.pending().get()>
-                    {move || if auth.login.pending().get() { "Signing in…" } else { "Sign in" }}
+                <button type="submit" class="button" disabled=move || login.pending().get()>
+                    {move || if login.pending().get() { "Signing in…" } else { "Sign in" }}
                 </button>
             </ActionForm>
             <p class="muted">"New here? " <a href="/register">"Create an account"</a></p>
@@ -53,15 +57,17 @@ pub fn LoginPage() -> impl IntoView {
 #[component]
 pub fn RegisterPage() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    let register = ServerAction::<Register>::new();
+    auth.refresh_after(register);
     let departments = Resource::new(|| (), |_| crate::api::departments());
-    let error = Signal::derive(move || auth.register.value().get().and_then(Result::err));
+    let error = Signal::derive(move || register.value().get().and_then(Result::err));
     view! {
         <Title text="Register" />
         <section class="narrow card form-card">
             <h1>"Create your account"</h1>
             <p class="muted">"You publish tools for your department; everyone can browse, run and fork."</p>
             <FormError error />
-            <ActionForm action=auth.register attr:class="stack">
+            <ActionForm action=register attr:class="stack">
                 <label>
                     "Username"
                     <input name="username" autocomplete="username" required minlength="2" maxlength="32"
@@ -104,8 +110,8 @@ pub fn RegisterPage() -> impl IntoView {
                     "Repeat the password"
                     <input name="password_confirm" type="password" autocomplete="new-password" required maxlength="256" />
                 </label>
-                <button type="submit" class="button" disabled=move || auth.register.pending().get()>
-                    {move || if auth.register.pending().get() { "Creating…" } else { "Create account" }}
+                <button type="submit" class="button" disabled=move || register.pending().get()>
+                    {move || if register.pending().get() { "Creating…" } else { "Create account" }}
                 </button>
             </ActionForm>
             <p class="muted">"Already have an account? " <a href="/login">"Sign in"</a></p>

@@ -16,4 +16,4 @@ macro_rules! id_type {
     )*};
 }
 
-id_type!(UserId, DepartmentId);
+id_type!(UserId, DepartmentId, ToolId);

@@ -5,24 +5,34 @@
 
 pub mod accounts;
 pub mod audit;
+mod demo;
 pub mod ids;
+pub mod markdown;
 pub mod names;
 pub mod passwords;
+pub mod sandbox;
+pub mod schema;
 pub mod sessions;
 pub mod store;
-#[cfg(feature = "testing")]
-pub mod testing;
+pub mod tools;
 
 use std::sync::Arc;
 
 pub use accounts::{AccountError, Department, User};
 pub use store::{Db, StoreError};
 
+use crate::sandbox::{Sandbox, SandboxConfig};
+
 /// The domain handle shared by every entry point. Cheap to clone.
 #[derive(Clone)]
 pub struct Toolshed {
     pub db: Db,
-    inner: Arc<Settings>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: Settings,
+    sandbox: Sandbox,
 }
 
 /// Knobs the domain needs from configuration.
@@ -33,21 +43,34 @@ pub struct Settings {
     /// Failed sign-ins per client address within the window before refusing.
     pub login_failures_per_client: i64,
     pub login_window_ms: i64,
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { login_failures_per_account: 5, login_failures_per_client: 20, login_window_ms: 15 * 60 * 1000 }
+        Self {
+            login_failures_per_account: 5,
+            login_failures_per_client: 20,
+            login_window_ms: 15 * 60 * 1000,
+            sandbox: SandboxConfig::default(),
+        }
     }
 }
 
 impl Toolshed {
+    /// Starts the sandbox's worker threads; failing to start threads at
+    /// start-up leaves nothing sensible to do but stop.
     pub fn new(db: Db, settings: Settings) -> Self {
-        Self { db, inner: Arc::new(settings) }
+        let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
+        Self { db, inner: Arc::new(Inner { settings, sandbox }) }
     }
 
     pub fn settings(&self) -> &Settings {
-        &self.inner
+        &self.inner.settings
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.inner.sandbox
     }
 }
 

@@ -188,3 +188,119 @@ mod tests {
         assert!(!format!("{p:?}").contains("horse"));
     }
 }
+
+/// A tool or bundle name as MCP requires it: `^[A-Za-z0-9_-]{1,64}$`, unique
+/// within its department. Case is kept: it is what models see.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ToolName(String);
+string_newtype!(ToolName);
+
+impl ToolName {
+    pub const MAX: usize = 64;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err(invalid("Name", "is required"));
+        }
+        if s.len() > Self::MAX {
+            return Err(invalid("Name", format!("must be at most {} characters", Self::MAX)));
+        }
+        if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(invalid("Name", "may contain only letters, digits, '_' and '-' (it is an MCP tool name)"));
+        }
+        Ok(Self(s.to_owned()))
+    }
+}
+
+/// A one-line title.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Title(String);
+string_newtype!(Title);
+
+impl Title {
+    pub const MAX: usize = 120;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        parse_text("Title", raw, Self::MAX).map(Self)
+    }
+}
+
+/// Markdown that a model reads; may be empty, must not be a novel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description(String);
+string_newtype!(Description);
+
+impl Description {
+    pub const MAX: usize = 20_000;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let s = raw.trim();
+        if s.chars().count() > Self::MAX {
+            return Err(invalid("Description", format!("must be at most {} characters", Self::MAX)));
+        }
+        Ok(Self(s.replace("\r\n", "\n")))
+    }
+}
+
+/// Lowercase slugs, at most 10, separated by spaces or commas when typed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tags(Vec<String>);
+
+impl Tags {
+    pub const MAX_COUNT: usize = 10;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let mut tags: Vec<String> = Vec::new();
+        for t in raw.split([',', ' ', '\n', '\t']).filter(|t| !t.trim().is_empty()) {
+            let t = parse_slug("Tags", t.trim_start_matches('#'), 32)?;
+            if !tags.contains(&t) {
+                tags.push(t);
+            }
+        }
+        if tags.len() > Self::MAX_COUNT {
+            return Err(invalid("Tags", format!("at most {} tags", Self::MAX_COUNT)));
+        }
+        Ok(Self(tags))
+    }
+
+    pub fn as_slice(&self) -> &[String] {
+        &self.0
+    }
+
+    /// Stored space-separated.
+    pub fn joined(&self) -> String {
+        self.0.join(" ")
+    }
+}
+
+/// JavaScript source of a tool: the body of an async function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Code(String);
+string_newtype!(Code);
+
+impl Code {
+    pub const MAX_BYTES: usize = 256 * 1024;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        if raw.len() > Self::MAX_BYTES {
+            return Err(invalid("Code", format!("must be at most {} KiB", Self::MAX_BYTES / 1024)));
+        }
+        Ok(Self(raw.replace("\r\n", "\n")))
+    }
+}
+
+#[cfg(test)]
+mod tool_name_tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_mcp_rule() {
+        assert_eq!(ToolName::parse(" get_FX-rate ").unwrap().as_str(), "get_FX-rate");
+        for bad in ["", "has space", "dot.name", "slash/name", &"x".repeat(65), "ünï"] {
+            assert!(ToolName::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tags_are_deduplicated_lowercase_slugs() {
+        assert_eq!(Tags::parse("Finance, #fx  finance").unwrap().as_slice(), ["finance", "fx"]);
+        assert!(Tags::parse("a;b").is_err());
+        assert!(Tags::parse(&(0..11).map(|i| format!("t{i}")).collect::<Vec<_>>().join(" ")).is_err());
+    }
+}

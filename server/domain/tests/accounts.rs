@@ -1,7 +1,10 @@
 //! Accounts, on SQLite and on PostgreSQL.
 
 use toolshed_domain::accounts::Registration;
-use toolshed_domain::{store_test, AccountError, Db, Settings, Toolshed};
+#[macro_use]
+mod support;
+
+use toolshed_domain::{AccountError, Db, Settings, Toolshed};
 
 fn toolshed(db: Db) -> Toolshed {
     Toolshed::new(db, Settings { login_failures_per_account: 3, login_failures_per_client: 5, ..Settings::default() })

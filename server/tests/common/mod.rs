@@ -9,20 +9,22 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use toolshed_domain::store::Backend;
-use toolshed_domain::testing::TestDb;
+#[path = "../../domain/tests/support/mod.rs"]
+mod support;
+pub use support::{TempDir, TestDb};
 
 pub struct TestServer {
     pub base: String,
     pub admin_password: String,
     pub db: TestDb,
-    pub data_dir: tempfile::TempDir,
+    pub data_dir: TempDir,
     child: Child,
 }
 
 impl TestServer {
     pub async fn start(backend: Backend) -> Self {
         let db = TestDb::new(backend).await;
-        let data_dir = tempfile::tempdir().unwrap();
+        let data_dir = TempDir::new();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .arg("serve")
             .env("TOOLSHED_ADDR", "127.0.0.1:0")

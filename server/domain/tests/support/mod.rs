@@ -1,24 +1,55 @@
-//! Test support: a fresh, migrated database of either backend.
+//! Test support: a fresh, migrated database of either backend. Shared by this
+//! crate's tests and the server's (`#[path]`-included there), so it needs no
+//! feature flag that would change how the main crates are built for tests.
 //!
 //! PostgreSQL comes from `TOOLSHED_TEST_POSTGRES_URL`, which
 //! `scripts/with-postgres.sh` sets after starting a throwaway cluster
 //! (`make test` always does); each test gets its own database in it.
 
-use crate::store::{Backend, Db};
+#![allow(dead_code)]
+
+use toolshed_domain::store::{Backend, Db};
 
 pub const POSTGRES_URL_VAR: &str = "TOOLSHED_TEST_POSTGRES_URL";
+
+/// A directory under the system temp dir, removed when dropped. (Hand-rolled
+/// rather than `tempfile`, whose dependencies would change the feature set the
+/// main crates are compiled with for tests, and so force a second full build.)
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let name = format!("toolshed-test-{}-{}-{nanos}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&path).expect("create a temp dir");
+        Self(path)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// A database that lives as long as this value (SQLite: a temp dir).
 pub struct TestDb {
     pub url: String,
-    _dir: Option<tempfile::TempDir>,
+    _dir: Option<TempDir>,
 }
 
 impl TestDb {
     pub async fn new(backend: Backend) -> Self {
         match backend {
             Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("temp dir");
+                let dir = TempDir::new();
                 let url = format!("sqlite://{}/toolshed.db", dir.path().display());
                 Self { url, _dir: Some(dir) }
             }
@@ -26,7 +57,7 @@ impl TestDb {
                 let admin = std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| {
                     panic!("{POSTGRES_URL_VAR} is not set: run the tests with `make test` or scripts/with-postgres.sh")
                 });
-                let name = format!("t_{:016x}", rand::random::<u64>());
+                let name = format!("t_{}", TempDir::new().path().file_name().unwrap().to_string_lossy().replace('-', "_"));
                 let db = Db::connect(&admin).await.expect("connect to the test cluster");
                 sqlx::query(&format!("CREATE DATABASE {name}"))
                     .execute(db.pool())
@@ -49,7 +80,7 @@ impl TestDb {
 
 /// Declares a test that runs once on SQLite and once on PostgreSQL:
 /// `store_test!(name, |db: Db| async move { … });` makes `name::sqlite` and `name::postgres`.
-#[macro_export]
+#[allow(unused_macros)]
 macro_rules! store_test {
     ($name:ident, $body:expr) => {
         mod $name {
@@ -58,13 +89,13 @@ macro_rules! store_test {
 
             #[tokio::test]
             async fn sqlite() {
-                let t = $crate::testing::TestDb::new($crate::store::Backend::Sqlite).await;
+                let t = support::TestDb::new(toolshed_domain::store::Backend::Sqlite).await;
                 ($body)(t.connect().await).await;
             }
 
             #[tokio::test]
             async fn postgres() {
-                let t = $crate::testing::TestDb::new($crate::store::Backend::Postgres).await;
+                let t = support::TestDb::new(toolshed_domain::store::Backend::Postgres).await;
                 ($body)(t.connect().await).await;
             }
         }

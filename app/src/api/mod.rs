@@ -1,0 +1,100 @@
+//! Server functions: thin. Each finds the current user from the session (never
+//! from anything the browser sends), calls the domain layer, and maps the answer.
+
+mod accounts;
+mod tools;
+
+pub use accounts::*;
+pub use tools::*;
+
+use serde::{Deserialize, Serialize};
+
+
+/// What the UI knows about the signed-in user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Me {
+    pub username: String,
+    pub display_name: String,
+    pub department: String,
+    pub department_title: String,
+    pub is_admin: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepartmentView {
+    pub name: String,
+    pub title: String,
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) mod server {
+    use leptos::prelude::*;
+    use toolshed_domain::{Toolshed, User};
+    use tower_sessions::Session;
+
+    use crate::error::AppError;
+
+    pub fn toolshed() -> Toolshed {
+        expect_context::<Toolshed>()
+    }
+
+    pub async fn session() -> Result<Session, AppError> {
+        leptos_axum::extract::<Session>().await.map_err(|e| {
+            tracing::error!(error = %e, "no session layer");
+            AppError::Internal
+        })
+    }
+
+    /// Sets the HTTP status of the current response from the error, and returns it.
+    /// A plain HTML form post (no wasm yet) keeps the redirect back to its page
+    /// instead, which carries the error in its query string.
+    pub fn fail(e: impl Into<AppError>) -> AppError {
+        let e = e.into();
+        let from_html_form = use_context::<http::request::Parts>().is_some_and(|p| {
+            p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+        });
+        if from_html_form {
+            return e;
+        }
+        if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+            res.set_status(http::StatusCode::from_u16(e.status()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR));
+        }
+        e
+    }
+
+    pub async fn current_user() -> Result<Option<User>, AppError> {
+        let session = session().await?;
+        toolshed().session_user(&session).await.map_err(fail)
+    }
+
+    pub async fn require_user() -> Result<User, AppError> {
+        current_user().await?.ok_or_else(|| fail(AppError::NotSignedIn))
+    }
+
+    /// The peer address, for rate limiting sign-ins.
+    pub async fn client_address() -> String {
+        leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .await
+            .map(|c| c.0.ip().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    }
+
+    pub fn me(u: &User) -> super::Me {
+        super::Me {
+            username: u.username.clone(),
+            display_name: u.display_name.clone(),
+            department: u.department.name.clone(),
+            department_title: u.department.title.clone(),
+            is_admin: u.is_admin,
+        }
+    }
+
+    /// Only same-site paths, so a crafted `next` cannot bounce people elsewhere.
+    pub fn safe_next(next: Option<String>) -> String {
+        match next {
+            Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+            _ => "/".into(),
+        }
+    }
+}
+

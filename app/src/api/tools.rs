@@ -1,0 +1,502 @@
+//! Tools: my tools, create, the editor's draft/version/publish calls, runs,
+//! test cases, and the listing page's data.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use super::server;
+use crate::args::ArgDef;
+use crate::error::AppError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCard {
+    pub department: String,
+    pub name: String,
+    pub title: String,
+    pub summary: String,
+    pub tags: Vec<String>,
+    pub visibility: String,
+    pub status: String,
+    pub owner: String,
+    pub published_version: Option<i64>,
+    pub latest_version: Option<i64>,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub version: i64,
+    pub changelog: String,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+/// Everything the listing page and the editor show about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub id: i64,
+    pub department: String,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// The description rendered from Markdown and sanitized on the server.
+    pub description_html: String,
+    pub tags: Vec<String>,
+    pub visibility: String,
+    pub status: String,
+    pub owner: String,
+    pub published_version: Option<i64>,
+    pub latest_version: Option<i64>,
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub fetch_allow: Vec<String>,
+    pub timeout_ms: i64,
+    pub memory_mib: i64,
+    pub can_edit: bool,
+    /// Arguments and changelog of the published version, if any.
+    pub published_args: Vec<ArgDef>,
+    pub published_changelog: Option<String>,
+    pub versions: Vec<VersionRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DraftView {
+    pub code: String,
+    pub args: Vec<ArgDef>,
+    pub autosaved_at: Option<i64>,
+    pub base_version: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestCaseView {
+    pub id: i64,
+    pub name: String,
+    pub args: String,
+    pub expected: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditorState {
+    pub tool: ToolInfo,
+    pub draft: DraftView,
+    pub test_cases: Vec<TestCaseView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleView {
+    pub level: String,
+    pub message: String,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunErrorView {
+    /// timeout, out_of_memory, syntax, thrown, …
+    pub kind: String,
+    pub message: String,
+    /// Line in the tool's code, when known.
+    pub line: Option<u32>,
+}
+
+/// One run as the Run panel shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub version: Option<i64>,
+    /// `text` or `json`; empty when the run failed.
+    pub kind: String,
+    /// The text, or pretty-printed JSON.
+    pub result: String,
+    /// For text results: rendered, sanitized Markdown.
+    pub result_html: Option<String>,
+    pub error: Option<RunErrorView>,
+    pub console: Vec<ConsoleView>,
+    pub duration_ms: f64,
+    pub peak_memory_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResultView {
+    pub name: String,
+    pub passed: bool,
+    pub actual: String,
+    pub expected: Option<String>,
+    pub duration_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffView {
+    pub from: i64,
+    pub to: i64,
+    pub code: String,
+    pub args: String,
+}
+
+/// Which code a run uses; `Draft` carries the editor's unsaved content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunTarget {
+    Draft { code: String, args: Vec<ArgDef> },
+    Version(i64),
+    Published,
+}
+
+#[cfg(feature = "ssr")]
+mod convert {
+    use toolshed_domain::sandbox::{RunError, ToolValue};
+    use toolshed_domain::tools::{self, RunReport, Tool};
+    use toolshed_domain::User;
+
+    use super::*;
+
+    pub fn args_to_domain(args: Vec<ArgDef>) -> Result<Vec<toolshed_domain::schema::ArgDef>, AppError> {
+        serde_json::to_value(args).and_then(serde_json::from_value).map_err(|e| AppError::Invalid(format!("Arguments: {e}")))
+    }
+
+    pub fn args_from_domain(args: Vec<toolshed_domain::schema::ArgDef>) -> Vec<ArgDef> {
+        serde_json::to_value(args).and_then(serde_json::from_value).unwrap_or_default()
+    }
+
+    pub fn card(t: &Tool) -> ToolCard {
+        ToolCard {
+            department: t.department.clone(),
+            name: t.name.clone(),
+            title: t.title.clone(),
+            summary: toolshed_domain::markdown::summary(&t.description, 160),
+            tags: t.tags.clone(),
+            visibility: t.visibility.as_str().to_owned(),
+            status: format!("{:?}", t.status).to_lowercase(),
+            owner: t.owner_display_name.clone(),
+            published_version: t.published_version,
+            latest_version: t.latest_version,
+            updated_at: t.updated_at,
+        }
+    }
+
+    pub async fn detail(ts: &toolshed_domain::Toolshed, user: &User, t: Tool) -> Result<ToolInfo, AppError> {
+        let versions = ts.versions(user, t.id).await.map_err(server::fail)?;
+        let published = match t.published_version {
+            Some(n) => Some(ts.version(user, t.id, n).await.map_err(server::fail)?),
+            None => None,
+        };
+        Ok(ToolInfo {
+            id: t.id.0,
+            department: t.department.clone(),
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description_html: toolshed_domain::markdown::to_safe_html(&t.description),
+            description: t.description.clone(),
+            tags: t.tags.clone(),
+            visibility: t.visibility.as_str().to_owned(),
+            status: format!("{:?}", t.status).to_lowercase(),
+            owner: t.owner_display_name.clone(),
+            published_version: t.published_version,
+            latest_version: t.latest_version,
+            read_only_hint: t.read_only_hint,
+            destructive_hint: t.destructive_hint,
+            fetch_allow: t.fetch_allow.clone(),
+            timeout_ms: t.timeout_ms,
+            memory_mib: t.memory_mib,
+            can_edit: tools::can_edit(user, &t),
+            published_changelog: published.as_ref().map(|v| v.changelog.clone()),
+            published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
+            versions: versions
+                .into_iter()
+                .map(|v| VersionRow { version: v.version, changelog: v.changelog, created_by: v.created_by, created_at: v.created_at })
+                .collect(),
+        })
+    }
+
+    pub fn run_view(report: RunReport) -> RunView {
+        let o = report.outcome;
+        let (kind, result, result_html, error) = match o.result {
+            Ok(ToolValue::Text(t)) => ("text", t.clone(), Some(toolshed_domain::markdown::to_safe_html(&t)), None),
+            Ok(ToolValue::Json(v)) => ("json", serde_json::to_string_pretty(&v).unwrap_or_default(), None, None),
+            Err(e) => {
+                let kind = serde_json::to_value(&e)
+                    .ok()
+                    .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+                    .unwrap_or_else(|| "error".into());
+                let line = match &e {
+                    RunError::Syntax { line, .. } => *line,
+                    RunError::Thrown { line, .. } => *line,
+                    RunError::StackOverflow { line } => *line,
+                    _ => None,
+                };
+                ("", String::new(), None, Some(RunErrorView { kind, message: e.to_string(), line }))
+            }
+        };
+        RunView {
+            version: report.version,
+            kind: kind.to_owned(),
+            result,
+            result_html,
+            error,
+            console: o
+                .console
+                .into_iter()
+                .map(|c| ConsoleView {
+                    level: serde_json::to_value(c.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                    message: c.message,
+                    elapsed_ms: c.elapsed_ms,
+                })
+                .collect(),
+            duration_ms: o.duration.as_secs_f64() * 1000.0,
+            peak_memory_bytes: o.peak_memory_bytes as u64,
+        }
+    }
+
+    pub fn target(t: RunTarget) -> Result<tools::RunSource, AppError> {
+        Ok(match t {
+            RunTarget::Draft { code, args } => tools::RunSource::Draft { code, args: args_to_domain(args)? },
+            RunTarget::Version(n) => tools::RunSource::Version(n),
+            RunTarget::Published => tools::RunSource::Published,
+        })
+    }
+
+    pub fn parse_json(field: &str, raw: &str) -> Result<serde_json::Value, AppError> {
+        if raw.trim().is_empty() {
+            return Ok(serde_json::Value::Object(Default::default()));
+        }
+        serde_json::from_str(raw).map_err(|e| AppError::Invalid(format!("{field}: not valid JSON ({e})")))
+    }
+}
+
+#[server(endpoint = "tools/mine")]
+pub async fn my_tools() -> Result<Vec<ToolCard>, AppError> {
+    let user = server::require_user().await?;
+    let tools = server::toolshed().tools_for_author(&user).await.map_err(server::fail)?;
+    Ok(tools.iter().map(convert::card).collect())
+}
+
+#[server(endpoint = "tools/published")]
+pub async fn published_tools() -> Result<Vec<ToolCard>, AppError> {
+    let user = server::require_user().await?;
+    let tools = server::toolshed().published_tools(&user).await.map_err(server::fail)?;
+    Ok(tools.iter().map(convert::card).collect())
+}
+
+#[server(endpoint = "tools/create")]
+pub async fn create_tool(name: String, title: String, description: String, tags: String, visibility: String) -> Result<(), AppError> {
+    use toolshed_domain::tools::NewTool;
+    let user = server::require_user().await?;
+    let new = NewTool::parse(&name, &title, &description, &tags, &visibility).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let tool = server::toolshed().create_tool(&user, new).await.map_err(server::fail)?;
+    leptos_axum::redirect(&format!("/tools/{}/{}/edit", tool.department, tool.name));
+    Ok(())
+}
+
+#[server(endpoint = "tools/detail")]
+pub async fn tool_detail(department: String, name: String) -> Result<ToolInfo, AppError> {
+    let user = server::require_user().await?;
+    let ts = server::toolshed();
+    let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
+    convert::detail(&ts, &user, tool).await
+}
+
+#[server(endpoint = "tools/editor")]
+pub async fn editor_data(department: String, name: String) -> Result<EditorState, AppError> {
+    let user = server::require_user().await?;
+    let ts = server::toolshed();
+    let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
+    let id = tool.id;
+    let draft = ts.draft(&user, id).await.map_err(server::fail)?;
+    let cases = ts.test_cases(&user, id).await.map_err(server::fail)?;
+    Ok(EditorState {
+        tool: convert::detail(&ts, &user, tool).await?,
+        draft: DraftView {
+            code: draft.code,
+            args: convert::args_from_domain(draft.args),
+            autosaved_at: draft.autosaved_at,
+            base_version: draft.base_version,
+        },
+        test_cases: cases
+            .into_iter()
+            .map(|c| TestCaseView { id: c.id, name: c.name, args: serde_json::to_string_pretty(&c.args).unwrap_or_default(), expected: c.expected })
+            .collect(),
+    })
+}
+
+#[cfg(feature = "ssr")]
+fn tool_id(id: i64) -> toolshed_domain::ids::ToolId {
+    toolshed_domain::ids::ToolId(id)
+}
+
+#[cfg(feature = "ssr")]
+fn source(code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Source, AppError> {
+    toolshed_domain::tools::Source::parse(&code, convert::args_to_domain(args)?, None).map_err(server::fail)
+}
+
+/// Autosave; returns the time it was saved (Unix ms).
+#[server(endpoint = "tools/draft", input = server_fn::codec::Json)]
+pub async fn save_draft(tool: i64, code: String, args: Vec<ArgDef>) -> Result<i64, AppError> {
+    let user = server::require_user().await?;
+    let src = source(code, args)?;
+    server::toolshed().save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
+}
+
+#[server(endpoint = "tools/discard_draft")]
+pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    server::toolshed().discard_draft(&user, tool_id(tool)).await.map_err(server::fail)
+}
+
+/// Saves a version; returns its number.
+#[server(endpoint = "tools/save_version", input = server_fn::codec::Json)]
+pub async fn save_version(tool: i64, code: String, args: Vec<ArgDef>, changelog: String) -> Result<i64, AppError> {
+    let user = server::require_user().await?;
+    let src = source(code, args)?;
+    server::toolshed().save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
+}
+
+/// Publishes `version` (an older one: rolls back). Returns the tool's new state.
+#[server(endpoint = "tools/publish")]
+pub async fn publish(tool: i64, version: i64) -> Result<ToolInfo, AppError> {
+    let user = server::require_user().await?;
+    let ts = server::toolshed();
+    let t = ts.publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    convert::detail(&ts, &user, t).await
+}
+
+#[server(endpoint = "tools/version")]
+pub async fn load_version(tool: i64, version: i64) -> Result<DraftView, AppError> {
+    let user = server::require_user().await?;
+    let v = server::toolshed().version(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    Ok(DraftView { code: v.code, args: convert::args_from_domain(v.args), autosaved_at: None, base_version: Some(v.version) })
+}
+
+#[server(endpoint = "tools/diff")]
+pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, AppError> {
+    let user = server::require_user().await?;
+    let d = server::toolshed().diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
+    Ok(DiffView { from: d.from, to: d.to, code: d.code, args: d.args })
+}
+
+/// Runs the tool; `input` is the arguments as JSON text.
+#[server(endpoint = "tools/run", input = server_fn::codec::Json)]
+pub async fn run_tool(tool: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
+    let user = server::require_user().await?;
+    let input = convert::parse_json("Arguments", &input)?;
+    let report = server::toolshed()
+        .run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None)
+        .await
+        .map_err(server::fail)?;
+    Ok(convert::run_view(report))
+}
+
+/// The JSON Schema the argument rows produce (the editor's live preview).
+#[server(endpoint = "tools/schema", input = server_fn::codec::Json)]
+pub async fn schema_preview(args: Vec<ArgDef>) -> Result<String, AppError> {
+    let args = convert::args_to_domain(args)?;
+    toolshed_domain::schema::check_defs(&args).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    Ok(serde_json::to_string_pretty(&toolshed_domain::schema::to_json_schema(&args)).unwrap_or_default())
+}
+
+/// Loads a pasted JSON Schema back into argument rows, when it fits them.
+#[server(endpoint = "tools/schema_rows")]
+pub async fn rows_from_schema(schema: String) -> Result<Vec<ArgDef>, AppError> {
+    let value = convert::parse_json("JSON Schema", &schema)?;
+    let args = toolshed_domain::schema::from_json_schema(&value).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    Ok(convert::args_from_domain(args))
+}
+
+/// Mock arguments for the Run form: defaults, examples, or generated by type.
+#[server(endpoint = "tools/mock", input = server_fn::codec::Json)]
+pub async fn mock_arguments(args: Vec<ArgDef>) -> Result<String, AppError> {
+    let args = convert::args_to_domain(args)?;
+    Ok(serde_json::to_string_pretty(&toolshed_domain::schema::mock_arguments(&args)).unwrap_or_default())
+}
+
+#[server(endpoint = "tools/test_case/save")]
+pub async fn save_test_case(tool: i64, name: String, args: String, expected: Option<String>) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    let args = convert::parse_json("Arguments", &args)?;
+    server::toolshed().save_test_case(&user, tool_id(tool), &name, args, expected).await.map_err(server::fail)
+}
+
+#[server(endpoint = "tools/test_case/delete")]
+pub async fn delete_test_case(tool: i64, case: i64) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    server::toolshed().delete_test_case(&user, tool_id(tool), case).await.map_err(server::fail)
+}
+
+#[server(endpoint = "tools/test_cases")]
+pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
+    let user = server::require_user().await?;
+    let cases = server::toolshed().test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
+    Ok(cases
+        .into_iter()
+        .map(|c| TestCaseView { id: c.id, name: c.name, args: serde_json::to_string_pretty(&c.args).unwrap_or_default(), expected: c.expected })
+        .collect())
+}
+
+#[server(endpoint = "tools/test_cases/run", input = server_fn::codec::Json)]
+pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
+    let user = server::require_user().await?;
+    let results = server::toolshed().run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
+    Ok(results
+        .into_iter()
+        .map(|r| TestResultView { name: r.name, passed: r.passed, actual: r.actual, expected: r.expected, duration_ms: r.duration_ms })
+        .collect())
+}
+
+/// The settings form (a plain form: checkboxes arrive only when ticked).
+#[server(endpoint = "tools/settings")]
+#[allow(clippy::too_many_arguments)]
+pub async fn update_tool_settings(
+    tool: i64,
+    title: String,
+    description: String,
+    tags: String,
+    visibility: String,
+    timeout_ms: i64,
+    memory_mib: i64,
+    fetch_allow: String,
+    read_only_hint: Option<bool>,
+    destructive_hint: Option<bool>,
+) -> Result<ToolInfo, AppError> {
+    use toolshed_domain::names::{Description, Tags, Title};
+    use toolshed_domain::tools::{parse_fetch_allow, ToolSettings, Visibility};
+    let user = server::require_user().await?;
+    let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
+    let settings = ToolSettings {
+        title: Title::parse(&title).map_err(invalid)?,
+        description: Description::parse(&description).map_err(invalid)?,
+        tags: Tags::parse(&tags).map_err(invalid)?,
+        visibility: Visibility::parse(&visibility).map_err(invalid)?,
+        read_only_hint: read_only_hint.unwrap_or(false),
+        destructive_hint: destructive_hint.unwrap_or(false),
+        fetch_allow: parse_fetch_allow(&fetch_allow).map_err(invalid)?,
+        timeout_ms,
+        memory_mib,
+    };
+    let ts = server::toolshed();
+    let t = ts.update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;
+    convert::detail(&ts, &user, t).await
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvVarView {
+    pub name: String,
+    /// `None` for secrets: they are never sent back.
+    pub value: Option<String>,
+    pub secret: bool,
+}
+
+#[server(endpoint = "tools/env")]
+pub async fn env_vars(tool: i64) -> Result<Vec<EnvVarView>, AppError> {
+    let user = server::require_user().await?;
+    let vars = server::toolshed().env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
+    Ok(vars.into_iter().map(|v| EnvVarView { name: v.name, value: v.value, secret: v.secret }).collect())
+}
+
+#[server(endpoint = "tools/env/set")]
+pub async fn set_env_var(tool: i64, name: String, value: String, secret: Option<bool>) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    server::toolshed().set_env_var(&user, tool_id(tool), &name, &value, secret.unwrap_or(false)).await.map_err(server::fail)
+}
+
+#[server(endpoint = "tools/env/delete")]
+pub async fn delete_env_var(tool: i64, name: String) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    server::toolshed().delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
+}

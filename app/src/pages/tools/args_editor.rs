@@ -1,0 +1,129 @@
+//! The visual argument editor: rows of name, type, description, required,
+//! default, enum values and example; nested rows for objects. Rows can be
+//! added, removed and moved. Keyed rendering keeps focus while typing.
+
+use leptos::prelude::*;
+
+use crate::args::{find_mut, parent_list_mut, Row, ITEM_TYPES, TYPES};
+
+fn edit(rows: RwSignal<Vec<Row>>, key: u64, f: impl FnOnce(&mut Row)) {
+    rows.update(|all| {
+        if let Some(r) = find_mut(all, key) {
+            f(r)
+        }
+    });
+}
+
+fn read<T>(rows: RwSignal<Vec<Row>>, key: u64, f: impl Fn(&Row) -> T) -> Option<T> {
+    fn find(rows: &[Row], key: u64) -> Option<&Row> {
+        rows.iter().find(|r| r.key == key).or_else(|| rows.iter().find_map(|r| find(&r.children, key)))
+    }
+    rows.with(|all| find(all, key).map(f))
+}
+
+fn move_row(rows: RwSignal<Vec<Row>>, key: u64, delta: isize) {
+    rows.update(|all| {
+        if let Some(list) = parent_list_mut(all, key) {
+            if let Some(i) = list.iter().position(|r| r.key == key) {
+                let j = i as isize + delta;
+                if j >= 0 && (j as usize) < list.len() {
+                    list.swap(i, j as usize);
+                }
+            }
+        }
+    });
+}
+
+fn remove_row(rows: RwSignal<Vec<Row>>, key: u64) {
+    rows.update(|all| {
+        if let Some(list) = parent_list_mut(all, key) {
+            list.retain(|r| r.key != key);
+        }
+    });
+}
+
+/// A fresh name that does not clash with its siblings: arg1, arg2, …
+fn fresh_name(siblings: &[Row]) -> String {
+    (1..).map(|i| format!("arg{i}")).find(|n| !siblings.iter().any(|r| &r.name == n)).unwrap_or_default()
+}
+
+#[component]
+fn RowEditor(rows: RwSignal<Vec<Row>>, key: u64, depth: usize) -> impl IntoView {
+    let initial = read(rows, key, Clone::clone).unwrap_or_else(|| Row::new(""));
+    let ty = move || read(rows, key, |r| r.ty.clone()).unwrap_or_default();
+    let has_children = move || read(rows, key, Row::has_children).unwrap_or(false);
+    let children = move || read(rows, key, |r| r.children.iter().map(|c| c.key).collect::<Vec<_>>()).unwrap_or_default();
+    view! {
+        <div class="arg-row" style=format!("margin-left: {}rem", depth as f32 * 1.5) data-row=key>
+            <div class="arg-row-main">
+                <input class="arg-name mono" placeholder="name" value=initial.name.clone() aria-label="Argument name"
+                    on:input=move |ev| edit(rows, key, |r| r.name = event_target_value(&ev)) />
+                <select class="arg-type" aria-label="Type" on:change=move |ev| edit(rows, key, |r| r.ty = event_target_value(&ev))>
+                    {TYPES.iter().map(|t| view! { <option value=*t selected=initial.ty == *t>{*t}</option> }).collect_view()}
+                </select>
+                <Show when=move || ty() == "array">
+                    <select class="arg-item-type" aria-label="Item type" on:change=move |ev| edit(rows, key, |r| r.item_ty = event_target_value(&ev))>
+                        {ITEM_TYPES.iter().map(|t| view! { <option value=*t selected=initial.item_ty == *t>{format!("of {t}")}</option> }).collect_view()}
+                    </select>
+                </Show>
+                <label class="inline">
+                    <input type="checkbox" checked=initial.required on:change=move |ev| edit(rows, key, |r| r.required = event_target_checked(&ev)) />
+                    "required"
+                </label>
+                <span class="row-actions">
+                    <button type="button" title="Move up" on:click=move |_| move_row(rows, key, -1)>"↑"</button>
+                    <button type="button" title="Move down" on:click=move |_| move_row(rows, key, 1)>"↓"</button>
+                    <button type="button" title="Remove" class="danger" on:click=move |_| remove_row(rows, key)>"✕"</button>
+                </span>
+            </div>
+            <div class="arg-row-details">
+                <input class="arg-description" placeholder="description (models read it)" value=initial.description.clone()
+                    on:input=move |ev| edit(rows, key, |r| r.description = event_target_value(&ev)) />
+                <Show when=move || ty() == "enum">
+                    <input class="arg-enum" placeholder="values: a, b, c" value=initial.enum_values.clone()
+                        on:input=move |ev| edit(rows, key, |r| r.enum_values = event_target_value(&ev)) />
+                </Show>
+                <Show when=move || !matches!(ty().as_str(), "object")>
+                    <input class="arg-default mono" placeholder="default" value=initial.default.clone()
+                        on:input=move |ev| edit(rows, key, |r| r.default = event_target_value(&ev)) />
+                    <input class="arg-example mono" placeholder="example" value=initial.example.clone()
+                        on:input=move |ev| edit(rows, key, |r| r.example = event_target_value(&ev)) />
+                </Show>
+            </div>
+            <Show when=has_children>
+                <For each=children key=|k| *k let:child>
+                    <RowEditorBoxed rows key=child depth=depth + 1 />
+                </For>
+                <button type="button" class="link-button add-field" style=format!("margin-left: {}rem", (depth + 1) as f32 * 1.5)
+                    on:click=move |_| edit(rows, key, |r| { let name = fresh_name(&r.children); r.children.push(Row::new(&name)) })>
+                    "+ Add field"
+                </button>
+            </Show>
+        </div>
+    }
+}
+
+/// Recursion through a boxed view keeps the component's type finite.
+#[component]
+fn RowEditorBoxed(rows: RwSignal<Vec<Row>>, key: u64, depth: usize) -> impl IntoView {
+    view! { <RowEditor rows key depth /> }.into_any()
+}
+
+#[component]
+pub fn ArgsEditor(rows: RwSignal<Vec<Row>>) -> impl IntoView {
+    let top = move || rows.with(|r| r.iter().map(|r| r.key).collect::<Vec<_>>());
+    view! {
+        <div class="args-editor">
+            <Show when=move || rows.with(Vec::is_empty)>
+                <p class="muted small">"No arguments. Add one, or paste a JSON Schema below."</p>
+            </Show>
+            <For each=top key=|k| *k let:key>
+                <RowEditorBoxed rows key depth=0 />
+            </For>
+            <button type="button" class="button secondary small add-arg"
+                on:click=move |_| rows.update(|r| { let name = fresh_name(r); r.push(Row::new(&name)) })>
+                "+ Add argument"
+            </button>
+        </div>
+    }
+}

@@ -1,0 +1,503 @@
+//! The authoring page: code editor, visual argument editor with a live JSON
+//! Schema preview, draft autosave, versions (save, publish, roll back, diff),
+//! the Run panel on the unsaved draft, test cases and settings.
+
+use leptos::prelude::*;
+use leptos_meta::{Script, Title};
+use leptos_router::hooks::use_params_map;
+
+use super::args_editor::ArgsEditor;
+use super::run_panel::RunPanel;
+use super::{ago, now_ms};
+use crate::api::{
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, DiffVersions, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases, SaveDraft,
+    SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
+};
+use crate::args::{to_defs, to_rows};
+use crate::components::RequireUser;
+
+#[component]
+pub fn ToolEditor() -> impl IntoView {
+    let params = use_params_map();
+    let data = Resource::new(
+        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
+        |(d, n)| editor_data(d, n),
+    );
+    view! {
+        <Title text="Editor" />
+        <Script type_="module" src="/pkg/editor.js" />
+        <RequireUser>
+            <Suspense fallback=|| view! { <p class="muted">"Loading the editor…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(data) => view! { <Editor data /> }.into_any(),
+                        Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SaveState {
+    Saved(Option<i64>),
+    Dirty,
+    Saving,
+    Failed,
+}
+
+#[component]
+fn Editor(data: EditorState) -> impl IntoView {
+    let EditorState { tool, draft, test_cases } = data;
+    let id = tool.id;
+    if !tool.can_edit {
+        return view! { <p class="alert error">"You may not edit this tool."</p> }.into_any();
+    }
+    let tool = RwSignal::new(tool);
+    let code = RwSignal::new(draft.code.clone());
+    let rows = RwSignal::new(to_rows(&draft.args));
+    let revision = RwSignal::new(0u64);
+    let error_line = RwSignal::new(None::<u32>);
+    let save_state = RwSignal::new(SaveState::Saved(draft.autosaved_at));
+    let defs = Memo::new(move |_| to_defs(&rows.get()));
+
+    // --- Autosave: debounce edits, keep retrying after failures. ---
+    let save_draft = ServerAction::<SaveDraft>::new();
+    let pending_timer = StoredValue::new(None::<TimeoutHandle>);
+    let schedule_save = move || {
+        save_state.set(SaveState::Dirty);
+        if let Some(h) = pending_timer.get_value() {
+            h.clear();
+        }
+        let handle = set_timeout_with_handle(
+            move || {
+                save_state.set(SaveState::Saving);
+                save_draft.dispatch(SaveDraft { tool: id, code: code.get_untracked(), args: defs.get_untracked() });
+            },
+            std::time::Duration::from_millis(700),
+        )
+        .ok();
+        pending_timer.set_value(handle);
+    };
+    Effect::new(move |first: Option<()>| {
+        code.track();
+        defs.track();
+        if first.is_some() {
+            schedule_save();
+        }
+    });
+    Effect::new(move |_| match save_draft.value().get() {
+        Some(Ok(at)) if save_state.get_untracked() == SaveState::Saving => save_state.set(SaveState::Saved(Some(at))),
+        Some(Err(_)) => {
+            save_state.set(SaveState::Failed);
+            // A network blip: try again shortly; the text stays in the editor meanwhile.
+            set_timeout(move || if save_state.get_untracked() == SaveState::Failed { schedule_save() }, std::time::Duration::from_secs(3));
+        }
+        _ => {}
+    });
+    // Warn before leaving with unsaved text.
+    #[cfg(feature = "hydrate")]
+    let _unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
+        if matches!(save_state.get_untracked(), SaveState::Dirty | SaveState::Saving | SaveState::Failed) {
+            ev.prevent_default();
+        }
+    });
+
+    // --- Schema preview and pasted schemas. ---
+    let preview = ServerAction::<SchemaPreview>::new();
+    Effect::new(move |_| {
+        preview.dispatch(SchemaPreview { args: defs.get() });
+    });
+    let pasted = RwSignal::new(String::new());
+    let load_rows = ServerAction::<RowsFromSchema>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(args)) = load_rows.value().get() {
+            rows.set(to_rows(&args));
+        }
+    });
+
+    // --- Versions. ---
+    let changelog = RwSignal::new(String::new());
+    let save_version = ServerAction::<SaveVersion>::new();
+    let publish = ServerAction::<Publish>::new();
+    let load_version = ServerAction::<LoadVersion>::new();
+    let refresh = move || {
+        let (d, n) = tool.with_untracked(|t| (t.department.clone(), t.name.clone()));
+        leptos::task::spawn_local(async move {
+            if let Ok(fresh) = crate::api::tool_detail(d, n).await {
+                tool.set(fresh);
+            }
+        });
+    };
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = save_version.value().get() {
+            changelog.set(String::new());
+            save_state.set(SaveState::Saved(None));
+            refresh();
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(fresh)) = publish.value().get() {
+            tool.set(fresh);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(v)) = load_version.value().get() {
+            code.set(v.code);
+            rows.set(to_rows(&v.args));
+            revision.update(|r| *r += 1);
+        }
+    });
+    let diff = ServerAction::<DiffVersions>::new();
+    let diff_from = RwSignal::new(0i64);
+    let diff_to = RwSignal::new(0i64);
+
+    // --- Test cases. ---
+    let run_input = RwSignal::new("{}".to_owned());
+    let cases = RwSignal::new(test_cases);
+    let case_name = RwSignal::new(String::new());
+    let case_expected = RwSignal::new(String::new());
+    let save_case = ServerAction::<SaveTestCase>::new();
+    let delete_case = ServerAction::<DeleteTestCase>::new();
+    let list_cases = ServerAction::<TestCases>::new();
+    let run_cases = ServerAction::<RunTestCases>::new();
+    Effect::new(move |_| {
+        if save_case.version().get() + delete_case.version().get() > 0 {
+            list_cases.dispatch(TestCases { tool: id });
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = list_cases.value().get() {
+            cases.set(list);
+        }
+    });
+
+    let draft_target = Callback::new(move |_| RunTarget::Draft { code: code.get_untracked(), args: defs.get_untracked() });
+    let on_result = Callback::new(move |run: crate::api::RunView| {
+        error_line.set(run.error.and_then(|e| e.line));
+    });
+    let now = now_ms();
+
+    view! {
+        <div class="page-head">
+            <div>
+                <h1>{move || tool.with(|t| t.title.clone())}</h1>
+                <p class="muted">
+                    <code>{move || tool.with(|t| format!("{}/{}", t.department, t.name))}</code>
+                    {move || tool.with(|t| match t.published_version {
+                        Some(v) => format!(" · v{v} published"),
+                        None => " · not published".to_owned(),
+                    })}
+                </p>
+            </div>
+            <div class="head-actions">
+                <span class="save-state" data-state=move || match save_state.get() {
+                    SaveState::Saved(_) => "saved", SaveState::Dirty => "dirty", SaveState::Saving => "saving", SaveState::Failed => "failed" }>
+                    {move || match save_state.get() {
+                        SaveState::Saved(Some(at)) => format!("Draft autosaved {}", ago(at, now_ms().max(at))),
+                        SaveState::Saved(None) => "All changes saved".to_owned(),
+                        SaveState::Dirty => "Unsaved changes…".to_owned(),
+                        SaveState::Saving => "Saving draft…".to_owned(),
+                        SaveState::Failed => "Could not save the draft; retrying…".to_owned(),
+                    }}
+                </span>
+                <a class="button secondary small" href=move || tool.with(|t| format!("/tools/{}/{}", t.department, t.name))>"View listing"</a>
+            </div>
+        </div>
+
+        <div class="editor-layout">
+            <div class="editor-main">
+                <section class="card">
+                    <h2>"Code"</h2>
+                    <p class="muted small">"The body of an async function. Arguments are globals (" <code>"$name"</code> ") and " <code>"args"</code> "; also " <code>"console"</code> ", " <code>"$fetch"</code> ", " <code>"$json2MarkdownTable"</code> ", " <code>"$env"</code> ", " <code>"$context"</code> "."</p>
+                    <textarea id="code" class="code-input mono" data-code-editor="js" rows="18" spellcheck="false"
+                        prop:value=move || code.get()
+                        attr:data-revision=move || revision.get().to_string()
+                        attr:data-error-line=move || error_line.get().map(|l| l.to_string()).unwrap_or_default()
+                        on:input=move |ev| code.set(event_target_value(&ev))></textarea>
+                </section>
+
+                <section class="card">
+                    <h2>"Arguments"</h2>
+                    <ArgsEditor rows />
+                    <details class="schema-preview">
+                        <summary>"JSON Schema (what MCP clients see)"</summary>
+                        {move || match preview.value().get() {
+                            Some(Ok(schema)) => view! { <pre class="mono">{schema}</pre> }.into_any(),
+                            Some(Err(e)) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                            None => view! { <p class="muted">"…"</p> }.into_any(),
+                        }}
+                        <label>
+                            "Paste a JSON Schema to load it into the rows"
+                            <textarea class="mono" rows="5" prop:value=move || pasted.get() on:input=move |ev| pasted.set(event_target_value(&ev))></textarea>
+                        </label>
+                        <button type="button" class="button secondary small" on:click=move |_| { load_rows.dispatch(RowsFromSchema { schema: pasted.get_untracked() }); }>
+                            "Load into rows"
+                        </button>
+                        {move || load_rows.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+                    </details>
+                </section>
+
+                <section class="card">
+                    <h2>"Save and publish"</h2>
+                    <div class="inline-form">
+                        <input placeholder="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
+                            on:input=move |ev| changelog.set(event_target_value(&ev)) />
+                        <button type="button" class="button save-version" disabled=move || save_version.pending().get()
+                            on:click=move |_| { save_version.dispatch(SaveVersion { tool: id, code: code.get_untracked(), args: defs.get_untracked(), changelog: changelog.get_untracked() }); }>
+                            "Save version"
+                        </button>
+                    </div>
+                    {move || save_version.value().get().map(|r| match r {
+                        Ok(n) => view! { <p class="alert ok">{format!("Saved version {n}.")}</p> }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    })}
+                    {move || publish.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+                    <h3>"Versions"</h3>
+                    {move || {
+                        let t: ToolInfo = tool.get();
+                        if t.versions.is_empty() {
+                            return view! { <p class="muted small">"No versions yet: save one to publish it."</p> }.into_any();
+                        }
+                        view! {
+                            <table class="versions-table">
+                                <tbody>
+                                {t.versions.iter().map(|v| {
+                                    let n = v.version;
+                                    let published = t.published_version == Some(n);
+                                    let label = match t.published_version {
+                                        Some(p) if n < p => "Roll back",
+                                        _ => "Publish",
+                                    };
+                                    view! {
+                                        <tr class:published=published data-version=n>
+                                            <td><strong>{format!("v{n}")}</strong></td>
+                                            <td>{v.changelog.clone()}</td>
+                                            <td class="muted">{format!("{} · {}", v.created_by, ago(v.created_at, now.max(v.created_at)))}</td>
+                                            <td class="actions">
+                                                <button type="button" class="link-button" on:click=move |_| { load_version.dispatch(LoadVersion { tool: id, version: n }); }>"Load"</button>
+                                                {if published {
+                                                    view! { <span class="pill good">"published"</span> }.into_any()
+                                                } else {
+                                                    view! { <button type="button" class="button small publish" on:click=move |_| { publish.dispatch(Publish { tool: id, version: n }); }>{label}</button> }.into_any()
+                                                }}
+                                            </td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                                </tbody>
+                            </table>
+                            <div class="inline-form diff-form">
+                                "Diff"
+                                <select on:change=move |ev| diff_from.set(event_target_value(&ev).parse().unwrap_or(0))>
+                                    <option value="0">"from…"</option>
+                                    {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
+                                </select>
+                                <select on:change=move |ev| diff_to.set(event_target_value(&ev).parse().unwrap_or(0))>
+                                    <option value="0">"to…"</option>
+                                    {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
+                                </select>
+                                <button type="button" class="button secondary small" disabled=move || diff_from.get() == 0 || diff_to.get() == 0
+                                    on:click=move |_| { diff.dispatch(DiffVersions { tool: id, from: diff_from.get_untracked(), to: diff_to.get_untracked() }); }>
+                                    "Show diff"
+                                </button>
+                            </div>
+                        }.into_any()
+                    }}
+                    {move || diff.value().get().map(|r| match r {
+                        Ok(d) => view! {
+                            <div class="diff">
+                                <h4>"Code"</h4>
+                                <DiffText text=d.code />
+                                <h4>"Arguments"</h4>
+                                <DiffText text=d.args />
+                            </div>
+                        }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </section>
+
+                <SettingsCard tool />
+                <EnvCard tool=id />
+            </div>
+
+            <aside class="editor-side">
+                <section class="card">
+                    <h2>"Run the draft"</h2>
+                    <RunPanel tool=id args=Signal::derive(move || defs.get()) target=draft_target on_result input=run_input />
+                </section>
+                <section class="card">
+                    <h2>"Test cases"</h2>
+                    <div class="stack tight">
+                        <input placeholder="Name these arguments" maxlength="80" prop:value=move || case_name.get()
+                            on:input=move |ev| case_name.set(event_target_value(&ev)) />
+                        <input placeholder="Expected result (optional)" prop:value=move || case_expected.get()
+                            on:input=move |ev| case_expected.set(event_target_value(&ev)) />
+                        <button type="button" class="button secondary small" on:click=move |_| {
+                            let expected = Some(case_expected.get_untracked()).filter(|e| !e.is_empty());
+                            save_case.dispatch(SaveTestCase { tool: id, name: case_name.get_untracked(), args: run_input.get_untracked(), expected });
+                        }>"Save the Run arguments as a test case"</button>
+                        {move || save_case.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+                    </div>
+                    <ul class="test-cases">
+                        {move || cases.get().into_iter().map(|c| {
+                            let case_id = c.id;
+                            view! {
+                                <li>
+                                    <strong>{c.name.clone()}</strong>
+                                    <code class="small">{c.args.replace('\n', " ")}</code>
+                                    {c.expected.clone().map(|e| view! { <span class="muted small">" → " {e}</span> })}
+                                    <button type="button" class="link-button danger" on:click=move |_| { delete_case.dispatch(DeleteTestCase { tool: id, case: case_id }); }>"delete"</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                    <button type="button" class="button small" disabled=move || cases.with(Vec::is_empty) || run_cases.pending().get()
+                        on:click=move |_| { run_cases.dispatch(RunTestCases { tool: id, target: draft_target.run(()) }); }>
+                        {move || if run_cases.pending().get() { "Running…" } else { "Run all test cases" }}
+                    </button>
+                    {move || run_cases.value().get().map(|r| match r {
+                        Ok(results) => {
+                            let passed = results.iter().filter(|r| r.passed).count();
+                            let total = results.len();
+                            view! {
+                                <p class=if passed == total { "alert ok" } else { "alert error" }>{format!("{passed} of {total} passed")}</p>
+                                <ul class="test-results">
+                                    {results.into_iter().map(|r| view! {
+                                        <li class:pass=r.passed class:fail=!r.passed>
+                                            {if r.passed { "✓ " } else { "✗ " }} <strong>{r.name}</strong>
+                                            <span class="muted small">{format!(" {:.1} ms", r.duration_ms)}</span>
+                                            {(!r.passed).then(|| view! {
+                                                <div class="small mono">"got: " {r.actual.clone()} {r.expected.clone().map(|e| format!("  expected: {e}"))}</div>
+                                            })}
+                                        </li>
+                                    }).collect_view()}
+                                </ul>
+                            }.into_any()
+                        }
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </section>
+            </aside>
+        </div>
+    }
+    .into_any()
+}
+
+/// A unified diff, lines coloured by what happened to them.
+#[component]
+fn DiffText(text: String) -> impl IntoView {
+    if text.trim().is_empty() {
+        return view! { <p class="muted small">"No differences."</p> }.into_any();
+    }
+    view! {
+        <pre class="diff-text mono">
+            {text.lines().map(|l| {
+                let class = match l.chars().next() {
+                    Some('+') if !l.starts_with("+++") => "add",
+                    Some('-') if !l.starts_with("---") => "del",
+                    Some('@') => "hunk",
+                    _ => "",
+                };
+                view! { <span class=class>{format!("{l}\n")}</span> }
+            }).collect_view()}
+        </pre>
+    }
+    .into_any()
+}
+
+/// Title, description, tags, visibility, hints, the $fetch allow-list and limits.
+#[component]
+fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
+    let update = ServerAction::<UpdateToolSettings>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(fresh)) = update.value().get() {
+            tool.set(fresh);
+        }
+    });
+    let t = tool.get_untracked();
+    view! {
+        <section class="card">
+            <h2>"Settings"</h2>
+            <ActionForm action=update attr:class="stack">
+                <input type="hidden" name="tool" value=t.id />
+                <label>"Title" <input name="title" value=t.title.clone() required maxlength="120" /></label>
+                <label>"Description (Markdown; models read it)"
+                    <textarea name="description" rows="5" maxlength="20000">{t.description.clone()}</textarea>
+                </label>
+                <div class="row">
+                    <label>"Tags" <input name="tags" value=t.tags.join(", ") /></label>
+                    <label>"Visible to"
+                        <select name="visibility">
+                            <option value="everyone" selected=t.visibility == "everyone">"Everyone"</option>
+                            <option value="department" selected=t.visibility == "department">"My department"</option>
+                            <option value="private" selected=t.visibility == "private">"Only me"</option>
+                        </select>
+                    </label>
+                </div>
+                <div class="row">
+                    <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="100" max="30000" value=t.timeout_ms /></label>
+                    <label>"Memory limit (MiB)" <input name="memory_mib" type="number" min="1" max="256" value=t.memory_mib /></label>
+                </div>
+                <label>"Hosts $fetch may reach (one per line, *.example.com allowed)"
+                    <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
+                </label>
+                <div class="row">
+                    <label class="inline"><input type="checkbox" name="read_only_hint" value="true" checked=t.read_only_hint /> "Read-only (hint for clients)"</label>
+                    <label class="inline"><input type="checkbox" name="destructive_hint" value="true" checked=t.destructive_hint /> "Destructive (hint for clients)"</label>
+                </div>
+                <button type="submit" class="button secondary">"Save settings"</button>
+                {move || update.value().get().map(|r| match r {
+                    Ok(_) => view! { <p class="alert ok">"Settings saved."</p> }.into_any(),
+                    Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                })}
+            </ActionForm>
+        </section>
+    }
+}
+
+/// `$env`: configuration values; secrets can be replaced but never read back.
+#[component]
+fn EnvCard(tool: i64) -> impl IntoView {
+    let set = ServerAction::<SetEnvVar>::new();
+    let delete = ServerAction::<DeleteEnvVar>::new();
+    let vars = Resource::new(move || (set.version().get(), delete.version().get()), move |_| env_vars(tool));
+    view! {
+        <section class="card">
+            <h2>"Configuration ($env)"</h2>
+            <p class="muted small">"Values the code reads as " <code>"$env.NAME"</code> ". Secret values are never shown again, and are blanked out of results and console output."</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let list = vars.await.unwrap_or_default();
+                    view! {
+                        <ul class="env-vars">
+                            {list.into_iter().map(|v| {
+                                let name = v.name.clone();
+                                view! {
+                                    <li>
+                                        <code>{v.name.clone()}</code>
+                                        " = "
+                                        {match v.value {
+                                            Some(value) => view! { <span class="mono">{value}</span> }.into_any(),
+                                            None => view! { <span class="muted">"secret ••••••"</span> }.into_any(),
+                                        }}
+                                        <button type="button" class="link-button danger" on:click=move |_| { delete.dispatch(DeleteEnvVar { tool, name: name.clone() }); }>"remove"</button>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    }
+                })}
+            </Transition>
+            <ActionForm action=set attr:class="inline-form env-form">
+                <input type="hidden" name="tool" value=tool />
+                <input name="name" placeholder="NAME" required maxlength="64" class="mono" />
+                <input name="value" placeholder="value" maxlength="4096" />
+                <label class="inline"><input type="checkbox" name="secret" value="true" /> "secret"</label>
+                <button type="submit" class="button secondary small">"Set"</button>
+            </ActionForm>
+            {move || set.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+        </section>
+    }
+}

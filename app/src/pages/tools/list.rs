@@ -1,0 +1,102 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{ago, now_ms};
+use crate::api::{my_tools, published_tools, ToolCard};
+use crate::components::RequireUser;
+
+#[component]
+fn Card(tool: ToolCard, href: String) -> impl IntoView {
+    let now = now_ms();
+    let status = match (tool.published_version, tool.latest_version) {
+        (Some(p), _) => format!("v{p} published"),
+        (None, Some(l)) => format!("v{l} saved, not published"),
+        (None, None) => "draft".to_owned(),
+    };
+    view! {
+        <a class="card tool-card" href=href>
+            <div class="tool-card-head">
+                <h3>{tool.title.clone()}</h3>
+                <span class="slug">{format!("{}/{}", tool.department, tool.name)}</span>
+            </div>
+            <p class="muted">{tool.summary.clone()}</p>
+            <div class="tags">
+                {tool.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}
+            </div>
+            <div class="tool-card-foot muted">
+                <span>{tool.owner.clone()}</span>
+                <span>{status}</span>
+                <span>{ago(tool.updated_at, now)}</span>
+                {(tool.visibility != "everyone").then(|| view! { <span class="badge">{tool.visibility.clone()}</span> })}
+                {(tool.status != "active").then(|| view! { <span class="badge warn">{tool.status.clone()}</span> })}
+            </div>
+        </a>
+    }
+}
+
+#[component]
+pub fn MyTools() -> impl IntoView {
+    let tools = Resource::new(|| (), |_| my_tools());
+    view! {
+        <Title text="My tools" />
+        <RequireUser>
+            <div class="page-head">
+                <h1>"My tools"</h1>
+                <a class="button" href="/tools/new">"New tool"</a>
+            </div>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tools.await {
+                        Ok(list) if list.is_empty() => view! {
+                            <div class="card empty">
+                                <h3>"No tools yet"</h3>
+                                <p class="muted">"Tools you and your department write show up here."</p>
+                                <a class="button" href="/tools/new">"Write your first tool"</a>
+                            </div>
+                        }.into_any(),
+                        Ok(list) => view! {
+                            <div class="grid">
+                                {list.into_iter().map(|t| {
+                                    let href = format!("/tools/{}/{}/edit", t.department, t.name);
+                                    view! { <Card tool=t href /> }
+                                }).collect_view()}
+                            </div>
+                        }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}
+
+#[component]
+pub fn BrowseTools() -> impl IntoView {
+    let tools = Resource::new(|| (), |_| published_tools());
+    view! {
+        <Title text="Browse" />
+        <RequireUser>
+            <div class="page-head">
+                <h1>"Browse tools"</h1>
+            </div>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tools.await {
+                        Ok(list) if list.is_empty() => view! {
+                            <div class="card empty"><p class="muted">"Nothing is published yet."</p></div>
+                        }.into_any(),
+                        Ok(list) => view! {
+                            <div class="grid">
+                                {list.into_iter().map(|t| {
+                                    let href = format!("/tools/{}/{}", t.department, t.name);
+                                    view! { <Card tool=t href /> }
+                                }).collect_view()}
+                            </div>
+                        }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}

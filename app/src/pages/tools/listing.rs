@@ -1,0 +1,147 @@
+//! The listing page of a tool: what it does, its arguments, its versions, and
+//! a Run panel on the published version.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use super::run_panel::RunPanel;
+use super::{ago, now_ms};
+use crate::api::{tool_detail, RunTarget, ToolInfo};
+use crate::args::{ArgDef, ArgType};
+use crate::components::RequireUser;
+
+pub fn type_label(t: &ArgType) -> String {
+    match t {
+        ArgType::String => "string".into(),
+        ArgType::Number => "number".into(),
+        ArgType::Integer => "integer".into(),
+        ArgType::Boolean => "boolean".into(),
+        ArgType::Enum => "enum".into(),
+        ArgType::Array { items } => format!("array of {}", type_label(items)),
+        ArgType::Object { .. } => "object".into(),
+    }
+}
+
+/// The arguments as a table, nested fields indented.
+#[component]
+pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
+    fn rows(args: &[ArgDef], depth: usize, out: &mut Vec<(usize, ArgDef)>) {
+        for a in args {
+            out.push((depth, a.clone()));
+            match &a.ty {
+                ArgType::Object { fields } => rows(fields, depth + 1, out),
+                ArgType::Array { items } => {
+                    if let ArgType::Object { fields } = items.as_ref() {
+                        rows(fields, depth + 1, out)
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut flat = Vec::new();
+    rows(&args, 0, &mut flat);
+    if flat.is_empty() {
+        return view! { <p class="muted">"No arguments."</p> }.into_any();
+    }
+    view! {
+        <table class="arg-table">
+            <thead><tr><th>"Name"</th><th>"Type"</th><th>"Required"</th><th>"Description"</th></tr></thead>
+            <tbody>
+                {flat.into_iter().map(|(depth, a)| {
+                    let extra = if a.enum_values.is_empty() { String::new() } else { format!(" ({})", a.enum_values.join(" | ")) };
+                    let default = a.default.as_ref().map(|d| format!(" Default: {d}")).unwrap_or_default();
+                    view! {
+                        <tr>
+                            <td style=format!("padding-left: {}rem", 0.6 + depth as f32 * 1.2)><code>{a.name.clone()}</code></td>
+                            <td>{type_label(&a.ty)}{extra}</td>
+                            <td>{if a.required { "yes" } else { "no" }}</td>
+                            <td>{a.description.clone()}<span class="muted">{default}</span></td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn Listing(tool: ToolInfo) -> impl IntoView {
+    let now = now_ms();
+    let edit_href = format!("/tools/{}/{}/edit", tool.department, tool.name);
+    let args = tool.published_args.clone();
+    let id = tool.id;
+    view! {
+        <Title text=tool.title.clone() />
+        <div class="page-head">
+            <div>
+                <h1>{tool.title.clone()}</h1>
+                <p class="muted">
+                    <code>{format!("{}/{}", tool.department, tool.name)}</code>
+                    " · by " {tool.owner.clone()}
+                    {tool.published_version.map(|v| format!(" · v{v} published"))}
+                </p>
+                <div class="tags">{tool.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</div>
+            </div>
+            {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href.clone()>"Edit"</a> })}
+        </div>
+        <div class="two-col">
+            <div>
+                <section class="card">
+                    <div class="markdown" inner_html=tool.description_html.clone()></div>
+                </section>
+                <section class="card">
+                    <h2>"Arguments"</h2>
+                    <ArgTable args=args.clone() />
+                </section>
+                <section class="card">
+                    <h2>"Versions"</h2>
+                    <ul class="versions">
+                        {tool.versions.iter().map(|v| {
+                            let published = tool.published_version == Some(v.version);
+                            view! {
+                                <li class:published=published>
+                                    <strong>{format!("v{}", v.version)}</strong>
+                                    {published.then(|| view! { <span class="pill good">"published"</span> })}
+                                    " " {v.changelog.clone()}
+                                    <span class="muted">{format!(" · {} · {}", v.created_by, ago(v.created_at, now))}</span>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                </section>
+            </div>
+            <aside class="card">
+                <h2>"Run"</h2>
+                {if tool.published_version.is_some() {
+                    view! { <RunPanel tool=id args=Signal::stored(args) target=Callback::new(|_| RunTarget::Published) /> }.into_any()
+                } else {
+                    view! { <p class="muted">"Not published yet."</p> }.into_any()
+                }}
+            </aside>
+        </div>
+    }
+}
+
+#[component]
+pub fn ToolListing() -> impl IntoView {
+    let params = use_params_map();
+    let detail = Resource::new(
+        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
+        |(d, n)| tool_detail(d, n),
+    );
+    view! {
+        <RequireUser>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(tool) => view! { <Listing tool /> }.into_any(),
+                        Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}

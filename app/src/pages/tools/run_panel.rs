@@ -1,0 +1,230 @@
+//! The Run panel: a form generated from the arguments (or raw JSON), prefilled
+//! with mock values; one click runs the tool and shows result, console,
+//! duration, memory and errors.
+
+use leptos::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::api::{MockArguments, RunTarget, RunTool, RunView};
+use crate::args::{ArgDef, ArgType};
+
+fn parse_object(text: &str) -> Map<String, Value> {
+    serde_json::from_str::<Value>(text).ok().and_then(|v| v.as_object().cloned()).unwrap_or_default()
+}
+
+fn set_field(json: RwSignal<String>, name: &str, value: Option<Value>) {
+    json.update(|text| {
+        let mut obj = parse_object(text);
+        match value {
+            Some(v) => obj.insert(name.to_owned(), v),
+            None => obj.remove(name),
+        };
+        *text = serde_json::to_string_pretty(&Value::Object(obj)).unwrap_or_default();
+    });
+}
+
+/// One input per top-level argument; structured ones are edited as JSON.
+#[component]
+fn ArgField(def: ArgDef, json: RwSignal<String>) -> impl IntoView {
+    let name = def.name.clone();
+    let current = {
+        let name = name.clone();
+        move || parse_object(&json.get()).get(&name).cloned()
+    };
+    let label = format!("{}{}", def.name, if def.required { " *" } else { "" });
+    let input = match def.ty.clone() {
+        ArgType::Boolean => {
+            let n = name.clone();
+            view! {
+                <input type="checkbox" prop:checked=move || current().and_then(|v| v.as_bool()).unwrap_or(false)
+                    on:change=move |ev| set_field(json, &n, Some(Value::Bool(event_target_checked(&ev)))) />
+            }
+            .into_any()
+        }
+        ArgType::Enum => {
+            let n = name.clone();
+            let options = def.enum_values.clone();
+            view! {
+                <select prop:value=move || current().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                    on:change=move |ev| set_field(json, &n, Some(Value::String(event_target_value(&ev))))>
+                    {options.into_iter().map(|o| view! { <option value=o.clone()>{o.clone()}</option> }).collect_view()}
+                </select>
+            }
+            .into_any()
+        }
+        ArgType::Number | ArgType::Integer => {
+            let n = name.clone();
+            let integer = matches!(def.ty, ArgType::Integer);
+            view! {
+                <input type="number" step=if integer { "1" } else { "any" }
+                    prop:value=move || current().map(|v| v.to_string()).unwrap_or_default()
+                    on:input=move |ev| {
+                        let raw = event_target_value(&ev);
+                        set_field(json, &n, serde_json::from_str::<Value>(&raw).ok());
+                    } />
+            }
+            .into_any()
+        }
+        ArgType::String => {
+            let n = name.clone();
+            view! {
+                <input prop:value=move || current().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                    on:input=move |ev| set_field(json, &n, Some(Value::String(event_target_value(&ev)))) />
+            }
+            .into_any()
+        }
+        ArgType::Array { .. } | ArgType::Object { .. } => {
+            let n = name.clone();
+            view! {
+                <textarea class="mono" rows="4"
+                    prop:value=move || current().map(|v| serde_json::to_string_pretty(&v).unwrap_or_default()).unwrap_or_default()
+                    on:change=move |ev| {
+                        if let Ok(v) = serde_json::from_str::<Value>(&event_target_value(&ev)) {
+                            set_field(json, &n, Some(v));
+                        }
+                    }></textarea>
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <label class="arg-field">
+            <span>{label} <small class="muted">{def.description.clone()}</small></span>
+            {input}
+        </label>
+    }
+}
+
+/// The result of a run, as people read it.
+#[component]
+pub fn RunResult(run: RunView) -> impl IntoView {
+    let raw = RwSignal::new(false);
+    let memory = format!("{:.1} MiB peak", run.peak_memory_bytes as f64 / (1024.0 * 1024.0));
+    let duration = format!("{:.1} ms", run.duration_ms);
+    let version = run.version.map(|v| format!("v{v}")).unwrap_or_else(|| "draft".into());
+    let body = match (&run.error, run.kind.as_str()) {
+        (Some(e), _) => {
+            let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            view! { <div class="alert error run-error"><strong>{e.kind.replace('_', " ")}</strong> ": " {e.message.clone()} {line}</div> }.into_any()
+        }
+        (None, "json") => view! { <pre class="result json">{run.result.clone()}</pre> }.into_any(),
+        (None, _) => {
+            let html = run.result_html.clone().unwrap_or_default();
+            let text = run.result.clone();
+            view! {
+                <div class="result-head">
+                    <button type="button" class="link-button" on:click=move |_| raw.update(|r| *r = !*r)>
+                        {move || if raw.get() { "Show rendered" } else { "Show raw text" }}
+                    </button>
+                </div>
+                {move || if raw.get() {
+                    view! { <pre class="result text">{text.clone()}</pre> }.into_any()
+                } else {
+                    view! { <div class="result markdown" inner_html=html.clone()></div> }.into_any()
+                }}
+            }
+            .into_any()
+        }
+    };
+    let console = run.console.clone();
+    view! {
+        <div class="run-result">
+            <div class="run-meta">
+                <span class=if run.error.is_some() { "pill bad" } else { "pill good" }>{if run.error.is_some() { "failed" } else { "ok" }}</span>
+                <span>{version}</span>
+                <span>{duration}</span>
+                <span>{memory}</span>
+            </div>
+            {body}
+            <h4>"Console"</h4>
+            {if console.is_empty() {
+                view! { <p class="muted small">"No console output."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="console">
+                        {console.into_iter().map(|c| view! {
+                            <li class=format!("console-line {}", c.level)>
+                                <span class="console-time">{format!("{:>5} ms", c.elapsed_ms)}</span>
+                                <span class="console-level">{c.level.clone()}</span>
+                                <span class="console-message">{c.message.clone()}</span>
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }}
+        </div>
+    }
+}
+
+/// `target` is read when Run is clicked (the editor passes its current draft).
+#[component]
+pub fn RunPanel(
+    tool: i64,
+    #[prop(into)] args: Signal<Vec<ArgDef>>,
+    #[prop(into)] target: Callback<(), RunTarget>,
+    #[prop(into, optional)] on_result: Option<Callback<RunView>>,
+    /// Where the JSON arguments live, so a parent can save them as a test case.
+    #[prop(optional)]
+    input: Option<RwSignal<String>>,
+) -> impl IntoView {
+    let json = input.unwrap_or_else(|| RwSignal::new("{}".to_owned()));
+    let as_json = RwSignal::new(false);
+    let mock = ServerAction::<MockArguments>::new();
+    let run = ServerAction::<RunTool>::new();
+
+    // Prefill with mock values whenever the argument definitions change.
+    Effect::new(move |_| {
+        mock.dispatch(MockArguments { args: args.get() });
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(text)) = mock.value().get() {
+            json.set(text);
+        }
+    });
+    Effect::new(move |_| {
+        if let (Some(Ok(view)), Some(cb)) = (run.value().get(), on_result) {
+            cb.run(view);
+        }
+    });
+
+    view! {
+        <div class="run-panel">
+            <div class="run-tabs">
+                <button type="button" class:active=move || !as_json.get() on:click=move |_| as_json.set(false)>"Form"</button>
+                <button type="button" class:active=move || as_json.get() on:click=move |_| as_json.set(true)>"JSON"</button>
+                <button type="button" class="link-button" on:click=move |_| { mock.dispatch(MockArguments { args: args.get_untracked() }); }>
+                    "Reset to mock values"
+                </button>
+            </div>
+            {move || if as_json.get() {
+                view! {
+                    <textarea class="mono run-json" rows="8" prop:value=move || json.get()
+                        on:input=move |ev| json.set(event_target_value(&ev))></textarea>
+                }.into_any()
+            } else {
+                view! {
+                    <div class="arg-fields">
+                        {move || {
+                            let defs = args.get();
+                            if defs.is_empty() {
+                                view! { <p class="muted small">"This tool takes no arguments."</p> }.into_any()
+                            } else {
+                                defs.into_iter().map(|d| view! { <ArgField def=d json /> }).collect_view().into_any()
+                            }
+                        }}
+                    </div>
+                }.into_any()
+            }}
+            <button type="button" class="button run-button" disabled=move || run.pending().get()
+                on:click=move |_| {
+                    run.dispatch(RunTool { tool, target: target.run(()), input: json.get_untracked() });
+                }>
+                {move || if run.pending().get() { "Running…" } else { "▶ Run" }}
+            </button>
+            {move || run.value().get().map(|r| match r {
+                Ok(view) => view! { <RunResult run=view /> }.into_any(),
+                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+            })}
+        </div>
+    }
+}

@@ -1,0 +1,80 @@
+// Accounts as a person uses them, in a real browser against the release server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+test('register, sign out, fail and then succeed to sign in; the hydrated menu responds', async () => {
+  const page = await newPage(browser);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const username = unique('ada');
+
+  await page.goto(`${BASE}/register`);
+  await hydrated(page);
+  await shot(page, '01-register');
+  await page.fill('input[name=username]', username);
+  await page.fill('input[name=display_name]', 'Ada Lovelace');
+  await page.fill('input[name=new_department]', 'analytics');
+  await page.fill('input[name=password]', 'analytical-engine-1843');
+  await page.fill('input[name=password_confirm]', 'analytical-engine-1843');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.user-button', { timeout: 15_000 });
+  assert.match(await page.textContent('.topbar'), /Ada Lovelace/);
+  await shot(page, '02-registered-home');
+
+  // The user menu only opens with the wasm running: this proves hydration.
+  await page.click('.user-button');
+  await page.waitForSelector('.menu.open');
+  assert.match(await page.textContent('.menu.open'), /Analytics/);
+  await shot(page, '03-user-menu');
+  await page.click('.menu.open button:has-text("Sign out")');
+  await page.waitForSelector('a[href="/login"]');
+
+  await page.goto(`${BASE}/login`);
+  await hydrated(page);
+  await page.fill('input[name=username]', username);
+  await page.fill('input[name=password]', 'not-the-password');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.alert.error');
+  assert.equal((await page.textContent('.alert.error')).trim(), 'Invalid username or password.');
+  await shot(page, '04-wrong-password');
+
+  // The show-password toggle is another control that needs the wasm.
+  await page.fill('input[name=password]', 'analytical-engine-1843');
+  await page.click('button.addon');
+  assert.equal(await page.getAttribute('input[name=password]', 'type'), 'text');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.user-button', { timeout: 15_000 });
+  assert.match(await page.textContent('.topbar'), /Ada Lovelace/);
+  await shot(page, '05-signed-in');
+  assert.deepEqual(errors, [], 'no script errors on the page');
+  await page.close();
+});
+
+test('sign-in and registration work as plain forms without JavaScript', async () => {
+  const page = await newPage(browser, { javaScriptEnabled: false });
+  const username = unique('noscript');
+
+  await page.goto(`${BASE}/login`);
+  await page.fill('input[name=username]', username);
+  await page.fill('input[name=password]', 'whatever-it-is');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.alert.error');
+  assert.equal((await page.textContent('.alert.error')).trim(), 'Invalid username or password.');
+  await shot(page, '06-nojs-wrong-password');
+
+  await page.goto(`${BASE}/register`);
+  await page.fill('input[name=username]', username);
+  await page.fill('input[name=display_name]', 'No Script');
+  await page.fill('input[name=password]', 'plain-html-forms-rock');
+  await page.fill('input[name=password_confirm]', 'plain-html-forms-rock');
+  await page.click('button[type=submit]');
+  await page.waitForLoadState('load');
+  assert.match(await page.textContent('.topbar'), /No Script/);
+  await shot(page, '07-nojs-registered');
+  await page.close();
+});

@@ -1,0 +1,132 @@
+// Authoring a tool as a person does it: visual argument editor, one-click run,
+// save, publish, edit, roll back. Real browser, real release server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+/** Replaces the code in the CodeMirror editor, as typing would. */
+async function setCode(page, code) {
+  await page.waitForSelector('.cm-editor');
+  await page.evaluate((text) => {
+    const view = window.toolshedEditors.get('code');
+    view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+  }, code);
+}
+
+async function signUp(page) {
+  await page.goto(`${BASE}/register`);
+  await hydrated(page);
+  await page.fill('input[name=username]', unique('author'));
+  await page.fill('input[name=display_name]', 'Tool Author');
+  await page.fill('input[name=new_department]', 'platform');
+  await page.fill('input[name=password]', 'write-one-function');
+  await page.fill('input[name=password_confirm]', 'write-one-function');
+  await page.click('main button[type=submit]');
+  await page.waitForSelector('.user-button');
+}
+
+test('write a tool with two arguments, run it, save, publish, edit and roll back', async () => {
+  const page = await newPage(browser);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await signUp(page);
+
+  await page.goto(`${BASE}/tools/new`);
+  await hydrated(page);
+  const name = unique('greet_');
+  await page.fill('input[name=name]', name);
+  await page.fill('input[name=title]', 'Greeter');
+  await page.fill('textarea[name=description]', 'Greets someone, **several times**.');
+  await page.click('main button[type=submit]');
+  await page.waitForURL(`**/tools/platform/${name}/edit`);
+  await hydrated(page);
+
+  // Arguments: rename the starter row, add an integer with a default.
+  const first = page.locator('.arg-row').first();
+  await first.locator('.arg-name').fill('who');
+  await page.click('.add-arg');
+  const second = page.locator('.arg-row').nth(1);
+  await second.locator('.arg-name').fill('times');
+  await second.locator('.arg-type').selectOption('integer');
+  await second.locator('.arg-default').fill('2');
+  await second.locator('.arg-description').fill('How many greetings');
+  await page.click('.schema-preview summary');
+  await page.waitForFunction(() => document.querySelector('.schema-preview pre')?.textContent.includes('"times"'));
+  const schema = JSON.parse(await page.textContent('.schema-preview pre'));
+  assert.deepEqual(schema.required, ['who', 'times']);
+  assert.equal(schema.properties.times.type, 'integer');
+
+  await setCode(page, "console.log('greeting', $who);\nreturn Array($times).fill('Hi ' + $who).join(', ');\n");
+  await page.waitForSelector('.save-state[data-state="saved"]', { timeout: 10_000 });
+
+  // One click runs the draft with mock values: the example and the default.
+  await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('times'));
+  await page.click('.run-button');
+  await page.waitForSelector('.run-result');
+  assert.match(await page.textContent('.run-result .result'), /Hi world, Hi world/);
+  assert.match(await page.textContent('.console'), /greeting world/);
+  await shot(page, '10-editor-run');
+
+  // Save v1 and publish it.
+  await page.fill('input[placeholder^="What changed"]', 'first greeting');
+  await page.click('button.save-version');
+  await page.waitForSelector('tr[data-version="1"]');
+  await page.click('tr[data-version="1"] button.publish');
+  await page.waitForSelector('tr[data-version="1"].published');
+
+  // Edit, save v2, publish: v1 then offers a roll back.
+  await setCode(page, "return Array($times).fill('HELLO ' + $who.toUpperCase()).join(' ');\n");
+  await page.fill('input[placeholder^="What changed"]', 'shout');
+  await page.click('button.save-version');
+  await page.waitForSelector('tr[data-version="2"]');
+  await page.click('tr[data-version="2"] button.publish');
+  await page.waitForSelector('tr[data-version="2"].published');
+  assert.equal((await page.textContent('tr[data-version="1"] button.publish')).trim(), 'Roll back');
+  await shot(page, '11-editor-versions');
+  await page.click('tr[data-version="1"] button.publish');
+  await page.waitForSelector('tr[data-version="1"].published');
+
+  // The listing runs the published (rolled back) version.
+  await page.goto(`${BASE}/tools/platform/${name}`);
+  await hydrated(page);
+  assert.match(await page.textContent('.markdown'), /Greets someone, several times/);
+  await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('who'));
+  await page.click('.run-button');
+  await page.waitForSelector('.run-result');
+  assert.match(await page.textContent('.run-meta'), /v1/);
+  assert.match(await page.textContent('.run-result .result'), /Hi world, Hi world/);
+  await shot(page, '12-listing-run');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('an error marks its line in the editor, and a reload keeps the draft', async () => {
+  const page = await newPage(browser);
+  await signUp(page);
+  await page.goto(`${BASE}/tools/new`);
+  await hydrated(page);
+  const name = unique('broken_');
+  await page.fill('input[name=name]', name);
+  await page.fill('input[name=title]', 'Broken');
+  await page.click('main button[type=submit]');
+  await page.waitForURL(`**/${name}/edit`);
+  await hydrated(page);
+  await setCode(page, "const a = 1;\nconst b = a + 1;\nthrow new RangeError('bad ' + b);\n");
+  await page.click('.run-button');
+  await page.waitForSelector('.run-error');
+  assert.match(await page.textContent('.run-error'), /RangeError: bad 2 \(line 3\)/);
+  await page.waitForSelector('.cm-error-line');
+  assert.equal(await page.locator('.cm-line').nth(2).getAttribute('class').then((c) => c.includes('cm-error-line')), true);
+  await shot(page, '13-error-line');
+
+  await page.waitForSelector('.save-state[data-state="saved"]', { timeout: 10_000 });
+  await page.reload();
+  await hydrated(page);
+  await page.waitForSelector('.cm-editor');
+  assert.match(await page.textContent('.cm-content'), /RangeError/);
+  await page.close();
+});

@@ -1,0 +1,103 @@
+//! Demo data for a new instance: a `demo` department with published tools that
+//! show what Toolshed does. Seeded once, on the first start of an empty database.
+
+use serde_json::json;
+
+use crate::accounts::{AccountError, Registration};
+use crate::names::Invalid;
+use crate::schema::ArgDef;
+use crate::tools::{NewTool, Source, ToolError};
+use crate::{passwords, Toolshed};
+
+struct DemoTool {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    tags: &'static str,
+    args: serde_json::Value,
+    code: &'static str,
+    test_cases: &'static [(&'static str, &'static str, Option<&'static str>)],
+}
+
+fn demo_tools() -> Vec<DemoTool> {
+    vec![
+        DemoTool {
+            name: "echo",
+            title: "Echo",
+            description: "Returns its `text` argument unchanged.\n\nUse it to check that a client is connected and can call tools.",
+            tags: "demo starter",
+            args: json!([{ "name": "text", "type": { "kind": "string" }, "description": "The text to send back", "required": true, "example": "Hello, Toolshed" }]),
+            code: "return $text;\n",
+            test_cases: &[("hello", r#"{"text":"hello"}"#, Some("hello"))],
+        },
+        DemoTool {
+            name: "table",
+            title: "Markdown table",
+            description: "Turns a list of records into a Markdown table, the format models read best.\n\n\
+                          Pass `rows` (objects) and optionally `columns` to pick and order the columns.",
+            tags: "demo markdown formatting",
+            args: json!([
+                { "name": "rows", "type": { "kind": "array", "items": { "kind": "object", "fields": [
+                    { "name": "name", "type": { "kind": "string" }, "description": "Row label", "required": true },
+                    { "name": "value", "type": { "kind": "number" }, "description": "A number", "required": false }
+                ] } }, "description": "The records to show", "required": true,
+                  "example": [{ "name": "apples", "value": 3 }, { "name": "pears", "value": 5 }] },
+                { "name": "columns", "type": { "kind": "array", "items": { "kind": "string" } }, "description": "Columns to show, in order", "required": false }
+            ]),
+            code: "console.log(`formatting ${$rows.length} rows`);\nif ($rows.length === 0) console.warn('no rows given');\nreturn $json2MarkdownTable($rows, args.columns);\n",
+            test_cases: &[("two fruits", r#"{"rows":[{"name":"apples","value":3},{"name":"pears","value":5}]}"#, None)],
+        },
+        DemoTool {
+            name: "word_stats",
+            title: "Word statistics",
+            description: "Counts words and characters in a text and lists the most frequent words. Returns JSON.",
+            tags: "demo text json",
+            args: json!([
+                { "name": "text", "type": { "kind": "string" }, "description": "The text to analyse", "required": true,
+                  "example": "the quick brown fox jumps over the lazy dog the end" },
+                { "name": "top", "type": { "kind": "integer" }, "description": "How many frequent words to list", "required": false, "default": 3 }
+            ]),
+            code: "const words = $text.toLowerCase().match(/[\\p{L}\\p{N}']+/gu) ?? [];\nconst counts = {};\nfor (const w of words) counts[w] = (counts[w] ?? 0) + 1;\nconst top = Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, args.top ?? 3)\n  .map(([word, count]) => ({ word, count }));\nreturn { words: words.length, characters: $text.length, top };\n",
+            test_cases: &[("three words", r#"{"text":"a b a"}"#, Some(r#"{"words":3,"characters":5,"top":[{"word":"a","count":2},{"word":"b","count":1}]}"#))],
+        },
+        DemoTool {
+            name: "convert_units",
+            title: "Unit converter",
+            description: "Converts a length between metres, feet, inches and kilometres.",
+            tags: "demo math",
+            args: json!([
+                { "name": "value", "type": { "kind": "number" }, "description": "The length", "required": true, "example": 10 },
+                { "name": "from", "type": { "kind": "enum" }, "enum_values": ["m", "ft", "in", "km"], "description": "Unit of value", "required": true, "default": "m" },
+                { "name": "to", "type": { "kind": "enum" }, "enum_values": ["m", "ft", "in", "km"], "description": "Unit wanted", "required": true, "default": "ft" }
+            ]),
+            code: "const metres = { m: 1, ft: 0.3048, in: 0.0254, km: 1000 };\nconst result = $value * metres[$from] / metres[$to];\nreturn `${$value} ${$from} = ${Number(result.toFixed(4))} ${$to}`;\n",
+            test_cases: &[("1 km in m", r#"{"value":1,"from":"km","to":"m"}"#, Some("1 km = 1000 m"))],
+        },
+    ]
+}
+
+impl Toolshed {
+    /// Seeds the demo department and its published tools. Call on an empty database.
+    pub async fn seed_demo(&self) -> Result<(), ToolError> {
+        let account_err = |e: AccountError| match e {
+            AccountError::Invalid(i) => ToolError::Invalid(i),
+            AccountError::Store(s) => ToolError::Store(s),
+            other => ToolError::Invalid(Invalid { field: "Demo", reason: other.to_string() }),
+        };
+        // The demo tools' author: an account nobody knows the password of.
+        let reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
+        let owner = self.register(reg, None).await.map_err(account_err)?;
+        for t in demo_tools() {
+            let tool = self.create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
+            let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
+            let version = self.save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
+            self.publish(&owner, tool.id, version).await?;
+            for (name, args, expected) in t.test_cases {
+                let args = serde_json::from_str(args).expect("demo test cases are JSON");
+                self.save_test_case(&owner, tool.id, name, args, expected.map(str::to_owned)).await?;
+            }
+        }
+        tracing::info!("seeded the demo department");
+        Ok(())
+    }
+}

@@ -1,0 +1,351 @@
+//! One call: fresh runtime and context, run the async body to completion,
+//! turn the outcome (or the way it failed) into a [`RunOutcome`].
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::context::intrinsic::{Date, Eval, Json, MapSet, Promise as PromiseApi, RegExp};
+use rquickjs::context::EvalOptions;
+use rquickjs::{Coerced, Context, Ctx, Runtime, Value};
+
+use super::alloc::{CappedAllocator, MemoryStats};
+use super::fetch::{settle, FetchQueue, Wait};
+use super::globals::{display, install, Host, Needs};
+use super::{Limits, RunError, RunOutcome, RunRequest, ToolValue, KIB, MIB};
+
+/// Always added to the base objects: compiling, JSON and async functions.
+/// Date, RegExp and Map/Set are added when the code names them (see
+/// [`Needs`]); Proxy, typed arrays, WeakRef and Performance never are.
+type Core = (Eval, Json, PromiseApi);
+
+/// Error stacks name this file; its lines are the user's lines.
+const FILE_NAME: &str = "tool.js";
+/// Kept on the same line as the user's first line so line numbers need no offset.
+const PREFIX: &str = "(async function(){";
+const SUFFIX: &str = "\n})()";
+/// A request cannot ask for more native stack than this (pool workers have 16 MiB).
+pub(super) const MAX_STACK_BYTES: usize = 8 * MIB;
+/// Stands in for a wall-clock limit too large to add to an `Instant`.
+const FAR_FUTURE: Duration = Duration::from_secs(24 * 3600);
+
+/// Runs one call on the current thread and returns when it is over.
+///
+/// The thread needs `limits.stack_bytes` of native stack plus about 1 MiB of
+/// headroom, and must not be inside a tokio runtime (`$fetch` blocks on its
+/// own). Async code should use [`super::Sandbox::run`].
+pub fn run_blocking(req: RunRequest) -> RunOutcome {
+    run(req).0
+}
+
+/// Like [`run_blocking`], but hands the outcome to `report` before tearing
+/// the runtime down (about a fifth of a trivial call), so the caller can
+/// answer first.
+pub fn run_reporting(req: RunRequest, report: impl FnOnce(RunOutcome)) {
+    let (outcome, context) = run(req);
+    report(outcome);
+    drop(context);
+}
+
+fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
+    let started = Instant::now();
+    let host = Rc::new(Host::new(
+        started,
+        req.events.take(),
+        req.limits.console_bytes,
+    ));
+    let stats = Rc::new(MemoryStats::default());
+    let guard = Guard {
+        limits: req.limits.clone(),
+        deadline: started
+            .checked_add(Duration::from_millis(req.limits.wall_clock_ms))
+            .unwrap_or(started + FAR_FUTURE),
+        timed_out: Rc::new(Cell::new(false)),
+        stats: stats.clone(),
+    };
+    let needs = Needs::of(&req.code);
+    let (result, context) = match guard.start(&needs) {
+        Ok(context) => {
+            let result = context.with(|ctx| execute(&ctx, &req, &needs, &host, &guard));
+            (result, Some(context))
+        }
+        Err(error) => (Err(error), None),
+    };
+    let outcome = RunOutcome {
+        result,
+        console: host.take_console(),
+        duration: started.elapsed(),
+        peak_memory_bytes: stats.peak(),
+    };
+    (outcome, context)
+}
+
+/// The limits of one call and what tripped them.
+struct Guard {
+    limits: Limits,
+    deadline: Instant,
+    timed_out: Rc<Cell<bool>>,
+    stats: Rc<MemoryStats>,
+}
+
+impl Guard {
+    fn start(&self, needs: &Needs) -> Result<Context, RunError> {
+        let allocator = CappedAllocator::new(self.limits.memory_bytes, self.stats.clone());
+        let runtime = Runtime::new_with_alloc(allocator).map_err(|_| self.out_of_memory())?;
+        // Zero would switch QuickJS's check off and let recursion crash the thread.
+        runtime.set_max_stack_size(self.limits.stack_bytes.clamp(64 * KIB, MAX_STACK_BYTES));
+        let (deadline, timed_out) = (self.deadline, self.timed_out.clone());
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            let late = Instant::now() >= deadline;
+            if late {
+                timed_out.set(true);
+            }
+            late
+        })));
+        let context = match (needs.date, needs.regexp, needs.map_set) {
+            (false, false, false) => Context::custom::<Core>(&runtime),
+            (true, false, false) => Context::custom::<(Core, Date)>(&runtime),
+            (false, true, false) => Context::custom::<(Core, RegExp)>(&runtime),
+            (false, false, true) => Context::custom::<(Core, MapSet)>(&runtime),
+            (true, true, false) => Context::custom::<(Core, Date, RegExp)>(&runtime),
+            (true, false, true) => Context::custom::<(Core, Date, MapSet)>(&runtime),
+            (false, true, true) => Context::custom::<(Core, RegExp, MapSet)>(&runtime),
+            (true, true, true) => Context::custom::<(Core, Date, RegExp, MapSet)>(&runtime),
+        };
+        context.map_err(|e| {
+            if self.stats.exhausted() {
+                self.out_of_memory()
+            } else {
+                RunError::Internal {
+                    message: format!("cannot create a JS context: {e}"),
+                }
+            }
+        })
+    }
+
+    fn out_of_memory(&self) -> RunError {
+        RunError::OutOfMemory {
+            limit_bytes: self.limits.memory_bytes,
+        }
+    }
+
+    fn timeout(&self) -> RunError {
+        self.timed_out.set(true);
+        RunError::Timeout {
+            limit_ms: self.limits.wall_clock_ms,
+        }
+    }
+
+    /// A limit that tripped explains any error that follows it.
+    fn tripped(&self) -> Option<RunError> {
+        if self.timed_out.get() {
+            Some(self.timeout())
+        } else if self.stats.exhausted() {
+            Some(self.out_of_memory())
+        } else {
+            None
+        }
+    }
+
+    /// Maps an error from the JS API, taking the pending exception if there is one.
+    fn failure(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> RunError {
+        match error {
+            rquickjs::Error::Exception => self.thrown(ctx, ctx.catch()),
+            other => self.tripped().unwrap_or(RunError::Internal {
+                message: other.to_string(),
+            }),
+        }
+    }
+
+    fn thrown<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> RunError {
+        if let Some(error) = self.tripped() {
+            return error;
+        }
+        let Some(error) = value.as_object().filter(|_| value.is_error()) else {
+            let message = display(ctx, &value).unwrap_or_else(|_| value.type_name().into());
+            return RunError::Thrown {
+                name: "Error".into(),
+                message,
+                line: None,
+                stack: None,
+            };
+        };
+        let text = |key: &str| {
+            error
+                .get::<_, Option<Coerced<String>>>(key)
+                .ok()
+                .flatten()
+                .map(|v| v.0)
+        };
+        let name = text("name").unwrap_or_else(|| "Error".into());
+        let message = text("message").unwrap_or_default();
+        let stack = text("stack").and_then(tidy_stack);
+        let line = stack.as_deref().and_then(line_in_tool);
+        match name.as_str() {
+            "RangeError" if message.contains("call stack size exceeded") => {
+                RunError::StackOverflow { line }
+            }
+            "InternalError" if message.contains("stack overflow") => {
+                RunError::StackOverflow { line }
+            }
+            "InternalError" if message == "out of memory" => self.out_of_memory(),
+            _ => RunError::Thrown {
+                name,
+                message,
+                line,
+                stack,
+            },
+        }
+    }
+
+    fn result<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<ToolValue, RunError> {
+        if value.type_of().is_void() {
+            return Ok(ToolValue::Text(String::new()));
+        }
+        let (text, is_json) = match value.as_string() {
+            Some(text) => (text.clone(), false),
+            None => match ctx.json_stringify(value.clone()) {
+                Ok(Some(json)) => (json, true),
+                Ok(None) => {
+                    return Err(RunError::NotSerializable {
+                        message: format!("a {} cannot be represented as JSON", value.type_name()),
+                    })
+                }
+                Err(rquickjs::Error::Exception) => {
+                    let error = ctx.catch();
+                    return Err(self.tripped().unwrap_or_else(|| RunError::NotSerializable {
+                        message: display(ctx, &error).unwrap_or_default(),
+                    }));
+                }
+                Err(e) => return Err(self.failure(ctx, e)),
+            },
+        };
+        let text = text.to_string().map_err(|_| RunError::NotSerializable {
+            message: "the text is not valid Unicode".into(),
+        })?;
+        if text.len() > self.limits.result_bytes {
+            return Err(RunError::OutputTooLarge {
+                limit_bytes: self.limits.result_bytes,
+                actual_bytes: text.len(),
+            });
+        }
+        if !is_json {
+            return Ok(ToolValue::Text(text));
+        }
+        serde_json::from_str(&text)
+            .map(ToolValue::Json)
+            .map_err(|e| RunError::NotSerializable {
+                message: match e.to_string().contains("recursion limit") {
+                    true => "it is nested more than 128 levels deep".into(),
+                    false => e.to_string(),
+                },
+            })
+    }
+}
+
+fn execute<'js>(
+    ctx: &Ctx<'js>,
+    req: &RunRequest,
+    needs: &Needs,
+    host: &Rc<Host>,
+    guard: &Guard,
+) -> Result<ToolValue, RunError> {
+    let fetch = Rc::new(RefCell::new(FetchQueue::new(&req.fetch_allow, &req.limits)));
+    let _clear = ClearOnDrop(&fetch);
+    install(ctx, req, needs, host.clone(), fetch.clone()).map_err(|e| guard.failure(ctx, e))?;
+    drive(ctx, &req.code, &fetch, guard)
+}
+
+/// Runs even when unwinding: JS values left in the queue would outlive the
+/// context, and QuickJS aborts the process when a runtime is freed with live objects.
+struct ClearOnDrop<'a, 'js>(&'a RefCell<FetchQueue<'js>>);
+
+impl Drop for ClearOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        if let Ok(mut queue) = self.0.try_borrow_mut() {
+            queue.clear();
+        }
+    }
+}
+
+/// Evaluates the wrapped body, then runs jobs and settles `$fetch`es until
+/// its promise settles.
+fn drive<'js>(
+    ctx: &Ctx<'js>,
+    code: &str,
+    fetch: &RefCell<FetchQueue<'js>>,
+    guard: &Guard,
+) -> Result<ToolValue, RunError> {
+    let mut source = String::with_capacity(PREFIX.len() + code.len() + SUFFIX.len());
+    source.push_str(PREFIX);
+    source.push_str(code);
+    source.push_str(SUFFIX);
+    let mut options = EvalOptions::default();
+    options.filename = Some(FILE_NAME.into());
+    let value: Value = match ctx.eval_with_options(source, options) {
+        Ok(value) => value,
+        Err(rquickjs::Error::Exception) => {
+            let error = ctx.catch();
+            return Err(match guard.thrown(ctx, error) {
+                RunError::Thrown {
+                    name,
+                    message,
+                    line,
+                    ..
+                } if name == "SyntaxError" => RunError::Syntax { message, line },
+                other => other,
+            });
+        }
+        Err(e) => return Err(guard.failure(ctx, e)),
+    };
+    // Only code that closes the wrapper early (`}); ...`) evaluates to something else.
+    let Some(promise) = value.as_promise() else {
+        return guard.result(ctx, value);
+    };
+
+    loop {
+        while ctx.execute_pending_job() {
+            if Instant::now() >= guard.deadline {
+                return Err(guard.timeout());
+            }
+        }
+        if guard.timed_out.get() {
+            return Err(guard.timeout());
+        }
+        // A rejection comes back as a pending exception holding the reason.
+        match promise.result::<Value>() {
+            Some(Ok(value)) => return guard.result(ctx, value),
+            Some(Err(e)) => return Err(guard.failure(ctx, e)),
+            None => {}
+        }
+        let next = fetch.borrow_mut().wait(guard.deadline);
+        match next {
+            Wait::Done(resolvers, result) => {
+                settle(ctx, resolvers, result).map_err(|e| guard.failure(ctx, e))?
+            }
+            Wait::Idle => return Err(RunError::NeverSettled),
+            Wait::TimedOut => return Err(guard.timeout()),
+        }
+    }
+}
+
+/// Drops the frame of the wrapper's call, which is not the user's code.
+fn tidy_stack(stack: String) -> Option<String> {
+    let wrapper = format!("at <eval> ({FILE_NAME}:");
+    let tidy: String = stack
+        .split_inclusive('\n')
+        .filter(|frame| !frame.contains(&wrapper))
+        .collect();
+    (!tidy.trim().is_empty()).then_some(tidy)
+}
+
+/// The line of the innermost stack frame in the tool's own code.
+fn line_in_tool(stack: &str) -> Option<u32> {
+    let marker = format!("{FILE_NAME}:");
+    let at = stack.find(&marker)? + marker.len();
+    let digits: String = stack[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}

@@ -1,0 +1,423 @@
+//! `$fetch(url, init?)`: HTTP done by the host, only to allow-listed hosts.
+//!
+//! Requests run on one small shared tokio runtime (so connections are pooled
+//! across calls); the JS side gets a promise that the engine settles when the
+//! request finishes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION};
+use reqwest::{Method, StatusCode, Url};
+use rquickjs::function::Opt;
+use rquickjs::{Coerced, Ctx, Exception, Function, IntoJs, Object, Promise, Value};
+use tokio::task::{self, JoinSet};
+
+use super::{human_bytes, Limits};
+
+const MAX_REDIRECTS: usize = 5;
+
+struct FetchIo {
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+/// Built on first use so that calls which never fetch pay nothing for it.
+fn io() -> Result<&'static FetchIo, String> {
+    static IO: OnceLock<Result<FetchIo, String>> = OnceLock::new();
+    IO.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("toolshed-fetch")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the fetch runtime: {e}"))?;
+        // Redirects are followed by hand so that each hop is checked against the allow-list.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent("toolshed-sandbox")
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(FetchIo { runtime, client })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// Exact host names, or `*.example.com` for any subdomain of example.com.
+pub(super) fn host_allowed(allow: &[String], host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    allow.iter().any(|pattern| {
+        let pattern = pattern
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        match pattern.strip_prefix("*.") {
+            Some(domain) => host
+                .strip_suffix(domain)
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => host == pattern,
+        }
+    })
+}
+
+fn check_target(allow: &[String], url: &Url) -> Result<(), String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "only http and https URLs can be fetched, not {url}"
+        ));
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        None => return Err(format!("URL {url} has no host")),
+    };
+    if host_allowed(allow, &host) {
+        Ok(())
+    } else {
+        Err(format!(
+            "host {host} is not on this tool's fetch allow-list"
+        ))
+    }
+}
+
+struct FetchRequest {
+    url: Url,
+    method: Method,
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+}
+
+pub(super) struct FetchResponse {
+    status: u16,
+    status_text: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+async fn send(
+    client: reqwest::Client,
+    allow: Arc<[String]>,
+    mut req: FetchRequest,
+    max_bytes: usize,
+) -> Result<FetchResponse, String> {
+    for _ in 0..=MAX_REDIRECTS {
+        let mut builder = client.request(req.method.clone(), req.url.clone());
+        for (name, value) in &req.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let mut response = builder.send().await.map_err(|e| describe(&e))?;
+        let status = response.status();
+        if let Some(location) = status
+            .is_redirection()
+            .then(|| response.headers().get(LOCATION))
+            .flatten()
+        {
+            let location = location.to_str().unwrap_or_default();
+            let next = req
+                .url
+                .join(location)
+                .map_err(|_| format!("invalid redirect location {location:?}"))?;
+            check_target(&allow, &next).map_err(|e| format!("redirect refused: {e}"))?;
+            if next.host() != req.url.host() {
+                req.headers.retain(|(name, _)| {
+                    !name.eq_ignore_ascii_case(AUTHORIZATION.as_str())
+                        && !name.eq_ignore_ascii_case(COOKIE.as_str())
+                });
+            }
+            let becomes_get = status == StatusCode::SEE_OTHER
+                || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
+                    && req.method == Method::POST);
+            if becomes_get {
+                req.method = Method::GET;
+                req.body = None;
+            }
+            req.url = next;
+            continue;
+        }
+
+        let too_large = || {
+            format!(
+                "response body from {} exceeds {}",
+                req.url,
+                human_bytes(max_bytes)
+            )
+        };
+        if response.content_length().unwrap_or(0) > max_bytes as u64 {
+            return Err(too_large());
+        }
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+            if body.len() + chunk.len() > max_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        return Ok(FetchResponse {
+            status: status.as_u16(),
+            status_text: status.canonical_reason().unwrap_or_default().to_string(),
+            url: req.url.to_string(),
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+    }
+    Err(format!("too many redirects (more than {MAX_REDIRECTS})"))
+}
+
+/// reqwest's top-level message hides the cause ("error sending request").
+fn describe(error: &reqwest::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+type Settle<'js> = (Function<'js>, Function<'js>);
+
+/// The run's in-flight requests and the JS promises waiting for them.
+pub(super) struct FetchQueue<'js> {
+    allow: Arc<[String]>,
+    limits: Limits,
+    started: u32,
+    waiting: HashMap<task::Id, Settle<'js>>,
+    tasks: JoinSet<Result<FetchResponse, String>>,
+}
+
+pub(super) enum Wait<'js> {
+    /// A request finished; settle its promise with [`settle`].
+    Done(Settle<'js>, Result<FetchResponse, String>),
+    /// Nothing is in flight.
+    Idle,
+    TimedOut,
+}
+
+impl<'js> FetchQueue<'js> {
+    pub(super) fn new(allow: &[String], limits: &Limits) -> Self {
+        Self {
+            allow: allow.into(),
+            limits: limits.clone(),
+            started: 0,
+            waiting: HashMap::new(),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Starts a request, returning the error to reject with if it cannot start.
+    fn start(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
+        check_target(&self.allow, &req.url)?;
+        if self.started >= self.limits.fetch_requests {
+            return Err(format!(
+                "too many $fetch calls (limit {} per run)",
+                self.limits.fetch_requests
+            ));
+        }
+        let io = io()?;
+        self.started += 1;
+        let timeout = Duration::from_millis(self.limits.fetch_timeout_ms);
+        let url = req.url.clone();
+        let request = send(
+            io.client.clone(),
+            self.allow.clone(),
+            req,
+            self.limits.fetch_response_bytes,
+        );
+        let task = self.tasks.spawn_on(
+            async move {
+                tokio::time::timeout(timeout, request)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(format!(
+                            "request to {url} timed out after {} ms",
+                            timeout.as_millis()
+                        ))
+                    })
+            },
+            io.runtime.handle(),
+        );
+        self.waiting.insert(task.id(), settle);
+        Ok(())
+    }
+
+    /// Blocks until one request finishes or the deadline passes.
+    pub(super) fn wait(&mut self, deadline: Instant) -> Wait<'js> {
+        if self.tasks.is_empty() {
+            return Wait::Idle;
+        }
+        let Ok(io) = io() else {
+            return Wait::Idle;
+        };
+        loop {
+            let next = io.runtime.block_on(async {
+                tokio::time::timeout_at(deadline.into(), self.tasks.join_next_with_id()).await
+            });
+            let (id, result) = match next {
+                Err(_) => return Wait::TimedOut,
+                Ok(None) => return Wait::Idle,
+                Ok(Some(Ok(done))) => done,
+                // Tasks are only aborted by `clear`, so this is a panic inside the request.
+                Ok(Some(Err(e))) => (e.id(), Err(format!("fetch failed: {e}"))),
+            };
+            if let Some(settle) = self.waiting.remove(&id) {
+                return Wait::Done(settle, result);
+            }
+        }
+    }
+
+    /// Drops the promise resolvers: they may form cycles with the global
+    /// object through the `$fetch` closure, which QuickJS's GC cannot see.
+    pub(super) fn clear(&mut self) {
+        self.waiting.clear();
+        self.tasks.abort_all();
+    }
+}
+
+/// The JS `$fetch` function.
+pub(super) fn fetch_function<'js>(
+    ctx: &Ctx<'js>,
+    queue: std::rc::Rc<std::cell::RefCell<FetchQueue<'js>>>,
+) -> rquickjs::Result<Function<'js>> {
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
+            let (promise, resolve, reject) = ctx.promise()?;
+            let started = parse_request(&url.0, init.0.as_ref())
+                .and_then(|req| queue.borrow_mut().start(req, (resolve, reject.clone())));
+            if let Err(message) = started {
+                // A throwing getter on `init` left an exception: let it propagate.
+                if ctx.has_exception() {
+                    return Err(rquickjs::Error::Exception);
+                }
+                reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+            }
+            Ok::<Promise<'js>, rquickjs::Error>(promise)
+        },
+    )?
+    .with_name("$fetch")
+}
+
+fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<FetchRequest, String> {
+    let url = Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+    let mut req = FetchRequest {
+        url,
+        method: Method::GET,
+        headers: Vec::new(),
+        body: None,
+    };
+    let Some(init) = init.filter(|v| !v.is_undefined() && !v.is_null()) else {
+        return Ok(req);
+    };
+    let init = init.as_object().ok_or("$fetch: init must be an object")?;
+    let bad = |field: &str| format!("$fetch: init.{field} is invalid");
+    if let Some(method) = init
+        .get::<_, Option<String>>("method")
+        .map_err(|_| bad("method"))?
+    {
+        req.method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| bad("method"))?;
+    }
+    if let Some(headers) = init
+        .get::<_, Option<Object>>("headers")
+        .map_err(|_| bad("headers"))?
+    {
+        for entry in headers.props::<String, Coerced<String>>() {
+            let (name, value) = entry.map_err(|_| bad("headers"))?;
+            req.headers.push((name, value.0));
+        }
+    }
+    req.body = init.get::<_, Option<String>>("body").map_err(|_| {
+        "$fetch: init.body must be a string (use JSON.stringify for objects)".to_string()
+    })?;
+    Ok(req)
+}
+
+/// Resolves a `$fetch` promise with the response, or rejects it with an Error.
+pub(super) fn settle<'js>(
+    ctx: &Ctx<'js>,
+    (resolve, reject): Settle<'js>,
+    result: Result<FetchResponse, String>,
+) -> rquickjs::Result<()> {
+    match result {
+        Ok(response) => resolve.call((response_object(ctx, response)?,)),
+        Err(message) => reject.call((Exception::from_message(ctx.clone(), &message)?,)),
+    }
+}
+
+/// `{status, statusText, ok, url, headers, text(), json()}`, body already read.
+fn response_object<'js>(ctx: &Ctx<'js>, response: FetchResponse) -> rquickjs::Result<Object<'js>> {
+    let object = Object::new(ctx.clone())?;
+    object.set("status", response.status)?;
+    object.set("statusText", response.status_text)?;
+    object.set("ok", (200..300).contains(&response.status))?;
+    object.set("url", response.url)?;
+    let headers = Object::new(ctx.clone())?;
+    for (name, value) in response.headers {
+        let joined = match headers.get::<_, Option<String>>(name.as_str())? {
+            Some(previous) => format!("{previous}, {value}"),
+            None => value,
+        };
+        headers.set(name, joined)?;
+    }
+    object.set("headers", headers)?;
+
+    let body: std::rc::Rc<str> = response.body.into();
+    let text_body = body.clone();
+    let text = Function::new(ctx.clone(), move |ctx: Ctx<'js>| {
+        let text = (&*text_body).into_js(&ctx)?;
+        settled(&ctx, Ok(text))
+    })?;
+    let json = Function::new(ctx.clone(), move |ctx: Ctx<'js>| {
+        let parsed = ctx.json_parse(body.as_bytes()).map_err(|_| ctx.catch());
+        settled(&ctx, parsed)
+    })?;
+    object.set("text", text)?;
+    object.set("json", json)?;
+    Ok(object)
+}
+
+fn settled<'js>(
+    ctx: &Ctx<'js>,
+    outcome: Result<Value<'js>, Value<'js>>,
+) -> rquickjs::Result<Promise<'js>> {
+    let (promise, resolve, reject) = ctx.promise()?;
+    match outcome {
+        Ok(value) => resolve.call::<_, ()>((value,))?,
+        Err(error) => reject.call::<_, ()>((error,))?,
+    }
+    Ok(promise)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_allowed;
+
+    #[test]
+    fn allow_list_matches_exact_hosts_and_subdomain_wildcards() {
+        let allow = vec!["api.example.com".to_string(), "*.corp.test".to_string()];
+        assert!(host_allowed(&allow, "API.example.com"));
+        assert!(host_allowed(&allow, "a.corp.test"));
+        assert!(host_allowed(&allow, "a.b.corp.test"));
+        assert!(!host_allowed(&allow, "corp.test"));
+        assert!(!host_allowed(&allow, "evilcorp.test"));
+        assert!(!host_allowed(&allow, "example.com"));
+        assert!(!host_allowed(&allow, "api.example.com.evil.org"));
+    }
+}

@@ -1,0 +1,366 @@
+//! The globals a tool sees, bound directly as Rust functions (measured faster
+//! than evaluating a JS prelude in every fresh context), and only those the
+//! code names.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+use rquickjs::function::Opt;
+use rquickjs::{Coerced, Ctx, Exception, FromJs, Function, IntoJs, Object, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::fetch::{fetch_function, FetchQueue};
+use super::markdown::{markdown_table, Row};
+use super::{human_bytes, ConsoleLine, LogLevel, RunEvent, RunRequest};
+
+/// Counted per console line on top of its text, so floods of empty lines hit the cap too.
+const LINE_OVERHEAD: usize = 32;
+
+/// Host-side state the globals report to.
+pub(super) struct Host {
+    started: Instant,
+    events: Option<UnboundedSender<RunEvent>>,
+    console_limit: usize,
+    console_used: Cell<usize>,
+    truncated: Cell<bool>,
+    console: RefCell<Vec<ConsoleLine>>,
+}
+
+impl Host {
+    pub(super) fn new(
+        started: Instant,
+        events: Option<UnboundedSender<RunEvent>>,
+        console_limit: usize,
+    ) -> Self {
+        Self {
+            started,
+            events,
+            console_limit,
+            console_used: Cell::new(0),
+            truncated: Cell::new(false),
+            console: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(super) fn take_console(&self) -> Vec<ConsoleLine> {
+        self.console.take()
+    }
+
+    fn log<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        level: LogLevel,
+        args: &[Value<'js>],
+    ) -> rquickjs::Result<()> {
+        if self.truncated.get() {
+            return Ok(());
+        }
+        let mut message = String::new();
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                message.push(' ');
+            }
+            message.push_str(&display(ctx, arg)?);
+        }
+        let used = self.console_used.get() + message.len() + LINE_OVERHEAD;
+        if used > self.console_limit {
+            self.truncated.set(true);
+            let marker = format!(
+                "[console output truncated: over {} logged]",
+                human_bytes(self.console_limit)
+            );
+            self.push(LogLevel::Warn, marker);
+        } else {
+            self.console_used.set(used);
+            self.push(level, message);
+        }
+        Ok(())
+    }
+
+    fn push(&self, level: LogLevel, message: String) {
+        let line = ConsoleLine {
+            level,
+            message,
+            elapsed_ms: self.started.elapsed().as_millis() as u64,
+        };
+        if let Some(events) = &self.events {
+            // A closed receiver only means nobody is listening live any more.
+            let _ = events.send(RunEvent::Console(line.clone()));
+        }
+        self.console.borrow_mut().push(line);
+    }
+
+    fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(events) = &self.events {
+            let _ = events.send(RunEvent::Progress {
+                done,
+                total,
+                message,
+            });
+        }
+    }
+}
+
+/// How console arguments print: strings raw, errors as `Name: message`,
+/// objects as JSON, everything else through `String(value)`.
+pub(super) fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<String> {
+    if let Some(text) = value.as_string() {
+        return text.to_string();
+    }
+    if let Some(error) = value.as_object().filter(|_| value.is_error()) {
+        let name = error
+            .get::<_, Option<Coerced<String>>>("name")?
+            .map_or_else(|| "Error".to_string(), |n| n.0);
+        let message = error
+            .get::<_, Option<Coerced<String>>>("message")?
+            .map(|m| m.0)
+            .unwrap_or_default();
+        return Ok(if message.is_empty() {
+            name
+        } else {
+            format!("{name}: {message}")
+        });
+    }
+    if value.is_object() && !value.is_function() {
+        match ctx.json_stringify(value.clone()) {
+            // A Date (or any toJSON returning a string) prints as that string, unquoted.
+            Ok(Some(json)) => {
+                let json = json.to_string()?;
+                return Ok(match json.starts_with('"') {
+                    true => serde_json::from_str(&json).unwrap_or(json),
+                    false => json,
+                });
+            }
+            Ok(None) => {}
+            Err(rquickjs::Error::Exception) => swallow_type_error(ctx)?,
+            Err(e) => return Err(e),
+        }
+    }
+    match Coerced::<String>::from_js(ctx, value.clone()) {
+        Ok(text) => Ok(text.0),
+        Err(rquickjs::Error::Exception) => {
+            swallow_type_error(ctx)?;
+            Ok(format!("[{}]", value.type_name()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Clears a pending TypeError (cycle, BigInt, Symbol); rethrows anything
+/// else, so an interrupt or out-of-memory keeps unwinding.
+fn swallow_type_error(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    let error = ctx.catch();
+    let is_type_error = error
+        .as_object()
+        .filter(|_| error.is_error())
+        .and_then(|e| e.get::<_, String>("name").ok())
+        .is_some_and(|name| name == "TypeError");
+    if is_type_error {
+        Ok(())
+    } else {
+        Err(ctx.throw(error))
+    }
+}
+
+/// What the code can reach by name. Built-ins and host globals it never
+/// names are left out of its context: each one costs creation time on every
+/// call, and code cannot reach a global without spelling its name (short of
+/// assembling the name at run time, which tools have no reason to do).
+pub(super) struct Needs<'a> {
+    code: &'a str,
+    pub(super) date: bool,
+    pub(super) regexp: bool,
+    pub(super) map_set: bool,
+}
+
+impl<'a> Needs<'a> {
+    pub(super) fn of(code: &'a str) -> Self {
+        Self {
+            code,
+            date: code.contains("Date"),
+            // A `/` may start a regex literal; match and search build a RegExp from a string.
+            regexp: ["/", "RegExp", "match", "search"]
+                .iter()
+                .any(|w| code.contains(w)),
+            // Also covers WeakMap and WeakSet.
+            map_set: code.contains("Map") || code.contains("Set"),
+        }
+    }
+
+    fn names(&self, global: &str) -> bool {
+        self.code.contains(global)
+    }
+}
+
+/// Installs the globals the code names. Host globals are set after the
+/// `$name` arguments so an argument called e.g. `env` cannot shadow `$env`
+/// (it stays reachable as `args.env`).
+pub(super) fn install<'js>(
+    ctx: &Ctx<'js>,
+    req: &RunRequest,
+    needs: &Needs,
+    host: Rc<Host>,
+    fetch: Rc<RefCell<FetchQueue<'js>>>,
+) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    // Strings the tool passes to eval are its own code; removing it is one property.
+    globals.remove("eval")?;
+
+    let args: Option<Object> = match needs.names("args") {
+        true => Some(json_to_js(ctx, &req.args)?.get()?),
+        false => None,
+    };
+    for (name, value) in &req.args {
+        let global = format!("${name}");
+        if !is_identifier(name) || !needs.names(&global) {
+            continue;
+        }
+        let value = match &args {
+            Some(args) => args.get(name.as_str())?,
+            None => value_to_js(ctx, value)?,
+        };
+        globals.set(global, value)?;
+    }
+    if let Some(args) = args {
+        globals.set("args", args)?;
+    }
+    if needs.names("$env") {
+        let env = json_to_js(ctx, &req.env)?;
+        globals.set("$env", freeze(ctx, env)?)?;
+    }
+    if needs.names("$context") {
+        let context = json_to_js(ctx, &req.context)?;
+        globals.set("$context", freeze(ctx, context)?)?;
+    }
+
+    if needs.names("console") {
+        let console = Object::new(ctx.clone())?;
+        for (name, level) in [
+            ("log", LogLevel::Log),
+            ("info", LogLevel::Info),
+            ("warn", LogLevel::Warn),
+            ("error", LogLevel::Error),
+            ("debug", LogLevel::Debug),
+        ] {
+            let host = host.clone();
+            let log = Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, args: rquickjs::function::Rest<Value<'js>>| {
+                    host.log(&ctx, level, &args.0)
+                },
+            )?
+            .with_name(name)?;
+            console.set(name, log)?;
+        }
+        globals.set("console", console)?;
+    }
+    if needs.names("$progress") {
+        let progress = Function::new(
+            ctx.clone(),
+            move |done: f64, total: Opt<Option<f64>>, message: Opt<Option<Coerced<String>>>| {
+                host.progress(done, total.0.flatten(), message.0.flatten().map(|m| m.0));
+            },
+        )?
+        .with_name("$progress")?;
+        globals.set("$progress", progress)?;
+    }
+    if needs.names("$json2MarkdownTable") {
+        let table = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, rows: Value<'js>, columns: Opt<Option<Vec<String>>>| {
+                Ok::<_, rquickjs::Error>(markdown_table(
+                    &table_rows(&ctx, rows)?,
+                    columns.0.flatten(),
+                ))
+            },
+        )?
+        .with_name("$json2MarkdownTable")?;
+        globals.set("$json2MarkdownTable", table)?;
+    }
+    if needs.names("$fetch") {
+        globals.set("$fetch", fetch_function(ctx, fetch)?)?;
+    }
+    Ok(())
+}
+
+/// Through one JSON.parse: cheaper than building the value property by property.
+fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
+    let json =
+        serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
+    ctx.json_parse(json)
+}
+
+/// Scalars directly, structures through JSON.
+fn value_to_js<'js>(ctx: &Ctx<'js>, value: &serde_json::Value) -> rquickjs::Result<Value<'js>> {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null => Ok(Value::new_null(ctx.clone())),
+        Json::Bool(b) => Ok(Value::new_bool(ctx.clone(), *b)),
+        Json::Number(n) => Ok(match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+            Some(i) => Value::new_int(ctx.clone(), i),
+            None => Value::new_number(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
+        }),
+        Json::String(s) => s.as_str().into_js(ctx),
+        Json::Array(_) | Json::Object(_) => json_to_js(ctx, value),
+    }
+}
+
+fn freeze<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> rquickjs::Result<Value<'js>> {
+    let freeze: Function = ctx.globals().get::<_, Object>("Object")?.get("freeze")?;
+    freeze.call((value,))
+}
+
+/// Cells are rendered like console arguments, with null and undefined empty.
+fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>) -> rquickjs::Result<Vec<Row>> {
+    let rows = rows.into_array().ok_or_else(|| {
+        Exception::throw_type(ctx, "$json2MarkdownTable: rows must be an array of objects")
+    })?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter::<Value>().enumerate() {
+        let row = row?;
+        let object = row
+            .as_object()
+            .filter(|_| !row.is_array() && !row.is_function())
+            .ok_or_else(|| {
+                Exception::throw_type(
+                    ctx,
+                    &format!("$json2MarkdownTable: rows[{i}] is not an object"),
+                )
+            })?;
+        let mut cells = Vec::new();
+        for prop in object.props::<String, Value>() {
+            let (key, value) = prop?;
+            let text = if value.type_of().is_void() {
+                String::new()
+            } else {
+                display(ctx, &value)?
+            };
+            cells.push((key, text));
+        }
+        out.push(cells);
+    }
+    Ok(out)
+}
+
+/// Argument names that can follow `$` as a plain identifier.
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_identifier;
+
+    #[test]
+    fn only_identifier_like_names_become_dollar_globals() {
+        assert!(is_identifier("city"));
+        assert!(is_identifier("2fa"));
+        assert!(!is_identifier("first-name"));
+        assert!(!is_identifier("a b"));
+        assert!(!is_identifier(""));
+    }
+}

@@ -1,0 +1,258 @@
+//! Runs a tool's JavaScript (the body of an async function) in a fresh QuickJS
+//! runtime and context per call, with memory, time, stack and output limits.
+//!
+//! Inside the sandbox the code sees its arguments as `$name` and `args`,
+//! `console.*`, `$env`, `$context`, `$progress`, `$json2MarkdownTable` and
+//! `$fetch` (host-side HTTP, allow-listed hosts only). There is no file
+//! system, no module loader, no `eval` and no other I/O. Only the globals
+//! and the Date/RegExp/Map/Set built-ins that the source names are installed:
+//! creating the rest would cost every call time for nothing.
+//!
+//! [`run_blocking`] executes one call on the current thread; [`Sandbox`] is the
+//! bounded worker pool the async server uses so that tool code never runs on
+//! the reactor.
+
+mod alloc;
+mod engine;
+mod fetch;
+mod globals;
+mod markdown;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+pub use engine::{run_blocking, run_reporting};
+pub use pool::{Sandbox, SandboxConfig, SandboxError};
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+
+/// Resource limits for one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// Bytes the JS heap may hold at once.
+    pub memory_bytes: usize,
+    /// Wall-clock budget for the whole call, including awaited `$fetch`es.
+    pub wall_clock_ms: u64,
+    /// Native stack QuickJS may use before throwing a stack overflow.
+    pub stack_bytes: usize,
+    /// Largest result (text, or JSON as serialized).
+    pub result_bytes: usize,
+    /// Total console output kept; later lines are dropped after a marker line.
+    pub console_bytes: usize,
+    /// Timeout of one `$fetch` request (bounded by the wall clock as well).
+    pub fetch_timeout_ms: u64,
+    /// Largest `$fetch` response body.
+    pub fetch_response_bytes: usize,
+    /// `$fetch` calls allowed per run.
+    pub fetch_requests: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 32 * MIB,
+            wall_clock_ms: 2_000,
+            stack_bytes: MIB,
+            result_bytes: MIB,
+            console_bytes: 256 * KIB,
+            fetch_timeout_ms: 10_000,
+            fetch_response_bytes: 4 * MIB,
+            fetch_requests: 50,
+        }
+    }
+}
+
+/// One tool call.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunRequest {
+    /// Body of the async function (line 1 of errors = first line of this).
+    pub code: String,
+    /// Tool arguments: `args`, and `$name` for each name that is an identifier.
+    pub args: Map<String, Value>,
+    /// Configuration values exposed, frozen, as `$env`.
+    pub env: BTreeMap<String, String>,
+    /// Call context exposed, frozen, as `$context` (e.g. caller, department, transport).
+    pub context: Map<String, Value>,
+    /// Hosts `$fetch` may reach: exact names or `*.example.com` wildcards.
+    pub fetch_allow: Vec<String>,
+    pub limits: Limits,
+    /// Live console lines and progress, for forwarding while the call runs.
+    #[serde(skip)]
+    pub events: Option<UnboundedSender<RunEvent>>,
+}
+
+impl RunRequest {
+    pub fn new(code: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// What a tool returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum ToolValue {
+    Text(String),
+    Json(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Log,
+    Info,
+    Warn,
+    Error,
+    Debug,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleLine {
+    pub level: LogLevel,
+    pub message: String,
+    /// Milliseconds since the call started.
+    pub elapsed_ms: u64,
+}
+
+/// Sent live on [`RunRequest::events`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    Console(ConsoleLine),
+    Progress {
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    pub result: Result<ToolValue, RunError>,
+    pub console: Vec<ConsoleLine>,
+    pub duration: Duration,
+    pub peak_memory_bytes: usize,
+}
+
+/// Why a call did not produce a value. `Display` is the message shown to users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunError {
+    /// The code does not parse.
+    Syntax {
+        message: String,
+        line: Option<u32>,
+    },
+    /// The code threw (or its promise rejected).
+    Thrown {
+        name: String,
+        message: String,
+        line: Option<u32>,
+        stack: Option<String>,
+    },
+    Timeout {
+        limit_ms: u64,
+    },
+    OutOfMemory {
+        limit_bytes: usize,
+    },
+    StackOverflow {
+        line: Option<u32>,
+    },
+    OutputTooLarge {
+        limit_bytes: usize,
+        actual_bytes: usize,
+    },
+    /// The returned value cannot become JSON (BigInt, cycle, function, symbol).
+    NotSerializable {
+        message: String,
+    },
+    /// The code awaits a promise that nothing can ever settle.
+    NeverSettled,
+    /// The sandbox itself failed; not the tool's fault.
+    Internal {
+        message: String,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Syntax { message, line } => {
+                write!(f, "SyntaxError: {message}")?;
+                write_line(f, *line)
+            }
+            Self::Thrown {
+                name,
+                message,
+                line,
+                ..
+            } => {
+                match (name.is_empty(), message.is_empty()) {
+                    (false, false) => write!(f, "{name}: {message}")?,
+                    (true, _) => f.write_str(message)?,
+                    (false, true) => f.write_str(name)?,
+                }
+                write_line(f, *line)
+            }
+            Self::Timeout { limit_ms } => write!(f, "Timed out after {limit_ms} ms"),
+            Self::OutOfMemory { limit_bytes } => {
+                write!(f, "Out of memory (limit {})", human_bytes(*limit_bytes))
+            }
+            Self::StackOverflow { line } => {
+                f.write_str("Stack overflow: maximum call stack size exceeded")?;
+                write_line(f, *line)
+            }
+            Self::OutputTooLarge {
+                limit_bytes,
+                actual_bytes,
+            } => write!(
+                f,
+                "Result too large: {} (limit {})",
+                human_bytes(*actual_bytes),
+                human_bytes(*limit_bytes)
+            ),
+            Self::NotSerializable { message } => {
+                write!(f, "The result is not JSON-serializable: {message}")
+            }
+            Self::NeverSettled => {
+                f.write_str("The tool never finished: it awaits a promise that nothing can resolve")
+            }
+            Self::Internal { message } => write!(f, "Sandbox error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+fn write_line(f: &mut fmt::Formatter<'_>, line: Option<u32>) -> fmt::Result {
+    match line {
+        Some(line) => write!(f, " (line {line})"),
+        None => Ok(()),
+    }
+}
+
+fn human_bytes(bytes: usize) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}

@@ -1,0 +1,365 @@
+//! Tools: a department's JavaScript functions with immutable versions, a draft
+//! per author, publish and roll back, and who may see or change what.
+
+mod env;
+mod runs;
+mod test_cases;
+mod versions;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+pub use env::EnvVar;
+pub use runs::{RunReport, RunSource};
+pub use test_cases::{TestCase, TestCaseResult};
+pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
+
+use crate::accounts::User;
+use crate::ids::{ToolId, UserId};
+use crate::names::{Description, Invalid, Tags, Title, ToolName};
+use crate::store::StoreError;
+use crate::{audit, now_ms, Toolshed};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Visibility {
+    /// Every signed-in user.
+    Everyone,
+    /// Members of the tool's department.
+    Department,
+    /// The owner only.
+    Private,
+}
+
+impl Visibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Everyone => "everyone",
+            Visibility::Department => "department",
+            Visibility::Private => "private",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "everyone" => Ok(Visibility::Everyone),
+            "department" => Ok(Visibility::Department),
+            "private" => Ok(Visibility::Private),
+            _ => Err(Invalid { field: "Visibility", reason: "must be everyone, department or private".into() }),
+        }
+    }
+}
+
+/// Moderation state; only `Active` tools are listed and served to everyone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    Hidden,
+    Disabled,
+}
+
+impl Status {
+    fn parse(raw: &str) -> Self {
+        match raw {
+            "hidden" => Status::Hidden,
+            "disabled" => Status::Disabled,
+            _ => Status::Active,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub id: ToolId,
+    pub department: String,
+    pub department_id: i64,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    pub visibility: Visibility,
+    pub status: Status,
+    pub owner_id: UserId,
+    pub owner_username: String,
+    pub owner_display_name: String,
+    pub published_version: Option<i64>,
+    pub latest_version: Option<i64>,
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub fetch_allow: Vec<String>,
+    pub timeout_ms: i64,
+    pub memory_mib: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Tool {
+    /// `department/name`, the tool's address in URLs and MCP endpoints.
+    pub fn slug(&self) -> String {
+        format!("{}/{}", self.department, self.name)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Invalid(#[from] Invalid),
+    /// Also returned for tools the user may not see, so their existence does not leak.
+    #[error("No such tool.")]
+    NotFound,
+    #[error("You may not change this tool.")]
+    Forbidden,
+    #[error("A tool named “{0}” already exists in your department.")]
+    NameTaken(String),
+    #[error("Version {0} does not exist.")]
+    NoSuchVersion(i64),
+    #[error("This tool has no published version yet.")]
+    NotPublished,
+    #[error("{0}")]
+    BadArguments(String),
+    #[error("The sandbox is busy; try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for ToolError {
+    fn from(e: sqlx::Error) -> Self {
+        ToolError::Store(e.into())
+    }
+}
+
+/// What the "New tool" form sends, parsed.
+#[derive(Debug, Clone)]
+pub struct NewTool {
+    pub name: ToolName,
+    pub title: Title,
+    pub description: Description,
+    pub tags: Tags,
+    pub visibility: Visibility,
+}
+
+impl NewTool {
+    pub fn parse(name: &str, title: &str, description: &str, tags: &str, visibility: &str) -> Result<Self, Invalid> {
+        Ok(Self {
+            name: ToolName::parse(name)?,
+            title: Title::parse(title)?,
+            description: Description::parse(description)?,
+            tags: Tags::parse(tags)?,
+            visibility: Visibility::parse(visibility)?,
+        })
+    }
+}
+
+/// Settings an author changes without making a new version.
+#[derive(Debug, Clone)]
+pub struct ToolSettings {
+    pub title: Title,
+    pub description: Description,
+    pub tags: Tags,
+    pub visibility: Visibility,
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub fetch_allow: Vec<String>,
+    pub timeout_ms: i64,
+    pub memory_mib: i64,
+}
+
+/// Upper bounds an admin sets for every tool's limits.
+pub const MAX_TIMEOUT_MS: i64 = 30_000;
+pub const MAX_MEMORY_MIB: i64 = 256;
+
+/// The first code a new tool starts with: shows the globals at work.
+pub const STARTER_CODE: &str = "// The body of an async function. Arguments are globals: $name, or args.name.\nconsole.log('called with', args);\nreturn `Hello, ${$name}!`;\n";
+
+const TOOL_SELECT: &str = "SELECT t.id, t.department_id, d.name AS dept, t.name, t.title, t.description, t.tags, t.visibility, t.status, \
+     t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
+     (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.created_at, t.updated_at \
+     FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
+
+fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
+    let tags: String = r.try_get("tags")?;
+    let allow: String = r.try_get("fetch_allow")?;
+    Ok(Tool {
+        id: ToolId(r.try_get("id")?),
+        department_id: r.try_get("department_id")?,
+        department: r.try_get("dept")?,
+        name: r.try_get("name")?,
+        title: r.try_get("title")?,
+        description: r.try_get("description")?,
+        tags: tags.split_whitespace().map(str::to_owned).collect(),
+        visibility: Visibility::parse(&r.try_get::<String, _>("visibility")?).unwrap_or(Visibility::Private),
+        status: Status::parse(&r.try_get::<String, _>("status")?),
+        owner_id: UserId(r.try_get("owner_id")?),
+        owner_username: r.try_get("owner_username")?,
+        owner_display_name: r.try_get("owner_display_name")?,
+        published_version: r.try_get("published_version")?,
+        latest_version: r.try_get("latest_version")?,
+        read_only_hint: r.try_get::<i64, _>("read_only_hint")? != 0,
+        destructive_hint: r.try_get::<i64, _>("destructive_hint")? != 0,
+        fetch_allow: allow.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
+        timeout_ms: r.try_get("timeout_ms")?,
+        memory_mib: r.try_get("memory_mib")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// Who may see a tool: everyone for public ones, the department for
+/// department ones, the owner for private ones; admins see everything.
+/// Hidden tools are seen by their owners and admins only.
+pub fn can_see(user: &User, tool: &Tool) -> bool {
+    if user.is_admin || tool.owner_id == user.id {
+        return true;
+    }
+    if tool.status == Status::Hidden {
+        return false;
+    }
+    match tool.visibility {
+        Visibility::Everyone => true,
+        Visibility::Department => tool.department_id == user.department.id.0,
+        Visibility::Private => false,
+    }
+}
+
+/// Who may change a tool: its department's members (the owner alone for
+/// private tools), and admins.
+pub fn can_edit(user: &User, tool: &Tool) -> bool {
+    user.is_admin
+        || tool.owner_id == user.id
+        || (tool.department_id == user.department.id.0 && tool.visibility != Visibility::Private)
+}
+
+/// Parses the `$fetch` allow-list: one host or `*.domain` per line.
+pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
+    let mut hosts = Vec::new();
+    for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let host = line.to_ascii_lowercase();
+        let bare = host.strip_prefix("*.").unwrap_or(&host);
+        let ok = !bare.is_empty()
+            && bare.len() <= 253
+            && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':');
+        if !ok {
+            return Err(Invalid { field: "Fetch allow-list", reason: format!("“{line}” is not a host name or *.domain") });
+        }
+        hosts.push(host);
+    }
+    Ok(hosts)
+}
+
+impl Toolshed {
+    async fn tool_row(&self, id: ToolId) -> Result<Option<Tool>, ToolError> {
+        let sql = format!("{TOOL_SELECT} WHERE t.id = $1");
+        let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.db.pool()).await?;
+        Ok(row.as_ref().map(tool_from_row).transpose()?)
+    }
+
+    /// A tool the user may see, or `NotFound`.
+    pub async fn tool(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+        self.tool_row(id).await?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
+    }
+
+    /// A tool the user may change; `NotFound` when they may not even see it.
+    pub async fn tool_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+        let tool = self.tool(user, id).await?;
+        if can_edit(user, &tool) {
+            Ok(tool)
+        } else {
+            Err(ToolError::Forbidden)
+        }
+    }
+
+    pub async fn tool_by_slug(&self, user: &User, department: &str, name: &str) -> Result<Tool, ToolError> {
+        let sql = format!("{TOOL_SELECT} WHERE d.name = $1 AND t.name = $2");
+        let row = sqlx::query(&sql).bind(department).bind(name).fetch_optional(self.db.pool()).await?;
+        row.as_ref().map(tool_from_row).transpose()?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
+    }
+
+    /// "My tools": what the user may edit in their department, newest change first.
+    pub async fn tools_for_author(&self, user: &User) -> Result<Vec<Tool>, ToolError> {
+        let sql = format!("{TOOL_SELECT} WHERE t.department_id = $1 OR t.owner_id = $2 ORDER BY t.updated_at DESC");
+        let rows = sqlx::query(&sql).bind(user.department.id.0).bind(user.id.0).fetch_all(self.db.pool()).await?;
+        let tools: Vec<Tool> = rows.iter().map(tool_from_row).collect::<Result<_, _>>()?;
+        Ok(tools.into_iter().filter(|t| can_edit(user, t)).collect())
+    }
+
+    /// Published, active tools the user may see (the browse page grows from this).
+    pub async fn published_tools(&self, user: &User) -> Result<Vec<Tool>, ToolError> {
+        let sql = format!("{TOOL_SELECT} WHERE t.published_version IS NOT NULL AND t.status <> 'hidden' ORDER BY t.updated_at DESC");
+        let rows = sqlx::query(&sql).fetch_all(self.db.pool()).await?;
+        let tools: Vec<Tool> = rows.iter().map(tool_from_row).collect::<Result<_, _>>()?;
+        Ok(tools.into_iter().filter(|t| can_see(user, t)).collect())
+    }
+
+    /// Creates a tool in the user's own department (never another: the
+    /// department is not something the client gets to say).
+    pub async fn create_tool(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
+        let now = now_ms();
+        let mut tx = self.db.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO tools (department_id, name, title, description, tags, visibility, owner_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING id",
+        )
+        .bind(user.department.id.0)
+        .bind(new.name.as_str())
+        .bind(new.title.as_str())
+        .bind(new.description.as_str())
+        .bind(new.tags.joined())
+        .bind(new.visibility.as_str())
+        .bind(user.id.0)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreError::from);
+        let id = match inserted {
+            Ok(row) => ToolId(row.try_get("id")?),
+            Err(e) if e.is_unique_violation() => return Err(ToolError::NameTaken(new.name.to_string())),
+            Err(e) => return Err(e.into()),
+        };
+        let slug = format!("tool:{}/{}", user.department.name, new.name);
+        audit::record(&mut tx, Some(user.id), "tool.created", &slug, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
+        tx.commit().await?;
+        self.tool(user, id).await
+    }
+
+    pub async fn update_tool_settings(&self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
+        let before = self.tool_for_edit(user, id).await?;
+        if !(100..=MAX_TIMEOUT_MS).contains(&s.timeout_ms) {
+            return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {MAX_TIMEOUT_MS} ms") }.into());
+        }
+        if !(1..=MAX_MEMORY_MIB).contains(&s.memory_mib) {
+            return Err(Invalid { field: "Memory limit", reason: format!("must be between 1 and {MAX_MEMORY_MIB} MiB") }.into());
+        }
+        let mut tx = self.db.begin().await?;
+        sqlx::query(
+            "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
+             fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10 WHERE id = $11",
+        )
+        .bind(s.title.as_str())
+        .bind(s.description.as_str())
+        .bind(s.tags.joined())
+        .bind(s.visibility.as_str())
+        .bind(i64::from(s.read_only_hint))
+        .bind(i64::from(s.destructive_hint))
+        .bind(s.fetch_allow.join("\n"))
+        .bind(s.timeout_ms)
+        .bind(s.memory_mib)
+        .bind(now_ms())
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            "tool.settings_changed",
+            &format!("tool:{}", before.slug()),
+            Some(serde_json::json!({"title": before.title, "visibility": before.visibility})),
+            Some(serde_json::json!({"title": s.title.as_str(), "visibility": s.visibility})),
+        )
+        .await?;
+        tx.commit().await?;
+        self.tool(user, id).await
+    }
+}

@@ -1,0 +1,110 @@
+//! Running a tool: pick the code (draft, a version, or the published one),
+//! validate the arguments against its schema, run it in the sandbox.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Tool, ToolError};
+use crate::accounts::User;
+use crate::ids::ToolId;
+use crate::sandbox::{Limits, RunEvent, RunOutcome, RunRequest, SandboxError};
+use crate::schema::{ArgDef, CompiledSchema};
+use crate::Toolshed;
+
+/// Which code to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunSource {
+    /// Unsaved editor content (authors only).
+    Draft { code: String, args: Vec<ArgDef> },
+    Version(i64),
+    Published,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The version that ran; `None` for a draft.
+    pub version: Option<i64>,
+    pub outcome: RunOutcome,
+}
+
+/// The checked arguments of a call, ready for the sandbox.
+pub(crate) fn check_arguments(args: &[ArgDef], input: serde_json::Value) -> Result<serde_json::Map<String, serde_json::Value>, ToolError> {
+    let input = match input {
+        serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+        other => other,
+    };
+    let schema = crate::schema::to_json_schema(args);
+    let compiled = CompiledSchema::new(&schema).map_err(|e| ToolError::BadArguments(e.to_string()))?;
+    if let Err(violations) = compiled.validate(&input) {
+        let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        return Err(ToolError::BadArguments(format!("Invalid arguments: {}", list.join("; "))));
+    }
+    match input {
+        serde_json::Value::Object(map) => Ok(map),
+        _ => Err(ToolError::BadArguments("Invalid arguments: expected a JSON object".into())),
+    }
+}
+
+impl Toolshed {
+    /// The sandbox limits and host configuration for one of this tool's runs.
+    fn run_request(&self, tool: &Tool, code: String, args: serde_json::Map<String, serde_json::Value>, env: BTreeMap<String, String>, user: &User, transport: &str) -> RunRequest {
+        let mut context = serde_json::Map::new();
+        context.insert("caller".into(), user.username.clone().into());
+        context.insert("department".into(), user.department.name.clone().into());
+        context.insert("tool".into(), tool.slug().into());
+        context.insert("transport".into(), transport.into());
+        let limits = Limits {
+            memory_bytes: (tool.memory_mib.clamp(1, super::MAX_MEMORY_MIB) as usize) * 1024 * 1024,
+            wall_clock_ms: tool.timeout_ms.clamp(100, super::MAX_TIMEOUT_MS) as u64,
+            ..Limits::default()
+        };
+        RunRequest { code, args, env, context, fetch_allow: tool.fetch_allow.clone(), limits, events: None }
+    }
+
+    /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
+    /// `events` receives console lines and progress while the call runs.
+    pub async fn run_tool(
+        &self,
+        user: &User,
+        id: ToolId,
+        source: RunSource,
+        input: serde_json::Value,
+        transport: &str,
+        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+    ) -> Result<RunReport, ToolError> {
+        let tool = match &source {
+            RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
+            _ => self.tool(user, id).await?,
+        };
+        let (version, code, args) = match source {
+            RunSource::Draft { code, args } => {
+                crate::schema::check_defs(&args).map_err(|e| ToolError::BadArguments(e.to_string()))?;
+                (None, code, args)
+            }
+            RunSource::Version(n) => {
+                let v = self.version_row(id, n).await?;
+                (Some(n), v.code, v.args)
+            }
+            RunSource::Published => {
+                let n = tool.published_version.ok_or(ToolError::NotPublished)?;
+                let v = self.version_row(id, n).await?;
+                (Some(n), v.code, v.args)
+            }
+        };
+        let args = check_arguments(&args, input)?;
+        let env = self.env_for_run(id).await?;
+        let mut request = self.run_request(&tool, code, args, env.values.clone(), user, transport);
+        request.events = events;
+        let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
+        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {
+            SandboxError::Busy => ToolError::Busy,
+            other => {
+                tracing::error!(error = %other, "sandbox failure");
+                ToolError::Busy
+            }
+        })?;
+        env.redact(&mut outcome);
+        Ok(RunReport { version, outcome })
+    }
+}

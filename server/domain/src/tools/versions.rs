@@ -1,0 +1,288 @@
+//! Drafts (autosaved, one per tool and author), immutable versions, publish
+//! and roll back, and diffs between versions.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::{Tool, ToolError, STARTER_CODE};
+use crate::accounts::User;
+use crate::ids::ToolId;
+use crate::names::{Code, Invalid};
+use crate::schema::ArgDef;
+use crate::store::StoreError;
+use crate::{audit, now_ms, Toolshed};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolVersion {
+    pub version: i64,
+    pub code: String,
+    pub args: Vec<ArgDef>,
+    pub output_schema: Option<serde_json::Value>,
+    pub changelog: String,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionSummary {
+    pub version: i64,
+    pub changelog: String,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+/// What the editor opens: the author's autosaved draft, or else the latest
+/// version, or else the starter code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Draft {
+    pub code: String,
+    pub args: Vec<ArgDef>,
+    pub output_schema: Option<serde_json::Value>,
+    /// When the draft was autosaved; `None` when nothing unsaved exists.
+    pub autosaved_at: Option<i64>,
+    /// The version the editor content started from, if any.
+    pub base_version: Option<i64>,
+}
+
+/// A unified diff of code and of the argument definitions between two versions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionDiff {
+    pub from: i64,
+    pub to: i64,
+    pub code: String,
+    pub args: String,
+}
+
+/// The editor's content, parsed: code within its size limit, argument rows
+/// that make a valid schema.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub code: Code,
+    pub args: Vec<ArgDef>,
+    pub output_schema: Option<serde_json::Value>,
+}
+
+impl Source {
+    pub fn parse(code: &str, args: Vec<ArgDef>, output_schema: Option<serde_json::Value>) -> Result<Self, ToolError> {
+        crate::schema::check_defs(&args).map_err(|e| Invalid { field: "Arguments", reason: e.to_string() })?;
+        if let Some(schema) = &output_schema {
+            crate::schema::CompiledSchema::new(schema).map_err(|e| Invalid { field: "Output schema", reason: e.to_string() })?;
+        }
+        Ok(Self { code: Code::parse(code)?, args, output_schema })
+    }
+
+    fn args_json(&self) -> String {
+        serde_json::to_string(&self.args).expect("argument rows always serialize")
+    }
+
+    fn output_schema_json(&self) -> Option<String> {
+        self.output_schema.as_ref().map(|v| v.to_string())
+    }
+}
+
+fn parse_args(json: &str) -> Vec<ArgDef> {
+    // Rows were validated when saved; an unreadable row set means a bug, not user input.
+    serde_json::from_str(json).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "stored argument rows do not parse");
+        Vec::new()
+    })
+}
+
+fn parse_output_schema(json: Option<String>) -> Option<serde_json::Value> {
+    json.and_then(|s| serde_json::from_str(&s).ok())
+}
+
+pub(super) fn version_from_row(r: &sqlx::any::AnyRow) -> Result<ToolVersion, sqlx::Error> {
+    Ok(ToolVersion {
+        version: r.try_get("version")?,
+        code: r.try_get("code")?,
+        args: parse_args(&r.try_get::<String, _>("args_json")?),
+        output_schema: parse_output_schema(r.try_get("output_schema_json")?),
+        changelog: r.try_get("changelog")?,
+        created_by: r.try_get("created_by")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+const VERSION_SELECT: &str = "SELECT v.version, v.code, v.args_json, v.output_schema_json, v.changelog, u.username AS created_by, v.created_at \
+     FROM tool_versions v JOIN users u ON u.id = v.created_by";
+
+impl Toolshed {
+    pub async fn draft(&self, user: &User, id: ToolId) -> Result<Draft, ToolError> {
+        let tool = self.tool_for_edit(user, id).await?;
+        let row = sqlx::query("SELECT code, args_json, output_schema_json, updated_at FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
+            .bind(id.0)
+            .bind(user.id.0)
+            .fetch_optional(self.db.pool())
+            .await?;
+        if let Some(r) = row {
+            return Ok(Draft {
+                code: r.try_get("code")?,
+                args: parse_args(&r.try_get::<String, _>("args_json")?),
+                output_schema: parse_output_schema(r.try_get("output_schema_json")?),
+                autosaved_at: Some(r.try_get("updated_at")?),
+                base_version: tool.latest_version,
+            });
+        }
+        match tool.latest_version {
+            Some(n) => {
+                let v = self.version_row(id, n).await?;
+                Ok(Draft { code: v.code, args: v.args, output_schema: v.output_schema, autosaved_at: None, base_version: Some(n) })
+            }
+            None => Ok(Draft {
+                code: STARTER_CODE.to_owned(),
+                args: crate::schema::starter_args(),
+                output_schema: None,
+                autosaved_at: None,
+                base_version: None,
+            }),
+        }
+    }
+
+    /// Autosave: keeps the author's work in progress; returns when it was saved.
+    pub async fn save_draft(&self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
+        self.tool_for_edit(user, id).await?;
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO tool_drafts (tool_id, user_id, code, args_json, output_schema_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (tool_id, user_id) DO UPDATE SET code = excluded.code, args_json = excluded.args_json, \
+             output_schema_json = excluded.output_schema_json, updated_at = excluded.updated_at",
+        )
+        .bind(id.0)
+        .bind(user.id.0)
+        .bind(source.code.as_str())
+        .bind(source.args_json())
+        .bind(source.output_schema_json())
+        .bind(now)
+        .execute(self.db.pool())
+        .await?;
+        Ok(now)
+    }
+
+    /// Drops the author's draft, so the editor shows the latest version again.
+    pub async fn discard_draft(&self, user: &User, id: ToolId) -> Result<(), ToolError> {
+        self.tool_for_edit(user, id).await?;
+        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(self.db.pool()).await?;
+        Ok(())
+    }
+
+    /// Saves an immutable version (numbered 1, 2, …) and clears the author's draft.
+    pub async fn save_version(&self, user: &User, id: ToolId, source: Source, changelog: &str) -> Result<i64, ToolError> {
+        let tool = self.tool_for_edit(user, id).await?;
+        let changelog = changelog.trim();
+        if changelog.chars().count() > 500 {
+            return Err(Invalid { field: "Changelog", reason: "must be at most 500 characters".into() }.into());
+        }
+        let changelog = if changelog.is_empty() { "No description" } else { changelog };
+        let now = now_ms();
+        let mut tx = self.db.begin().await?;
+        // One statement picks the next number and inserts it, so two saves cannot
+        // both take the same number; a racing save hits the primary key instead.
+        let inserted = sqlx::query(
+            "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
+             SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
+        )
+        .bind(id.0)
+        .bind(source.code.as_str())
+        .bind(source.args_json())
+        .bind(source.output_schema_json())
+        .bind(changelog)
+        .bind(user.id.0)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreError::from);
+        let version: i64 = match inserted {
+            Ok(row) => row.try_get("version")?,
+            Err(e) if e.is_unique_violation() => {
+                return Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into())
+            }
+            Err(e) => return Err(e.into()),
+        };
+        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(&mut *tx).await?;
+        sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now).bind(id.0).execute(&mut *tx).await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            "tool.version_saved",
+            &format!("tool:{}", tool.slug()),
+            None,
+            Some(serde_json::json!({"version": version, "changelog": changelog})),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
+    pub async fn versions(&self, user: &User, id: ToolId) -> Result<Vec<VersionSummary>, ToolError> {
+        self.tool(user, id).await?;
+        let rows = sqlx::query(
+            "SELECT v.version, v.changelog, u.username AS created_by, v.created_at FROM tool_versions v \
+             JOIN users u ON u.id = v.created_by WHERE v.tool_id = $1 ORDER BY v.version DESC",
+        )
+        .bind(id.0)
+        .fetch_all(self.db.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(VersionSummary {
+                    version: r.try_get("version")?,
+                    changelog: r.try_get("changelog")?,
+                    created_by: r.try_get("created_by")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
+    }
+
+    pub(super) async fn version_row(&self, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
+        let sql = format!("{VERSION_SELECT} WHERE v.tool_id = $1 AND v.version = $2");
+        let row = sqlx::query(&sql).bind(id.0).bind(n).fetch_optional(self.db.pool()).await?;
+        row.as_ref().map(version_from_row).transpose()?.ok_or(ToolError::NoSuchVersion(n))
+    }
+
+    pub async fn version(&self, user: &User, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
+        self.tool(user, id).await?;
+        self.version_row(id, n).await
+    }
+
+    /// Serves version `n` from now on. Publishing an older version is a roll back.
+    pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
+        let tool = self.tool_for_edit(user, id).await?;
+        self.version_row(id, n).await?;
+        let action = match tool.published_version {
+            Some(p) if n < p => "tool.rolled_back",
+            _ => "tool.published",
+        };
+        let mut tx = self.db.begin().await?;
+        sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
+            .bind(n)
+            .bind(now_ms())
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            action,
+            &format!("tool:{}", tool.slug()),
+            Some(serde_json::json!({"version": tool.published_version})),
+            Some(serde_json::json!({"version": n})),
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(tool = %tool.slug(), version = n, action, "published");
+        self.tool(user, id).await
+    }
+
+    pub async fn diff_versions(&self, user: &User, id: ToolId, from: i64, to: i64) -> Result<VersionDiff, ToolError> {
+        self.tool(user, id).await?;
+        let (a, b) = (self.version_row(id, from).await?, self.version_row(id, to).await?);
+        let unified = |x: &str, y: &str| {
+            similar::TextDiff::from_lines(x, y).unified_diff().context_radius(3).header(&format!("v{from}"), &format!("v{to}")).to_string()
+        };
+        let pretty = |args: &[ArgDef]| serde_json::to_string_pretty(&crate::schema::to_json_schema(args)).unwrap_or_default() + "\n";
+        Ok(VersionDiff { from, to, code: unified(&a.code, &b.code), args: unified(&pretty(&a.args), &pretty(&b.args)) })
+    }
+}

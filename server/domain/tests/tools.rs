@@ -1,0 +1,172 @@
+//! Tools, versions, publish and roll back, visibility and runs, on SQLite and on PostgreSQL.
+
+#[macro_use]
+mod support;
+
+use serde_json::json;
+use toolshed_domain::accounts::Registration;
+use toolshed_domain::sandbox::{RunError, ToolValue};
+use toolshed_domain::schema::ArgDef;
+use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, Visibility};
+use toolshed_domain::{Db, Settings, Toolshed, User};
+
+async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
+    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
+}
+
+fn text_arg() -> Vec<ArgDef> {
+    serde_json::from_value(json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()
+}
+
+fn source(code: &str) -> Source {
+    Source::parse(code, text_arg(), None).unwrap()
+}
+
+async fn world(db: Db) -> (Toolshed, User, User, User) {
+    let ts = Toolshed::new(db, Settings::default());
+    let alice = user(&ts, "alice", "finance").await;
+    let bob = user(&ts, "bob", "finance").await;
+    let carol = user(&ts, "carol", "legal").await;
+    (ts, alice, bob, carol)
+}
+
+store_test!(versions_are_numbered_and_publishing_an_older_one_rolls_back, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("shout", "Shout", "Upper-cases text", "text", "everyone").unwrap()).await.unwrap();
+    assert_eq!(tool.slug(), "finance/shout");
+    let v1 = ts.save_version(&alice, tool.id, source("return $text;"), "first").await.unwrap();
+    let v2 = ts.save_version(&alice, tool.id, source("return $text.toUpperCase();"), "shout it").await.unwrap();
+    assert_eq!((v1, v2), (1, 2));
+
+    ts.publish(&alice, tool.id, 2).await.unwrap();
+    let run = ts.run_tool(&carol, tool.id, RunSource::Published, json!({"text": "hi"}), "test", None).await.unwrap();
+    assert_eq!(run.version, Some(2));
+    assert_eq!(run.outcome.result, Ok(ToolValue::Text("HI".into())));
+
+    let rolled = ts.publish(&alice, tool.id, 1).await.unwrap();
+    assert_eq!(rolled.published_version, Some(1));
+    let run = ts.run_tool(&carol, tool.id, RunSource::Published, json!({"text": "hi"}), "test", None).await.unwrap();
+    assert_eq!(run.outcome.result, Ok(ToolValue::Text("hi".into())));
+
+    let versions = ts.versions(&carol, tool.id).await.unwrap();
+    assert_eq!(versions.iter().map(|v| v.version).collect::<Vec<_>>(), [2, 1]);
+    assert!(matches!(ts.publish(&alice, tool.id, 7).await, Err(ToolError::NoSuchVersion(7))));
+    let diff = ts.diff_versions(&alice, tool.id, 1, 2).await.unwrap();
+    assert!(diff.code.contains("-return $text;") && diff.code.contains("+return $text.toUpperCase();"), "{}", diff.code);
+});
+
+store_test!(drafts_are_per_author_and_cleared_by_saving_a_version, |db: Db| async move {
+    let (ts, alice, bob, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "department").unwrap()).await.unwrap();
+    let fresh = ts.draft(&alice, tool.id).await.unwrap();
+    assert!(fresh.code.contains("$name") && fresh.autosaved_at.is_none(), "a new tool starts from the starter code");
+    ts.save_draft(&alice, tool.id, source("return 'alice wip';")).await.unwrap();
+    assert_eq!(ts.draft(&alice, tool.id).await.unwrap().code, "return 'alice wip';");
+    assert!(ts.draft(&bob, tool.id).await.unwrap().code.contains("$name"), "bob has his own draft");
+    ts.save_version(&alice, tool.id, source("return 'v1';"), "").await.unwrap();
+    let after = ts.draft(&alice, tool.id).await.unwrap();
+    assert_eq!((after.code.as_str(), after.autosaved_at, after.base_version), ("return 'v1';", None, Some(1)));
+});
+
+store_test!(visibility_rules_hide_tools_from_the_wrong_people, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let dept = ts.create_tool(&alice, NewTool::parse("dept", "D", "", "", "department").unwrap()).await.unwrap();
+    let private = ts.create_tool(&alice, NewTool::parse("mine", "M", "", "", "private").unwrap()).await.unwrap();
+    assert!(ts.tool(&bob, dept.id).await.is_ok(), "same department sees department tools");
+    assert!(matches!(ts.tool(&carol, dept.id).await, Err(ToolError::NotFound)), "other departments do not");
+    assert!(matches!(ts.tool(&bob, private.id).await, Err(ToolError::NotFound)), "private is the owner's only");
+    assert!(matches!(ts.save_draft(&carol, dept.id, source("x")).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.run_tool(&carol, dept.id, RunSource::Published, json!({}), "t", None).await, Err(ToolError::NotFound)));
+    // Bob may edit a department tool, not a private one.
+    assert!(ts.save_version(&bob, dept.id, source("return 1"), "bob").await.is_ok());
+    assert!(ts.tool_by_slug(&carol, "finance", "dept").await.is_err());
+    let mine: Vec<_> = ts.tools_for_author(&bob).await.unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(mine, ["dept"]);
+    assert_eq!(Visibility::parse("nobody").unwrap_err().field, "Visibility");
+});
+
+store_test!(tool_names_are_unique_per_department_only, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    ts.create_tool(&alice, NewTool::parse("fx", "FX", "", "", "everyone").unwrap()).await.unwrap();
+    let again = ts.create_tool(&bob, NewTool::parse("fx", "FX again", "", "", "everyone").unwrap()).await;
+    assert!(matches!(again, Err(ToolError::NameTaken(ref n)) if n == "fx"));
+    assert!(ts.create_tool(&carol, NewTool::parse("fx", "Legal FX", "", "", "everyone").unwrap()).await.is_ok());
+    assert!(NewTool::parse("no spaces", "x", "", "", "everyone").is_err());
+});
+
+store_test!(arguments_are_validated_before_the_code_runs, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    ts.save_version(&alice, tool.id, source("console.log('ran'); return $text;"), "").await.unwrap();
+    let err = ts.run_tool(&alice, tool.id, RunSource::Version(1), json!({"text": 5}), "test", None).await.unwrap_err();
+    assert!(matches!(err, ToolError::BadArguments(ref m) if m.contains("`text`")), "{err}");
+    let err = ts.run_tool(&alice, tool.id, RunSource::Published, json!({"text": "x"}), "test", None).await.unwrap_err();
+    assert!(matches!(err, ToolError::NotPublished));
+});
+
+store_test!(drafts_run_with_their_own_code_and_report_errors_with_lines, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    let draft = RunSource::Draft { code: "const a = 1;\nthrow new TypeError('nope');".into(), args: text_arg() };
+    let run = ts.run_tool(&alice, tool.id, draft.clone(), json!({"text": "x"}), "ui", None).await.unwrap();
+    match run.outcome.result {
+        Err(RunError::Thrown { name, message, line, .. }) => assert_eq!((name.as_str(), message.as_str(), line), ("TypeError", "nope", Some(2))),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(ts.run_tool(&carol, tool.id, draft, json!({"text": "x"}), "ui", None).await, Err(ToolError::Forbidden)));
+});
+
+store_test!(test_cases_run_against_the_draft_and_compare_results, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    ts.save_test_case(&alice, tool.id, "upper", json!({"text": "a"}), Some("A".into())).await.unwrap();
+    ts.save_test_case(&alice, tool.id, "any", json!({"text": "b"}), None).await.unwrap();
+    let draft = RunSource::Draft { code: "return $text.toUpperCase();".into(), args: text_arg() };
+    let results = ts.run_test_cases(&alice, tool.id, draft).await.unwrap();
+    assert_eq!(results.iter().map(|r| (r.name.as_str(), r.passed)).collect::<Vec<_>>(), [("any", true), ("upper", true)]);
+    let wrong = RunSource::Draft { code: "return $text;".into(), args: text_arg() };
+    let results = ts.run_test_cases(&alice, tool.id, wrong).await.unwrap();
+    assert!(!results.iter().find(|r| r.name == "upper").unwrap().passed);
+    let case = ts.test_cases(&alice, tool.id).await.unwrap().remove(0);
+    ts.delete_test_case(&alice, tool.id, case.id).await.unwrap();
+    assert_eq!(ts.test_cases(&alice, tool.id).await.unwrap().len(), 1);
+});
+
+store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    ts.seed_demo().await.unwrap();
+    let echo = ts.tool_by_slug(&alice, "demo", "echo").await.unwrap();
+    let run = ts.run_tool(&alice, echo.id, RunSource::Published, json!({"text": "ping"}), "test", None).await.unwrap();
+    assert_eq!(run.outcome.result, Ok(ToolValue::Text("ping".into())));
+    let table = ts.tool_by_slug(&alice, "demo", "table").await.unwrap();
+    let run = ts
+        .run_tool(&alice, table.id, RunSource::Published, json!({"rows": [{"name": "a", "value": 1}]}), "test", None)
+        .await
+        .unwrap();
+    assert_eq!(run.outcome.result, Ok(ToolValue::Text("| name | value |\n| --- | --- |\n| a | 1 |".into())));
+    assert_eq!(run.outcome.console[0].message, "formatting 1 rows");
+    for t in ts.published_tools(&alice).await.unwrap() {
+        let results = ts.run_test_cases(&alice, t.id, RunSource::Published).await.unwrap();
+        assert!(results.iter().all(|r| r.passed), "{}: {results:?}", t.slug());
+    }
+});
+
+store_test!(secret_configuration_is_usable_but_never_shown_back, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("api", "API", "", "", "everyone").unwrap()).await.unwrap();
+    ts.set_env_var(&alice, tool.id, "REGION", "eu-west", false).await.unwrap();
+    ts.set_env_var(&alice, tool.id, "API_KEY", "sk-very-secret", true).await.unwrap();
+    assert!(ts.set_env_var(&alice, tool.id, "bad name", "x", false).await.is_err());
+    assert!(matches!(ts.set_env_var(&carol, tool.id, "X", "y", false).await, Err(ToolError::Forbidden)));
+
+    let vars = ts.env_vars(&alice, tool.id).await.unwrap();
+    let shown: Vec<_> = vars.iter().map(|v| (v.name.as_str(), v.value.as_deref(), v.secret)).collect();
+    assert_eq!(shown, [("API_KEY", None, true), ("REGION", Some("eu-west"), false)]);
+
+    let code = "console.log('key is', $env.API_KEY);\nreturn `${$env.REGION}:${$env.API_KEY.length}:${$env.API_KEY}`;";
+    ts.save_version(&alice, tool.id, Source::parse(code, vec![], None).unwrap(), "").await.unwrap();
+    ts.publish(&alice, tool.id, 1).await.unwrap();
+    let run = ts.run_tool(&carol, tool.id, RunSource::Published, json!({}), "test", None).await.unwrap();
+    assert_eq!(run.outcome.result, Ok(ToolValue::Text("eu-west:14:••••••".into())));
+    assert_eq!(run.outcome.console[0].message, "key is ••••••");
+});

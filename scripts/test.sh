@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
-scripts/with-postgres.sh cargo test --release -p toolshed-domain -p toolshed
+scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed
 
 echo "test: browser (end2end/, Chromium, release server)" >&2
 scripts/e2e.sh

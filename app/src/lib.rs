@@ -12,7 +12,7 @@ mod pages;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::{path, SsrMode};
 
 use crate::api::Logout;
 use crate::components::Header;
@@ -90,8 +90,9 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Everything inside the router. The sign-in actions are created here, not in
-/// `App`: the router is what hands a no-JS form's error (from the URL) to them.
+/// Everything inside the router. Pages render in `SsrMode::Async`: the server
+/// waits for their data, so a browser without JavaScript gets complete HTML
+/// (streamed Suspense fragments would need a script to be swapped in).
 #[component]
 fn Frame() -> impl IntoView {
     provide_context(Auth::new());
@@ -99,15 +100,15 @@ fn Frame() -> impl IntoView {
         <Header />
         <main class="page">
             <Routes fallback=NotFound>
-                <Route path=path!("/") view=Home />
-                <Route path=path!("/login") view=LoginPage />
-                <Route path=path!("/register") view=RegisterPage />
-                <Route path=path!("/account") view=Account />
-                <Route path=path!("/browse") view=BrowseTools />
-                <Route path=path!("/tools/mine") view=MyTools />
-                <Route path=path!("/tools/new") view=NewTool />
-                <Route path=path!("/tools/:department/:name") view=ToolListing />
-                <Route path=path!("/tools/:department/:name/edit") view=ToolEditor />
+                <Route path=path!("/") view=Home ssr=SsrMode::Async />
+                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async />
+                <Route path=path!("/account") view=Account ssr=SsrMode::Async />
+                <Route path=path!("/browse") view=BrowseTools ssr=SsrMode::Async />
+                <Route path=path!("/tools/mine") view=MyTools ssr=SsrMode::Async />
+                <Route path=path!("/tools/new") view=NewTool ssr=SsrMode::Async />
+                <Route path=path!("/tools/:department/:name") view=ToolListing ssr=SsrMode::Async />
+                <Route path=path!("/tools/:department/:name/edit") view=ToolEditor ssr=SsrMode::Async />
             </Routes>
         </main>
         <footer class="footer">"Toolshed · write one function, every agent gains a tool"</footer>

@@ -16,6 +16,7 @@ use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use toolshed_domain::sessions::DbSessionStore;
 use toolshed_domain::Toolshed;
+use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::{Key, SameSite};
@@ -100,6 +101,8 @@ pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
         .layer(axum::middleware::from_fn_with_state(Origins::new(&base_url), refuse_cross_site))
         .layer(sessions)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
+        .layer(CompressionLayer::new())
         .layer(TraceLayer::new_for_http())
         .with_state(state);
     Ok(app)

@@ -25,7 +25,7 @@ server_test!(a_wrong_password_gets_the_generic_error_and_no_session, |srv: TestS
     let res = srv.post_form(&fresh, "/api/login", &[("username", "grace"), ("password", "wrong-password")]).await;
     assert_eq!(res.status(), 302);
     assert_eq!(redirected_error(&res), Some(serde_json::json!({"BadCredentials": "Invalid username or password."})));
-    let res = srv.post_form(&fresh, "/api/login", &[("username", "nobody"), ("password", "wrong-password")]).await;
+    let res = srv.post_form_from(&fresh, "/login", "/api/login", &[("username", "nobody"), ("password", "wrong-password")]).await;
     assert_eq!(redirected_error(&res), Some(serde_json::json!({"BadCredentials": "Invalid username or password."})));
     let (_, html) = srv.page(&fresh, "/").await;
     assert!(html.contains("Sign in") && !html.contains("grace Example"));

@@ -49,7 +49,7 @@ fn admin_create_user_reads_the_password_from_stdin() {
         child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
         child.wait_with_output().unwrap()
     };
-    let out = run(&["--username", "ops", "--admin"], "a-long-ops-password\n");
+    let out = run(&["--username", "ops", "--admin"], "a-long-admin-secret\n");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "created admin user ops in department general");
 

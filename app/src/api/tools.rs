@@ -149,7 +149,7 @@ mod convert {
     use super::*;
 
     pub fn args_to_domain(args: Vec<ArgDef>) -> Result<Vec<toolshed_domain::schema::ArgDef>, AppError> {
-        serde_json::to_value(args).and_then(serde_json::from_value).map_err(|e| AppError::Invalid(format!("Arguments: {e}")))
+        serde_json::to_value(args).and_then(serde_json::from_value).map_err(|e| server::fail(AppError::Invalid(format!("Arguments: {e}"))))
     }
 
     pub fn args_from_domain(args: Vec<toolshed_domain::schema::ArgDef>) -> Vec<ArgDef> {
@@ -257,7 +257,7 @@ mod convert {
         if raw.trim().is_empty() {
             return Ok(serde_json::Value::Object(Default::default()));
         }
-        serde_json::from_str(raw).map_err(|e| AppError::Invalid(format!("{field}: not valid JSON ({e})")))
+        serde_json::from_str(raw).map_err(|e| server::fail(AppError::Invalid(format!("{field}: not valid JSON ({e})"))))
     }
 }
 

@@ -33,7 +33,7 @@ pub struct User {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] Invalid),
     #[error("The username “{0}” is already taken.")]
     UsernameTaken(String),

@@ -70,12 +70,17 @@ impl TestServer {
             .unwrap()
     }
 
-    /// Posts a form the way a browser without JavaScript does.
+    /// Posts a form the way a browser without JavaScript does, from the home page.
     pub async fn post_form(&self, client: &reqwest::Client, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_form_from(client, "/", path, form).await
+    }
+
+    /// Posts a form from the page at `from` (where a no-JS error is sent back to).
+    pub async fn post_form_from(&self, client: &reqwest::Client, from: &str, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
         client
             .post(self.url(path))
             .header("Origin", &self.base)
-            .header("Referer", self.url("/"))
+            .header("Referer", self.url(from))
             .header("Accept", "text/html,application/xhtml+xml")
             .form(form)
             .send()

@@ -213,8 +213,8 @@ fn Editor(data: EditorState) -> impl IntoView {
                     <p class="muted small">"The body of an async function. Arguments are globals (" <code>"$name"</code> ") and " <code>"args"</code> "; also " <code>"console"</code> ", " <code>"$fetch"</code> ", " <code>"$json2MarkdownTable"</code> ", " <code>"$env"</code> ", " <code>"$context"</code> "."</p>
                     <textarea id="code" class="code-input mono" data-code-editor="js" rows="18" spellcheck="false"
                         prop:value=move || code.get()
-                        attr:data-revision=move || revision.get().to_string()
-                        attr:data-error-line=move || error_line.get().map(|l| l.to_string()).unwrap_or_default()
+                        data-revision=move || revision.get().to_string()
+                        data-error-line=move || error_line.get().map(|l| l.to_string()).unwrap_or_default()
                         on:input=move |ev| code.set(event_target_value(&ev))></textarea>
                 </section>
 

@@ -103,7 +103,7 @@ impl Tool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] Invalid),
     /// Also returned for tools the user may not see, so their existence does not leak.
     #[error("No such tool.")]

@@ -21,7 +21,10 @@ for _ in $(seq 1 200); do
     sleep 0.1
 done
 admin_password=$(sed -n 's/^ *password: //p' "$data/stdout.log")
+# A token for the MCP client tests, made the way an operator would.
+token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
+    target/toolshed admin create-token --username admin --name e2e --expires-in-days 1 | tail -n 1)
 
 cd end2end
 mkdir -p output
-TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" node --test --test-concurrency=1 tests/
+TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" node --test --test-concurrency=1 tests/

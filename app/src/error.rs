@@ -87,6 +87,7 @@ mod from_domain {
                 AccountError::InvalidCredentials | AccountError::WrongCurrentPassword => AppError::BadCredentials(e.to_string()),
                 AccountError::RateLimited => AppError::TooManyAttempts(e.to_string()),
                 AccountError::UnknownUser => AppError::NotSignedIn,
+                AccountError::Forbidden => AppError::Forbidden,
                 AccountError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal

@@ -78,3 +78,37 @@ test('sign-in and registration work as plain forms without JavaScript', async ()
   await shot(page, '07-nojs-registered');
   await page.close();
 });
+
+test('the administrator sees the Admin page with users and the audit log', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/login`);
+  await hydrated(page);
+  await page.fill('input[name=username]', 'admin');
+  await page.fill('input[name=password]', process.env.TOOLSHED_ADMIN_PASSWORD);
+  await page.click('main button[type=submit]');
+  await page.waitForSelector('.user-button');
+  await page.click('nav a[href="/admin"]');
+  await page.waitForSelector('.admin-table');
+  assert.match(await page.textContent('.admin-table'), /Administrator/);
+  await page.waitForSelector('.admin-table.audit');
+  assert.match(await page.textContent('.admin-table.audit'), /user\.registered/);
+  await shot(page, '08-admin');
+  await page.close();
+});
+
+test('members get no Admin link, and the admin page refuses them', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/register`);
+  await hydrated(page);
+  await page.fill('input[name=username]', unique('member'));
+  await page.fill('input[name=display_name]', 'Just Member');
+  await page.fill('input[name=password]', 'not-an-admin-at-all');
+  await page.fill('input[name=password_confirm]', 'not-an-admin-at-all');
+  await page.click('main button[type=submit]');
+  await page.waitForSelector('.user-button');
+  assert.equal(await page.locator('nav a[href="/admin"]').count(), 0);
+  await page.goto(`${BASE}/admin`);
+  await page.waitForSelector('.alert.error');
+  assert.match(await page.textContent('.alert.error'), /not allowed/);
+  await page.close();
+});

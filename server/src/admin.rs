@@ -22,6 +22,16 @@ pub enum AdminCommand {
         #[arg(long)]
         admin: bool,
     },
+    /// Create an API token for a user; the token is printed on the last line, once.
+    CreateToken {
+        #[arg(long)]
+        username: String,
+        /// What the token is for, e.g. "Claude Desktop on my laptop".
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+    },
 }
 
 pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
@@ -42,6 +52,16 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
                 user.username,
                 user.department.name
             );
+            Ok(())
+        }
+        AdminCommand::CreateToken { username, name, expires_in_days } => {
+            let user = toolshed
+                .user_by_username(&username)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
+            let (info, token) = toolshed.create_token(&user, &name, expires_in_days, Vec::new()).await?;
+            println!("created token {} ({}) for {}", info.name, info.prefix, user.username);
+            println!("{token}");
             Ok(())
         }
     }

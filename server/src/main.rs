@@ -3,6 +3,7 @@
 
 mod admin;
 mod config;
+mod mcp;
 mod web;
 
 use clap::{Parser, Subcommand};

@@ -34,11 +34,22 @@ pub struct AppState {
 /// Bodies above this are refused before they are read (413).
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Do not seed the demo department on the first start of an empty database.
     #[arg(long, env = "TOOLSHED_NO_DEMO")]
     pub no_demo: bool,
+    /// MCP sessions: `stateless` (default; any replica answers any request, so it
+    /// works behind a load balancer) or `stateful` (`Mcp-Session-Id` sessions in
+    /// this process: one replica, or sticky routing).
+    #[arg(long, env = "TOOLSHED_MCP_SESSIONS", value_enum, default_value = "stateless")]
+    pub mcp_sessions: crate::mcp::SessionMode,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        Self { no_demo: false, mcp_sessions: crate::mcp::SessionMode::Stateless }
+    }
 }
 
 pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyhow::Result<()> {
@@ -49,7 +60,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
             toolshed.seed_demo().await?;
         }
     }
-    let app = router(&config, toolshed.clone())?;
+    let app = router(&config, toolshed.clone())?.merge(crate::mcp::routes(toolshed.clone(), args.mcp_sessions, allowed_hosts(&config)));
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
@@ -62,6 +73,8 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    // Calls answered before the shutdown are recorded before the pool closes.
+    toolshed.usage().flush().await;
     toolshed.db.close().await;
     Ok(())
 }
@@ -106,6 +119,17 @@ pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
         .layer(TraceLayer::new_for_http())
         .with_state(state);
     Ok(app)
+}
+
+/// Host headers MCP requests may carry (DNS-rebinding protection): the base
+/// URL's host, and loopback names for local clients.
+fn allowed_hosts(config: &Config) -> Vec<String> {
+    let base = config.base_url();
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    if let Some(h) = base.host_str() {
+        hosts.push(h.trim_start_matches('[').trim_end_matches(']').to_owned());
+    }
+    hosts
 }
 
 /// Origins allowed to send state-changing requests: the base URL's, and the

@@ -159,6 +159,6 @@ server_test!(repeated_wrong_passwords_are_rate_limited, |srv: TestServer| async 
     );
 });
 
-server_test!(a_clean_shutdown_exits_successfully, |srv: TestServer| async move {
+server_test!(a_clean_shutdown_exits_successfully, |mut srv: TestServer| async move {
     assert!(srv.stop().await.success());
 });

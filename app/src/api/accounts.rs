@@ -1,6 +1,7 @@
 //! Accounts: who am I, sign in and out, register, change password.
 
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 use super::server;
@@ -79,4 +80,54 @@ pub async fn change_password(current: String, new: String, confirm: String) -> R
     ts.start_session(&session, &updated).await.map_err(server::fail)?;
     leptos_axum::redirect("/account?changed=1");
     Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenView {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub scope: Vec<String>,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub revoked: bool,
+    pub created_at: i64,
+}
+
+#[server(endpoint = "tokens")]
+pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
+    let user = server::require_user().await?;
+    let tokens = server::toolshed().tokens(&user).await.map_err(server::fail)?;
+    Ok(tokens
+        .into_iter()
+        .map(|t| TokenView {
+            id: t.id,
+            name: t.name,
+            prefix: t.prefix,
+            scope: t.scope,
+            expires_at: t.expires_at,
+            last_used_at: t.last_used_at,
+            revoked: t.revoked_at.is_some(),
+            created_at: t.created_at,
+        })
+        .collect())
+}
+
+/// Creates a token and returns it: the only time it is ever shown.
+#[server(endpoint = "tokens/create")]
+pub async fn create_token(name: String, expires_in_days: String, scope: String) -> Result<String, AppError> {
+    let user = server::require_user().await?;
+    let days = match expires_in_days.trim() {
+        "" | "never" => None,
+        d => Some(d.parse::<u32>().map_err(|_| server::fail(AppError::Invalid("Expiry: a number of days".into())))?),
+    };
+    let scope: Vec<String> = scope.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
+    let (_, token) = server::toolshed().create_token(&user, &name, days, scope).await.map_err(server::fail)?;
+    Ok(token)
+}
+
+#[server(endpoint = "tokens/revoke")]
+pub async fn revoke_token(id: i64) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    server::toolshed().revoke_token(&user, id).await.map_err(server::fail)
 }

@@ -2,9 +2,11 @@
 //! from anything the browser sends), calls the domain layer, and maps the answer.
 
 mod accounts;
+mod admin;
 mod tools;
 
 pub use accounts::*;
+pub use admin::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};

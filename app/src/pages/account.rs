@@ -3,7 +3,7 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::ChangePassword;
+use crate::api::{my_tokens, ChangePassword, CreateToken, RevokeToken};
 use crate::components::FormError;
 use crate::Auth;
 
@@ -46,10 +46,80 @@ pub fn Account() -> impl IntoView {
                                 <button type="submit" class="button">"Change password"</button>
                             </ActionForm>
                         </section>
+                        <TokensCard />
                     }.into_any(),
                     _ => view! { <Redirect path="/login?next=/account" /> }.into_any(),
                 }
             })}
         </Transition>
+    }
+}
+
+/// Personal API tokens for MCP clients: created here, shown once, revocable.
+#[component]
+fn TokensCard() -> impl IntoView {
+    let create = ServerAction::<CreateToken>::new();
+    let revoke = ServerAction::<RevokeToken>::new();
+    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| my_tokens());
+    let now = crate::pages::tools::now_ms();
+    let when = move |t: Option<i64>| t.map(|t| crate::pages::tools::ago(t, now.max(t))).unwrap_or_else(|| "never".into());
+    view! {
+        <section class="narrow-wide card form-card tokens">
+            <h2>"API tokens"</h2>
+            <p class="muted">"MCP clients connect to Toolshed with a personal token, sent as " <code>"Authorization: Bearer …"</code> ". A token is shown once; keep it like a password."</p>
+            {move || create.value().get().map(|r| match r {
+                Ok(token) => view! {
+                    <div class="alert ok new-token">
+                        <strong>"Your new token (copy it now, it will not be shown again):"</strong>
+                        <code class="token-value">{token}</code>
+                    </div>
+                }.into_any(),
+                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+            })}
+            <ActionForm action=create attr:class="stack">
+                <div class="row">
+                    <label>"Name" <input name="name" required maxlength="80" placeholder="e.g. Claude Desktop on my laptop" /></label>
+                    <label>"Expires"
+                        <select name="expires_in_days">
+                            <option value="30">"in 30 days"</option>
+                            <option value="90" selected=true>"in 90 days"</option>
+                            <option value="365">"in a year"</option>
+                            <option value="never">"never"</option>
+                        </select>
+                    </label>
+                </div>
+                <label>"Only these listings (department/name, one per line; empty: everything you can see)"
+                    <textarea name="scope" rows="2" class="mono"></textarea>
+                </label>
+                <button type="submit" class="button secondary">"Create token"</button>
+            </ActionForm>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let list = tokens.await.unwrap_or_default();
+                    view! {
+                        <table class="tokens-table">
+                            <tbody>
+                                {list.into_iter().map(|t| {
+                                    let id = t.id;
+                                    let scope = if t.scope.is_empty() { "all listings".to_owned() } else { t.scope.join(", ") };
+                                    view! {
+                                        <tr class:revoked=t.revoked>
+                                            <td><strong>{t.name.clone()}</strong><br /><code class="small">{t.prefix.clone()}</code></td>
+                                            <td class="small">{scope}</td>
+                                            <td class="small muted">"used " {when(t.last_used_at)}<br />
+                                                {if t.revoked { "revoked".to_owned() } else { t.expires_at.map(|e| format!("expires {}", if e < now { "— expired".to_owned() } else { format!("in {} days", (e - now) / 86_400_000) })).unwrap_or_else(|| "no expiry".into()) }}
+                                            </td>
+                                            <td>{(!t.revoked).then(|| view! {
+                                                <button type="button" class="link-button danger" on:click=move |_| { revoke.dispatch(RevokeToken { id }); }>"Revoke"</button>
+                                            })}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                })}
+            </Transition>
+        </section>
     }
 }

@@ -1,12 +1,14 @@
 //! One module per page (or family of pages).
 
 mod account;
+mod admin;
 mod home;
 mod not_found;
 mod sign_in;
 pub mod tools;
 
 pub use account::Account;
+pub use admin::Admin;
 pub use home::Home;
 pub use not_found::NotFound;
 pub use sign_in::{LoginPage, RegisterPage};

@@ -46,6 +46,8 @@ pub enum AccountError {
     WrongCurrentPassword,
     #[error("No such user.")]
     UnknownUser,
+    #[error("Only administrators may do that.")]
+    Forbidden,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -151,6 +153,10 @@ impl Toolshed {
         let sql = format!("SELECT {USER_COLUMNS} FROM users u JOIN departments d ON d.id = u.department_id WHERE u.id = $1");
         let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.db.pool()).await?;
         Ok(row.as_ref().map(user_from_row).transpose()?)
+    }
+
+    pub async fn user_by_username(&self, username: &str) -> Result<Option<User>, AccountError> {
+        Ok(self.user_with_hash(&username.trim().to_ascii_lowercase()).await?.map(|(u, _)| u))
     }
 
     async fn user_with_hash(&self, username: &str) -> Result<Option<(User, String)>, AccountError> {

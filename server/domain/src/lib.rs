@@ -4,6 +4,7 @@
 //! [`Toolshed`]; none of them touches SQL or the sandbox directly.
 
 pub mod accounts;
+pub mod admin;
 pub mod audit;
 mod demo;
 pub mod ids;
@@ -14,7 +15,9 @@ pub mod sandbox;
 pub mod schema;
 pub mod sessions;
 pub mod store;
+pub mod tokens;
 pub mod tools;
+pub mod usage;
 
 use std::sync::Arc;
 
@@ -22,6 +25,7 @@ pub use accounts::{AccountError, Department, User};
 pub use store::{Db, StoreError};
 
 use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::usage::UsageRecorder;
 
 /// The domain handle shared by every entry point. Cheap to clone.
 #[derive(Clone)]
@@ -33,6 +37,7 @@ pub struct Toolshed {
 struct Inner {
     settings: Settings,
     sandbox: Sandbox,
+    usage: UsageRecorder,
 }
 
 /// Knobs the domain needs from configuration.
@@ -58,11 +63,17 @@ impl Default for Settings {
 }
 
 impl Toolshed {
-    /// Starts the sandbox's worker threads; failing to start threads at
-    /// start-up leaves nothing sensible to do but stop.
+    /// Starts the sandbox's worker threads and the usage writer (so it must be
+    /// called inside a tokio runtime); failing to start threads at start-up
+    /// leaves nothing sensible to do but stop.
     pub fn new(db: Db, settings: Settings) -> Self {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
-        Self { db, inner: Arc::new(Inner { settings, sandbox }) }
+        let usage = UsageRecorder::start(db.clone());
+        Self { db, inner: Arc::new(Inner { settings, sandbox, usage }) }
+    }
+
+    pub fn usage(&self) -> &UsageRecorder {
+        &self.inner.usage
     }
 
     pub fn settings(&self) -> &Settings {

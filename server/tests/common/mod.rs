@@ -109,8 +109,20 @@ impl TestServer {
         (res.status(), res.text().await.unwrap())
     }
 
+    /// Creates an API token for `username` with the operator command.
+    pub fn token(&self, username: &str) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["admin", "create-token", "--username", username, "--name", "tests"])
+            .env("DATABASE_URL", &self.db.url)
+            .env("TOOLSHED_DATA_DIR", self.data_dir.path())
+            .output()
+            .expect("run toolshed admin create-token");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().last().unwrap().to_owned()
+    }
+
     /// Stops the server the way an operator does (SIGTERM) and waits for it.
-    pub async fn stop(mut self) -> std::process::ExitStatus {
+    pub async fn stop(&mut self) -> std::process::ExitStatus {
         if let Some(pid) = self.child.id() {
             let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
         }

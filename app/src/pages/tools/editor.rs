@@ -215,7 +215,11 @@ fn Editor(data: EditorState) -> impl IntoView {
                         prop:value=move || code.get()
                         data-revision=move || revision.get().to_string()
                         data-error-line=move || error_line.get().map(|l| l.to_string()).unwrap_or_default()
-                        on:input=move |ev| code.set(event_target_value(&ev))></textarea>
+                        on:input=move |ev| code.set(event_target_value(&ev))>
+                        // Also as text: the server-rendered page (and the editor mounting
+                        // on it before hydration finishes) starts from the draft.
+                        {code.get_untracked()}
+                    </textarea>
                 </section>
 
                 <section class="card">

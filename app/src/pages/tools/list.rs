@@ -4,6 +4,7 @@ use leptos_meta::Title;
 use super::{ago, now_ms};
 use crate::api::{my_tools, published_tools, ToolCard};
 use crate::components::RequireUser;
+use crate::error::AppError;
 
 #[component]
 fn Card(tool: ToolCard, href: String) -> impl IntoView {
@@ -34,6 +35,20 @@ fn Card(tool: ToolCard, href: String) -> impl IntoView {
     }
 }
 
+/// Cards for `tools`, each linking where `link` says, or `empty` when there are none.
+fn grid(tools: Result<Vec<ToolCard>, AppError>, link: fn(&ToolCard) -> String, empty: AnyView) -> AnyView {
+    match tools {
+        Ok(list) if list.is_empty() => empty,
+        Ok(list) => view! {
+            <div class="grid">
+                {list.into_iter().map(|t| { let href = link(&t); view! { <Card tool=t href /> } }).collect_view()}
+            </div>
+        }
+        .into_any(),
+        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+    }
+}
+
 #[component]
 pub fn MyTools() -> impl IntoView {
     let tools = Resource::new(|| (), |_| my_tools());
@@ -46,24 +61,14 @@ pub fn MyTools() -> impl IntoView {
             </div>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    match tools.await {
-                        Ok(list) if list.is_empty() => view! {
-                            <div class="card empty">
-                                <h3>"No tools yet"</h3>
-                                <p class="muted">"Tools you and your department write show up here."</p>
-                                <a class="button" href="/tools/new">"Write your first tool"</a>
-                            </div>
-                        }.into_any(),
-                        Ok(list) => view! {
-                            <div class="grid">
-                                {list.into_iter().map(|t| {
-                                    let href = format!("/tools/{}/{}/edit", t.department, t.name);
-                                    view! { <Card tool=t href /> }
-                                }).collect_view()}
-                            </div>
-                        }.into_any(),
-                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
-                    }
+                    let empty = view! {
+                        <div class="card empty">
+                            <h3>"No tools yet"</h3>
+                            <p class="muted">"Tools you and your department write show up here."</p>
+                            <a class="button" href="/tools/new">"Write your first tool"</a>
+                        </div>
+                    };
+                    grid(tools.await, |t| format!("/tools/{}/{}/edit", t.department, t.name), empty.into_any())
                 })}
             </Suspense>
         </RequireUser>
@@ -81,20 +86,8 @@ pub fn BrowseTools() -> impl IntoView {
             </div>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    match tools.await {
-                        Ok(list) if list.is_empty() => view! {
-                            <div class="card empty"><p class="muted">"Nothing is published yet."</p></div>
-                        }.into_any(),
-                        Ok(list) => view! {
-                            <div class="grid">
-                                {list.into_iter().map(|t| {
-                                    let href = format!("/tools/{}/{}", t.department, t.name);
-                                    view! { <Card tool=t href /> }
-                                }).collect_view()}
-                            </div>
-                        }.into_any(),
-                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
-                    }
+                    let empty = view! { <div class="card empty"><p class="muted">"Nothing is published yet."</p></div> };
+                    grid(tools.await, |t| format!("/tools/{}/{}", t.department, t.name), empty.into_any())
                 })}
             </Suspense>
         </RequireUser>

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
-use crate::sandbox::{Limits, RunEvent, RunOutcome, RunRequest, SandboxError};
+use crate::sandbox::{Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
+use crate::usage::{Outcome, UsageRecord};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::Toolshed;
 
@@ -19,6 +20,14 @@ pub enum RunSource {
     Draft { code: String, args: Vec<ArgDef> },
     Version(i64),
     Published,
+}
+
+/// How a call arrived: recorded with its usage.
+#[derive(Debug, Clone, Copy)]
+pub struct Via<'a> {
+    /// `ui`, `mcp-http`, `mcp-sse`, `api`, `test`.
+    pub transport: &'a str,
+    pub token_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +74,59 @@ impl Toolshed {
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
     /// `events` receives console lines and progress while the call runs.
     pub async fn run_tool(
+        &self,
+        user: &User,
+        id: ToolId,
+        source: RunSource,
+        input: serde_json::Value,
+        transport: &str,
+        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+    ) -> Result<RunReport, ToolError> {
+        self.run_tool_via(user, id, source, input, Via { transport, token_id: None }, events).await
+    }
+
+    /// [`Toolshed::run_tool`] for a caller that came with an API token. Every
+    /// run of a saved version is recorded in usage (drafts are authors' tries).
+    pub async fn run_tool_via(
+        &self,
+        user: &User,
+        id: ToolId,
+        source: RunSource,
+        input: serde_json::Value,
+        via: Via<'_>,
+        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+    ) -> Result<RunReport, ToolError> {
+        let started = std::time::Instant::now();
+        let record = !matches!(source, RunSource::Draft { .. });
+        let result = self.run_unrecorded(user, id, source, input, via.transport, events).await;
+        if record {
+            let (version, outcome) = match &result {
+                Ok(r) => (r.version, match &r.outcome.result {
+                    Ok(_) => Outcome::Ok,
+                    Err(RunError::Timeout { .. }) => Outcome::Timeout,
+                    Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
+                    Err(_) => Outcome::ToolError,
+                }),
+                Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
+                Err(ToolError::Busy) => (None, Outcome::Busy),
+                // Not found, not published: nothing ran, nothing to count.
+                Err(_) => return result,
+            };
+            self.usage().record(UsageRecord {
+                at_ms: crate::now_ms(),
+                tool_id: id.0,
+                version,
+                user_id: user.id.0,
+                token_id: via.token_id,
+                transport: via.transport.to_owned(),
+                duration_us: started.elapsed().as_micros() as i64,
+                outcome,
+            });
+        }
+        result
+    }
+
+    async fn run_unrecorded(
         &self,
         user: &User,
         id: ToolId,

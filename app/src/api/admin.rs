@@ -63,3 +63,31 @@ pub async fn admin_audit(action: String) -> Result<Vec<AuditView>, AppError> {
         })
         .collect())
 }
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyView {
+    pub max_timeout_ms: i64,
+    pub max_memory_mib: i64,
+    pub fetch_hosts: Vec<String>,
+}
+
+#[server(endpoint = "admin/policy")]
+pub async fn admin_policy() -> Result<PolicyView, AppError> {
+    let user = server::require_user().await?;
+    if !user.is_admin {
+        return Err(server::fail(AppError::Forbidden));
+    }
+    let p = server::toolshed().policy().await.map_err(|e| {
+        tracing::error!(error = %e, "policy");
+        server::fail(AppError::Internal)
+    })?;
+    Ok(PolicyView { max_timeout_ms: p.max_timeout_ms, max_memory_mib: p.max_memory_mib, fetch_hosts: p.fetch_hosts })
+}
+
+#[server(endpoint = "admin/policy/set")]
+pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_hosts: String) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    let fetch_hosts = toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
+    server::toolshed().set_policy(&user, policy).await.map_err(server::fail)
+}

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod markdown;
 pub mod names;
 pub mod passwords;
+pub mod policy;
 pub mod sandbox;
 pub mod schema;
 pub mod sessions;

@@ -170,3 +170,36 @@ store_test!(secret_configuration_is_usable_but_never_shown_back, |db: Db| async 
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("eu-west:14:••••••".into())));
     assert_eq!(run.outcome.console[0].message, "key is ••••••");
 });
+
+store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async move {
+    use toolshed_domain::names::{Description, Tags, Title};
+    use toolshed_domain::policy::Policy;
+    use toolshed_domain::tools::ToolSettings;
+    let (ts, alice, _, _) = world(db).await;
+    let admin = {
+        let mut reg = Registration::parse("root", "Root", "it", "a-long-enough-password").unwrap();
+        reg.is_admin = true;
+        ts.register(reg, None).await.unwrap()
+    };
+    let tool = ts.create_tool(&alice, NewTool::parse("net", "Net", "", "", "everyone").unwrap()).await.unwrap();
+    let settings = |timeout_ms, hosts: &[&str]| ToolSettings {
+        title: Title::parse("Net").unwrap(),
+        description: Description::parse("").unwrap(),
+        tags: Tags::parse("").unwrap(),
+        visibility: Visibility::Everyone,
+        read_only_hint: true,
+        destructive_hint: false,
+        fetch_allow: hosts.iter().map(|h| h.to_string()).collect(),
+        timeout_ms,
+        memory_mib: 32,
+    };
+    assert!(ts.update_tool_settings(&alice, tool.id, settings(20_000, &["api.example.com"])).await.is_ok());
+    assert!(ts.set_policy(&alice, Policy::default()).await.is_err(), "members cannot set the policy");
+    ts.set_policy(&admin, Policy { max_timeout_ms: 5_000, max_memory_mib: 64, fetch_hosts: vec!["*.internal.corp".into()] }).await.unwrap();
+    let err = ts.update_tool_settings(&alice, tool.id, settings(20_000, &[])).await.unwrap_err();
+    assert!(err.to_string().contains("5000"), "{err}");
+    let err = ts.update_tool_settings(&alice, tool.id, settings(1_000, &["api.example.com"])).await.unwrap_err();
+    assert!(err.to_string().contains("api.example.com"), "{err}");
+    assert!(ts.update_tool_settings(&alice, tool.id, settings(1_000, &["hr.internal.corp"])).await.is_ok());
+    assert_eq!(ts.policy().await.unwrap().max_memory_mib, 64);
+});

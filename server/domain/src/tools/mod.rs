@@ -166,10 +166,6 @@ pub struct ToolSettings {
     pub memory_mib: i64,
 }
 
-/// Upper bounds an admin sets for every tool's limits.
-pub const MAX_TIMEOUT_MS: i64 = 30_000;
-pub const MAX_MEMORY_MIB: i64 = 256;
-
 /// The first code a new tool starts with: shows the globals at work.
 pub const STARTER_CODE: &str = "// The body of an async function. Arguments are globals: $name, or args.name.\nconsole.log('called with', args);\nreturn `Hello, ${$name}!`;\n";
 
@@ -326,11 +322,15 @@ impl Toolshed {
 
     pub async fn update_tool_settings(&self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
         let before = self.tool_for_edit(user, id).await?;
-        if !(100..=MAX_TIMEOUT_MS).contains(&s.timeout_ms) {
-            return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {MAX_TIMEOUT_MS} ms") }.into());
+        let policy = self.policy().await?;
+        if !(100..=policy.max_timeout_ms).contains(&s.timeout_ms) {
+            return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {} ms", policy.max_timeout_ms) }.into());
         }
-        if !(1..=MAX_MEMORY_MIB).contains(&s.memory_mib) {
-            return Err(Invalid { field: "Memory limit", reason: format!("must be between 1 and {MAX_MEMORY_MIB} MiB") }.into());
+        if !(1..=policy.max_memory_mib).contains(&s.memory_mib) {
+            return Err(Invalid { field: "Memory limit", reason: format!("must be between 1 and {} MiB", policy.max_memory_mib) }.into());
+        }
+        if let Some(host) = s.fetch_allow.iter().find(|h| !policy.permits_host(h)) {
+            return Err(Invalid { field: "Fetch allow-list", reason: format!("the administrator does not allow tools to reach “{host}”") }.into());
         }
         let mut tx = self.db.begin().await?;
         sqlx::query(

@@ -10,6 +10,7 @@ use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::sandbox::{Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
 use crate::usage::{Outcome, UsageRecord};
+use crate::policy::Policy;
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::Toolshed;
 
@@ -57,18 +58,31 @@ pub(crate) fn check_arguments(args: &[ArgDef], input: serde_json::Value) -> Resu
 
 impl Toolshed {
     /// The sandbox limits and host configuration for one of this tool's runs.
-    fn run_request(&self, tool: &Tool, code: String, args: serde_json::Map<String, serde_json::Value>, env: BTreeMap<String, String>, user: &User, transport: &str) -> RunRequest {
+    /// The admin's policy bounds the tool's own settings, even ones saved before
+    /// the policy tightened.
+    #[allow(clippy::too_many_arguments)]
+    fn run_request(
+        &self,
+        tool: &Tool,
+        policy: &Policy,
+        code: String,
+        args: serde_json::Map<String, serde_json::Value>,
+        env: BTreeMap<String, String>,
+        user: &User,
+        transport: &str,
+    ) -> RunRequest {
         let mut context = serde_json::Map::new();
         context.insert("caller".into(), user.username.clone().into());
         context.insert("department".into(), user.department.name.clone().into());
         context.insert("tool".into(), tool.slug().into());
         context.insert("transport".into(), transport.into());
         let limits = Limits {
-            memory_bytes: (tool.memory_mib.clamp(1, super::MAX_MEMORY_MIB) as usize) * 1024 * 1024,
-            wall_clock_ms: tool.timeout_ms.clamp(100, super::MAX_TIMEOUT_MS) as u64,
+            memory_bytes: (tool.memory_mib.clamp(1, policy.max_memory_mib.max(1)) as usize) * 1024 * 1024,
+            wall_clock_ms: tool.timeout_ms.clamp(100, policy.max_timeout_ms.max(100)) as u64,
             ..Limits::default()
         };
-        RunRequest { code, args, env, context, fetch_allow: tool.fetch_allow.clone(), limits, events: None }
+        let fetch_allow = tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect();
+        RunRequest { code, args, env, context, fetch_allow, limits, events: None }
     }
 
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
@@ -156,7 +170,8 @@ impl Toolshed {
         };
         let args = check_arguments(&args, input)?;
         let env = self.env_for_run(id).await?;
-        let mut request = self.run_request(&tool, code, args, env.values.clone(), user, transport);
+        let policy = self.policy().await?;
+        let mut request = self.run_request(&tool, &policy, code, args, env.values.clone(), user, transport);
         request.events = events;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
         let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {

@@ -1,0 +1,96 @@
+//! Instance-wide limits an administrator sets: the most time and memory any
+//! tool may ask for, and the hosts `$fetch` may ever reach.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::accounts::{AccountError, User};
+use crate::names::Invalid;
+use crate::{audit, Toolshed};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub max_timeout_ms: i64,
+    pub max_memory_mib: i64,
+    /// Host patterns any tool's allow-list must stay within; empty: no restriction.
+    pub fetch_hosts: Vec<String>,
+}
+
+/// Hard ceilings, whatever an admin sets.
+pub const CEILING_TIMEOUT_MS: i64 = 120_000;
+pub const CEILING_MEMORY_MIB: i64 = 1024;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self { max_timeout_ms: 30_000, max_memory_mib: 256, fetch_hosts: Vec::new() }
+    }
+}
+
+impl Policy {
+    /// Does the admin's list let a tool reach `host` (itself an exact name or `*.domain`)?
+    pub fn permits_host(&self, host: &str) -> bool {
+        if self.fetch_hosts.is_empty() {
+            return true;
+        }
+        self.fetch_hosts.iter().any(|allowed| match allowed.strip_prefix("*.") {
+            Some(domain) => {
+                let bare = host.strip_prefix("*.").unwrap_or(host);
+                bare == domain || bare.ends_with(&format!(".{domain}"))
+            }
+            None => allowed == host,
+        })
+    }
+}
+
+impl Toolshed {
+    pub async fn policy(&self) -> Result<Policy, sqlx::Error> {
+        let rows = sqlx::query("SELECT key, value FROM settings WHERE key LIKE 'policy.%'").fetch_all(self.db.pool()).await?;
+        let mut p = Policy::default();
+        for r in rows {
+            let (key, value): (String, String) = (r.try_get("key")?, r.try_get("value")?);
+            match key.as_str() {
+                "policy.max_timeout_ms" => p.max_timeout_ms = value.parse().unwrap_or(p.max_timeout_ms),
+                "policy.max_memory_mib" => p.max_memory_mib = value.parse().unwrap_or(p.max_memory_mib),
+                "policy.fetch_hosts" => p.fetch_hosts = value.lines().map(str::to_owned).collect(),
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+
+    pub async fn set_policy(&self, admin: &User, p: Policy) -> Result<(), AccountError> {
+        if !admin.is_admin {
+            return Err(AccountError::Forbidden);
+        }
+        if !(100..=CEILING_TIMEOUT_MS).contains(&p.max_timeout_ms) {
+            return Err(Invalid { field: "Maximum time limit", reason: format!("must be between 100 and {CEILING_TIMEOUT_MS} ms") }.into());
+        }
+        if !(1..=CEILING_MEMORY_MIB).contains(&p.max_memory_mib) {
+            return Err(Invalid { field: "Maximum memory limit", reason: format!("must be between 1 and {CEILING_MEMORY_MIB} MiB") }.into());
+        }
+        let before = self.policy().await?;
+        let mut tx = self.db.begin().await?;
+        for (key, value) in [
+            ("policy.max_timeout_ms", p.max_timeout_ms.to_string()),
+            ("policy.max_memory_mib", p.max_memory_mib.to_string()),
+            ("policy.fetch_hosts", p.fetch_hosts.join("\n")),
+        ] {
+            sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        audit::record(
+            &mut tx,
+            Some(admin.id),
+            "admin.policy_changed",
+            "policy",
+            serde_json::to_value(&before).ok(),
+            serde_json::to_value(&p).ok(),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -38,6 +38,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The public base URL (`TOOLSHED_BASE_URL`), provided by the server so pages can
+/// show full endpoint addresses.
+#[derive(Debug, Clone)]
+pub struct PublicUrl(pub String);
+
 /// Sign-in state shared by the header and the pages: the current user, refetched
 /// after sign-out or whenever a page reports that sign-in state changed.
 #[derive(Clone, Copy)]

@@ -94,6 +94,9 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   await page.goto(`${BASE}/tools/platform/${name}`);
   await hydrated(page);
   assert.match(await page.textContent('.markdown'), /Greets someone, several times/);
+  assert.equal(await page.inputValue('.connect-panel .endpoint'), `${BASE}/mcp/tools/platform/${name}`);
+  await page.click('.connect-panel button:has-text("curl")');
+  assert.match(await page.textContent('.connect-panel .snippet'), /tools\/list/);
   await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('who'));
   await page.click('.run-button');
   await page.waitForSelector('.run-result');

@@ -1,7 +1,13 @@
 //! MCP endpoints: every published tool is a live MCP server at
-//! `/mcp/tools/{department}/{name}` (Streamable HTTP, via rmcp). A token check
-//! in front resolves the caller and the listing; the handler lists and runs the
-//! listing's tools through the domain layer, like the UI does.
+//! `/mcp/tools/{department}/{name}`, over Streamable HTTP (rmcp) at that URL and
+//! over the legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token check
+//! in front ([`authorize`]) resolves the caller and the listing; one
+//! [`handler::ListingHandler`] lists and runs the listing's tool through the
+//! domain layer, whichever transport brought the request.
+
+mod handler;
+mod sessions;
+mod sse;
 
 use std::sync::Arc;
 
@@ -9,54 +15,95 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool as McpTool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
+use axum::routing::{get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use toolshed_domain::sandbox::{RunError, ToolValue};
 use toolshed_domain::tokens::TokenInfo;
-use toolshed_domain::tools::{RunSource, Status, Tool, ToolError, Via};
+use toolshed_domain::tools::{Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
 
-/// How MCP sessions are kept; see README ("MCP sessions").
+use handler::{ListingHandler, Transport};
+
+/// How Streamable HTTP sessions are kept; see README ("MCP sessions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SessionMode {
-    /// Every request stands alone: any replica can answer it.
-    Stateless,
-    /// `Mcp-Session-Id` sessions held in this process: one replica, or sticky routing.
+    /// `Mcp-Session-Id` sessions, persisted in the database: any replica can
+    /// resume any session, and sessions can be told of list changes.
     Stateful,
+    /// Every request stands alone: no session, no server-sent notifications
+    /// but those of the request itself (progress, logging).
+    Stateless,
 }
 
 /// Who is calling which listing; set by [`authorize`] before rmcp sees the request.
 #[derive(Clone)]
 pub struct Caller {
     pub user: User,
-    pub token: TokenInfo,
+    /// `None` when a signed-in browser calls (the listing page's MCP debugger).
+    pub token: Option<TokenInfo>,
     pub tool: Tool,
 }
 
-/// The rmcp service for every tool endpoint, behind the token check.
-pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>) -> axum::Router {
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(allowed_hosts)
+#[derive(Clone)]
+pub struct McpState {
+    toolshed: Toolshed,
+    sse: sse::SseSessions,
+}
+
+/// One JSON-RPC message is small; anything larger is refused (413) unread.
+const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// The MCP routes, behind the token check. `site_origin` is this server's own
+/// origin: a browser request from it may use the session cookie instead of a token.
+pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>, site_origin: String) -> axum::Router {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts.clone())
+        .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_legacy_session_mode(mode == SessionMode::Stateful)
         .with_json_response(mode == SessionMode::Stateless);
+    let transport = match mode {
+        SessionMode::Stateful => {
+            config.session_store = Some(Arc::new(sessions::DbSessionStore(toolshed.clone())));
+            Transport::StreamableHttp
+        }
+        SessionMode::Stateless => Transport::Stateless,
+    };
     let factory = {
         let toolshed = toolshed.clone();
-        move || Ok(ListingHandler { toolshed: toolshed.clone() })
+        move || Ok(ListingHandler::new(toolshed.clone(), transport))
     };
-    let service = match mode {
+    let streamable = match mode {
         SessionMode::Stateful => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config)),
         SessionMode::Stateless => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
+    let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default() };
+    let legacy = axum::Router::new()
+        .route("/mcp/tools/{department}/{name}/sse", get(sse::open_stream))
+        .route("/mcp/tools/{department}/{name}/messages", post(sse::post_message))
+        .with_state(state);
+    let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts) };
     axum::Router::new()
-        .route("/mcp/tools/{department}/{name}", service)
-        .route_layer(axum::middleware::from_fn_with_state(toolshed, authorize))
+        .route("/mcp/tools/{department}/{name}", streamable)
+        .merge(legacy)
+        .route_layer(axum::middleware::from_fn_with_state(gate, authorize))
+}
+
+/// A fresh, unguessable session id.
+fn new_session_id() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::thread_rng().gen();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A JSON-RPC parse error (-32700) as the HTTP answer to a body that is not a message.
+fn parse_error(e: &serde_json::Error) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: not a single JSON-RPC message ({e})")},
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
 fn unauthorized(reason: &str) -> Response {
@@ -77,21 +124,62 @@ fn presented_token(req: &Request) -> Option<String> {
     req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix("token=")).map(str::to_owned)
 }
 
-async fn authorize(State(ts): State<Toolshed>, Path((department, name)): Path<(String, String)>, mut req: Request, next: Next) -> Response {
-    let Some(token) = presented_token(&req) else {
-        return unauthorized("Missing API token: send Authorization: Bearer <token>.");
-    };
-    let (user, token) = match ts.authenticate_token(&token).await {
-        Ok(Ok(found)) => found,
-        Ok(Err(_)) => return unauthorized("Invalid, expired or revoked API token."),
-        Err(e) => {
-            tracing::error!(error = %e, "token check failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
+#[derive(Clone)]
+struct Gate {
+    toolshed: Toolshed,
+    site_origin: String,
+    /// Host names requests may be addressed to (DNS-rebinding protection).
+    allowed_hosts: Arc<Vec<String>>,
+}
+
+impl Gate {
+    fn allows_host(&self, req: &Request) -> bool {
+        let Some(host) = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+        };
+        self.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The signed-in user of a request the listing page itself sends. Only
+/// same-origin requests qualify: another site cannot spend the cookie.
+async fn browser_user(gate: &Gate, headers: &axum::http::HeaderMap, session: Option<tower_sessions::Session>) -> Option<User> {
+    let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let same_origin = origin == gate.site_origin || host.is_some_and(|h| origin.split_once("://").is_some_and(|(_, a)| a.eq_ignore_ascii_case(h)));
+    if !same_origin {
+        return None;
+    }
+    gate.toolshed.session_user(&session?).await.ok().flatten()
+}
+
+/// Finds the caller (token, or a same-origin browser session) and the listing
+/// as that caller sees it: 401 without valid credentials, 404 for a listing the
+/// caller may not see (its existence is not revealed), 403 when disabled.
+async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(String, String)>, mut req: Request, next: Next) -> Response {
+    if !gate.allows_host(&req) {
+        return (StatusCode::FORBIDDEN, "Forbidden: this Host is not allowed (DNS-rebinding protection).\n").into_response();
+    }
+    let ts = &gate.toolshed;
+    let (user, token) = match presented_token(&req) {
+        Some(token) => match ts.authenticate_token(&token).await {
+            Ok(Ok((user, token))) => (user, Some(token)),
+            Ok(Err(_)) => return unauthorized("Invalid, expired or revoked API token."),
+            Err(e) => {
+                tracing::error!(error = %e, "token check failed");
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+        },
+        None => match browser_user(&gate, req.headers(), req.extensions().get::<tower_sessions::Session>().cloned()).await {
+            Some(user) => (user, None),
+            None => return unauthorized("Missing API token: send Authorization: Bearer <token>."),
+        },
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
     let tool = match ts.tool_by_slug(&user, &department, &name).await {
-        Ok(t) if t.published_version.is_some() && token.allows(&t.slug()) => t,
+        Ok(t) if t.published_version.is_some() && token.as_ref().is_none_or(|tk| tk.allows(&t.slug())) => t,
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {
             tracing::error!(error = %e, "listing lookup failed");
@@ -103,86 +191,4 @@ async fn authorize(State(ts): State<Toolshed>, Path((department, name)): Path<(S
     }
     req.extensions_mut().insert(Caller { user, token, tool });
     next.run(req).await
-}
-
-#[derive(Clone)]
-struct ListingHandler {
-    toolshed: Toolshed,
-}
-
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<Caller>())
-        .cloned()
-        .ok_or_else(|| McpError::internal_error("request reached the MCP handler without a caller", None))
-}
-
-impl ListingHandler {
-    /// The published version of the caller's listing, as MCP describes a tool.
-    async fn describe(&self, c: &Caller) -> Result<McpTool, McpError> {
-        let n = c.tool.published_version.ok_or_else(|| McpError::resource_not_found("not published", None))?;
-        let v = self.toolshed.version(&c.user, c.tool.id, n).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let schema = match toolshed_domain::schema::to_json_schema(&v.args) {
-            serde_json::Value::Object(map) => map,
-            _ => Default::default(),
-        };
-        let mut tool = McpTool::new(c.tool.name.clone(), c.tool.description.clone(), Arc::new(schema))
-            .with_title(c.tool.title.clone())
-            .with_annotations(ToolAnnotations::new().read_only(c.tool.read_only_hint).destructive(c.tool.destructive_hint));
-        if let Some(serde_json::Value::Object(out)) = v.output_schema {
-            tool = tool.with_raw_output_schema(Arc::new(out));
-        }
-        Ok(tool)
-    }
-}
-
-impl ServerHandler for ListingHandler {
-    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let mut result = self.negotiate_initialize(&request)?;
-        if let Ok(c) = caller(&context) {
-            let version = c.tool.published_version.map(|v| format!("v{v}")).unwrap_or_default();
-            result.server_info = Implementation::new(c.tool.slug(), version);
-            result.instructions = Some(c.tool.description.clone()).filter(|d| !d.is_empty());
-        }
-        Ok(result)
-    }
-
-    fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-    }
-
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        let c = caller(&context)?;
-        Ok(ListToolsResult::with_all_items(vec![self.describe(&c).await?]))
-    }
-
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let c = caller(&context)?;
-        if request.name != c.tool.name {
-            return Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None));
-        }
-        let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let via = Via { transport: "mcp-http", token_id: Some(c.token.id) };
-        let report = self.toolshed.run_tool_via(&c.user, c.tool.id, RunSource::Published, input, via, None).await;
-        let result = match report {
-            Ok(r) => match r.outcome.result {
-                Ok(ToolValue::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Ok(ToolValue::Json(value)) => {
-                    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-                    result.structured_content = Some(value);
-                    result
-                }
-                Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
-                Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-            },
-            // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
-            Err(ToolError::BadArguments(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
-            Err(ToolError::Busy) => CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())]),
-            Err(ToolError::NotFound | ToolError::NotPublished) => return Err(McpError::resource_not_found("No such listing.", None)),
-            Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
-        };
-        Ok(result.into())
-    }
 }

@@ -39,16 +39,16 @@ pub struct ServeArgs {
     /// Do not seed the demo department on the first start of an empty database.
     #[arg(long, env = "TOOLSHED_NO_DEMO")]
     pub no_demo: bool,
-    /// MCP sessions: `stateless` (default; any replica answers any request, so it
-    /// works behind a load balancer) or `stateful` (`Mcp-Session-Id` sessions in
-    /// this process: one replica, or sticky routing).
-    #[arg(long, env = "TOOLSHED_MCP_SESSIONS", value_enum, default_value = "stateless")]
+    /// MCP sessions: `stateful` (default; `Mcp-Session-Id` sessions kept in the
+    /// database, so any replica behind a load balancer resumes any session) or
+    /// `stateless` (every request stands alone; no list-change notifications).
+    #[arg(long, env = "TOOLSHED_MCP_SESSIONS", value_enum, default_value = "stateful")]
     pub mcp_sessions: crate::mcp::SessionMode,
 }
 
 impl Default for ServeArgs {
     fn default() -> Self {
-        Self { no_demo: false, mcp_sessions: crate::mcp::SessionMode::Stateless }
+        Self { no_demo: false, mcp_sessions: crate::mcp::SessionMode::Stateful }
     }
 }
 
@@ -60,14 +60,14 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
             toolshed.seed_demo().await?;
         }
     }
-    let app = router(&config, toolshed.clone())?.merge(crate::mcp::routes(toolshed.clone(), args.mcp_sessions, allowed_hosts(&config)));
+    let app = router(&config, toolshed.clone(), args.mcp_sessions)?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    tokio::spawn(sweep_expired_sessions(DbSessionStore::new(toolshed.db.clone())));
+    tokio::spawn(sweep_expired_sessions(toolshed.clone()));
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
@@ -79,7 +79,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     Ok(())
 }
 
-pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
+pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode) -> anyhow::Result<Router> {
     let site_root = config.site_root();
     let leptos_options = LeptosOptions::builder()
         .output_name("toolshed")
@@ -102,9 +102,13 @@ pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
 
     let context = {
         let toolshed = toolshed.clone();
-        move || provide_context(toolshed.clone())
+        let public = app::PublicUrl(base_url.as_str().trim_end_matches('/').to_owned());
+        move || {
+            provide_context(toolshed.clone());
+            provide_context(public.clone());
+        }
     };
-    let app = Router::new()
+    let pages = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
@@ -112,12 +116,18 @@ pub fn router(config: &Config, toolshed: Toolshed) -> anyhow::Result<Router> {
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, app::shell))
         .layer(axum::middleware::from_fn_with_state(Origins::new(&base_url), refuse_cross_site))
-        .layer(sessions)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .with_state(state);
+    // MCP clients are not browsers: no cross-site check (a signed-in browser may
+    // only call from our own origin, see `mcp::authorize`), and rmcp limits bodies.
+    let site_origin = base_url.origin().ascii_serialization();
+    let mcp = crate::mcp::routes(toolshed, mcp_sessions, allowed_hosts(config), site_origin);
+    let app = pages
+        .merge(mcp)
+        .layer(sessions)
         // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
         .layer(CompressionLayer::new())
-        .layer(TraceLayer::new_for_http())
-        .with_state(state);
+        .layer(TraceLayer::new_for_http());
     Ok(app)
 }
 
@@ -176,12 +186,17 @@ async fn refuse_cross_site(State(origins): State<Origins>, req: Request, next: N
     }
 }
 
-async fn sweep_expired_sessions(store: DbSessionStore) {
+/// Deletes expired sign-in sessions and idle MCP sessions, every ten minutes.
+async fn sweep_expired_sessions(toolshed: Toolshed) {
+    let store = DbSessionStore::new(toolshed.db.clone());
     let mut tick = tokio::time::interval(Duration::from_secs(600));
     loop {
         tick.tick().await;
         if let Err(e) = store.delete_expired().await {
             tracing::warn!(error = %e, "could not delete expired sessions");
+        }
+        if let Err(e) = toolshed.delete_idle_mcp_sessions().await {
+            tracing::warn!(error = %e, "could not delete idle MCP sessions");
         }
     }
 }

@@ -31,12 +31,11 @@ fn message(body: &str) -> Value {
 
 server_test!(a_tool_call_with_a_token_runs_the_published_version_and_is_recorded, |mut srv: TestServer| async move {
     let token = srv.token("admin");
-    let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), &call(1, "echo", json!({"text": "hi"}))).await;
-    assert_eq!(status, 200, "{body}");
-    let msg = message(&body);
-    assert_eq!(msg["result"]["content"], json!([{"type": "text", "text": "hi"}]), "{msg}");
-    let (_, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), &call(2, "echo", json!({"text": 1}))).await;
-    assert_eq!(message(&body)["result"]["isError"], true);
+    let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
+    let replies = session.request(&call(1, "echo", json!({"text": "hi"}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["content"], json!([{"type": "text", "text": "hi"}]), "{replies:?}");
+    let replies = session.request(&call(2, "echo", json!({"text": 1}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["isError"], true);
 
     let url = srv.db.url.clone();
     assert!(srv.stop().await.success());
@@ -62,7 +61,7 @@ server_test!(missing_wrong_and_revoked_tokens_get_401_with_www_authenticate, |sr
     }
     // A token in the query string works for clients that only take a URL.
     let token = srv.token("admin");
-    let (status, _) = rpc(&srv, &format!("/mcp/tools/demo/echo?token={token}"), None, &call(1, "echo", json!({"text": "x"}))).await;
+    let (status, _) = rpc(&srv, &format!("/mcp/tools/demo/echo?token={token}"), None, INIT).await;
     assert_eq!(status, 200);
 });
 
@@ -70,11 +69,292 @@ server_test!(unknown_listings_and_tools_and_malformed_json_get_clear_errors, |sr
     let token = srv.token("admin");
     let (status, _) = rpc(&srv, "/mcp/tools/demo/missing", Some(&token), &call(1, "x", json!({}))).await;
     assert_eq!(status, 404);
-    let (_, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), &call(1, "other", json!({}))).await;
-    let msg = message(&body);
+    let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
+    let msg = session.request(&call(1, "other", json!({}))).await.pop().unwrap();
     assert_eq!(msg["error"]["code"], -32602, "{msg}");
     assert!(msg["error"]["message"].as_str().unwrap().contains("Unknown tool: other"));
     let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), "{not json").await;
     assert!((400..500).contains(&status) && body.contains("deserialize"), "{status} {body}");
     assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok");
+});
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tests","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A Streamable HTTP session, spoken by hand: every request carries the token
+/// and, once initialized, the session id.
+struct Session {
+    url: String,
+    token: String,
+    id: String,
+}
+
+impl Session {
+    async fn open(url: String, token: &str) -> Self {
+        let mut s = Session { url, token: token.to_owned(), id: String::new() };
+        let res = s.post(INIT).await;
+        assert_eq!(res.status(), 200);
+        s.id = res.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        assert_eq!(s.post(INITIALIZED).await.status(), 202);
+        s
+    }
+
+    async fn post(&self, body: &str) -> reqwest::Response {
+        let mut req = reqwest::Client::new()
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(body.to_owned());
+        if !self.id.is_empty() {
+            req = req.header("Mcp-Session-Id", &self.id).header("MCP-Protocol-Version", "2025-06-18");
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Sends a request and returns the messages of its response stream.
+    async fn request(&self, body: &str) -> Vec<Value> {
+        let res = self.post(body).await;
+        assert_eq!(res.status(), 200);
+        messages(&res.text().await.unwrap())
+    }
+
+    /// The standalone event stream (server-initiated messages).
+    async fn listen(&self) -> Events {
+        let res = reqwest::Client::new()
+            .get(&self.url)
+            .bearer_auth(&self.token)
+            .header("Accept", "text/event-stream")
+            .header("Mcp-Session-Id", &self.id)
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        Events { res, buf: String::new() }
+    }
+}
+
+/// Every JSON-RPC message in an SSE body.
+fn messages(body: &str) -> Vec<Value> {
+    body.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
+}
+
+/// Reads server-sent events as they arrive.
+struct Events {
+    res: reqwest::Response,
+    buf: String,
+}
+
+impl Events {
+    /// The next event with data, as (event name, data); fails after 10 s.
+    async fn next(&mut self) -> (String, String) {
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            loop {
+                if let Some(end) = self.buf.find("\n\n") {
+                    let block: String = self.buf.drain(..end + 2).collect();
+                    let event = block.lines().find_map(|l| l.strip_prefix("event:")).unwrap_or("message").trim().to_owned();
+                    let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
+                    if !data.is_empty() && !data.concat().is_empty() {
+                        return (event, data.join("\n"));
+                    }
+                    continue;
+                }
+                let chunk = self.res.chunk().await.unwrap().expect("the event stream stays open");
+                self.buf.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+            }
+        })
+        .await
+        .expect("an event within 10 s")
+    }
+
+    /// The next JSON-RPC message on the stream.
+    async fn message(&mut self) -> Value {
+        serde_json::from_str(&self.next().await.1).unwrap()
+    }
+}
+
+/// A member's published tool that returns `version`; returns (client, tool id).
+async fn published_tool(srv: &TestServer, user: &str, name: &str, version: &str) -> (reqwest::Client, i64) {
+    let client = srv.member(user, "research").await;
+    let tool = srv.create_tool(&client, name, "everyone").await;
+    publish(srv, &client, tool, version).await;
+    (client, tool)
+}
+
+/// Saves a version returning `text` and publishes it.
+async fn publish(srv: &TestServer, client: &reqwest::Client, tool: i64, text: &str) {
+    let code = format!("return {};", json!(text));
+    let (status, version) = srv.server_fn(client, "tools/save_version", json!({"tool": tool, "code": code, "args": [], "changelog": text})).await;
+    assert_eq!(status, 200, "{version}");
+    let res = client
+        .post(srv.url("/api/tools/publish"))
+        .header("Accept", "application/json")
+        .form(&[("tool", tool.to_string()), ("version", version.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}
+
+server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream, |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut events = Events { res, buf: String::new() };
+    let (kind, endpoint) = events.next().await;
+    assert_eq!(kind, "endpoint");
+    assert!(endpoint.starts_with("/mcp/tools/demo/echo/messages?session_id="), "{endpoint}");
+    let post = |body: &'static str| {
+        let (url, token) = (srv.url(&endpoint), token.clone());
+        async move { reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap() }
+    };
+    assert_eq!(post(INIT).await.status(), 202);
+    let init = events.message().await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "demo/echo", "{init}");
+    assert_eq!(post(INITIALIZED).await.status(), 202);
+    assert_eq!(post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await.status(), 202);
+    assert_eq!(events.message().await["result"]["tools"][0]["name"], "echo");
+    post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over SSE"}}}"#).await;
+    assert_eq!(events.message().await["result"]["content"][0]["text"], "over SSE");
+
+    // Bad input on the message endpoint: clear errors, the session lives on.
+    let res = post("{not json").await;
+    assert_eq!(res.status(), 400);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], -32700);
+    let res = post(r#"[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]"#).await;
+    assert_eq!(res.status(), 400, "a batch is not a message");
+    let unknown = reqwest::Client::new()
+        .post(srv.url("/mcp/tools/demo/echo/messages?session_id=nope"))
+        .bearer_auth(&token)
+        .header("Content-Type", "application/json")
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    // A session answers only for the listing it was opened on.
+    let elsewhere = endpoint.replace("/demo/echo/", "/demo/table/");
+    let res = reqwest::Client::new().post(srv.url(&elsewhere)).bearer_auth(&token).header("Content-Type", "application/json").body(INIT).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+    post(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}"#).await;
+    assert_eq!(events.message().await["result"]["content"][0]["text"], "still here");
+});
+
+server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let other = srv.replica().await;
+    let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
+    let elsewhere = Session { url: other.url("/mcp/tools/demo/echo"), token: token.clone(), id: session.id.clone() };
+    let replies = elsewhere.request(&call(1, "echo", json!({"text": "from the other replica"}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "from the other replica", "{replies:?}");
+
+    // Ending the session ends it everywhere.
+    let res = reqwest::Client::new().delete(other.url("/mcp/tools/demo/echo")).bearer_auth(&token).header("Mcp-Session-Id", &session.id).send().await.unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let fresh = srv.replica().await;
+    let gone = Session { url: fresh.url("/mcp/tools/demo/echo"), token, id: session.id.clone() };
+    assert_eq!(gone.post(&call(2, "echo", json!({"text": "x"}))).await.status(), 404);
+});
+
+server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_list_changed, |srv: TestServer| async move {
+    let (client, tool) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+    let token = srv.token("carol");
+    let other = srv.replica().await;
+    let session = Session::open(other.url("/mcp/tools/research/greeting"), &token).await;
+    let mut events = session.listen().await;
+    publish(&srv, &client, tool, "v2 says hello").await;
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    let replies = session.request(&call(1, "greeting", json!({}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "v2 says hello");
+});
+
+server_test!(console_output_and_progress_reach_the_client_while_the_tool_runs, |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let session = Session::open(srv.url("/mcp/tools/demo/countdown"), &token).await;
+    let mut log = session.listen().await;
+    session.request(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}"#).await;
+    let replies = session
+        .request(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"countdown","arguments":{"from":2},"_meta":{"progressToken":"t1"}}}"#)
+        .await;
+    let progress: Vec<_> = replies.iter().filter(|m| m["method"] == "notifications/progress").map(|m| (m["params"]["progress"].as_f64(), m["params"]["message"].clone())).collect();
+    assert_eq!(progress, [(Some(1.0), json!("2 to go")), (Some(2.0), json!("1 to go"))], "{replies:?}");
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "Counted down from 2.");
+    // Only lines at or above the level the client set: the warning, not the info lines.
+    let m = log.message().await;
+    assert_eq!((m["method"].as_str(), m["params"]["level"].as_str(), m["params"]["data"].as_str()), (Some("notifications/message"), Some("warning"), Some("liftoff")));
+});
+
+server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let url = srv.url("/mcp/tools/demo/echo");
+    let send = |body: String, accept: &'static str, session: Option<&str>| {
+        let mut req = reqwest::Client::new().post(&url).bearer_auth(&token).header("Content-Type", "application/json").header("Accept", accept).body(body);
+        if let Some(s) = session {
+            req = req.header("Mcp-Session-Id", s.to_owned());
+        }
+        req.send()
+    };
+    let res = send(INIT.to_owned(), "text/html", None).await.unwrap();
+    assert_eq!(res.status(), 406, "wrong Accept");
+    let res = send(format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#, "x".repeat(10 * 1024 * 1024)), "application/json, text/event-stream", None).await;
+    assert!(res.map(|r| r.status() == 413).unwrap_or(true), "a 10 MB body is refused");
+    let res = send(call(1, "echo", json!({"text": "x"})), "application/json, text/event-stream", Some("no-such-session")).await.unwrap();
+    assert_eq!(res.status(), 404, "unknown session");
+    let res = send(call(1, "echo", json!({"text": "x"})), "application/json, text/event-stream", None).await.unwrap();
+    assert_eq!(res.status(), 400, "a request without a session");
+    let res = send(format!("[{INIT}]"), "application/json, text/event-stream", None).await.unwrap();
+    assert!((400..500).contains(&res.status().as_u16()), "a JSON-RPC batch: {}", res.status());
+    let session = Session::open(url.clone(), &token).await;
+    let replies = session.request(r#"{"jsonrpc":"2.0","id":5,"method":"no/such/method"}"#).await;
+    assert_eq!(replies.last().unwrap()["error"]["code"], -32601, "{replies:?}");
+    assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok");
+});
+
+server_test!(stateless_mode_answers_every_request_on_its_own, ["--mcp-sessions", "stateless"], |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), &call(1, "echo", json!({"text": "no session"}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(message(&body)["result"]["content"][0]["text"], "no session");
+    let res = reqwest::Client::new().delete(srv.url("/mcp/tools/demo/echo")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(res.status(), 405);
+});
+
+server_test!(the_listing_page_may_call_with_the_session_cookie_but_other_sites_may_not, |srv: TestServer| async move {
+    let alice = srv.member("alice", "finance").await;
+    let post = |origin: &str| {
+        alice
+            .post(srv.url("/mcp/tools/demo/echo"))
+            .header("Origin", origin)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(INIT)
+            .send()
+    };
+    assert_eq!(post(&srv.base).await.unwrap().status(), 200);
+    assert_eq!(post("https://evil.example").await.unwrap().status(), 401);
+    // Signed out, the same-origin page gets nothing either.
+    let res = srv.browser().post(srv.url("/mcp/tools/demo/echo")).header("Origin", &srv.base).header("Content-Type", "application/json").body(INIT).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+});
+
+server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestServer| async move {
+    let (client, tool) = published_tool(&srv, "dave", "racer", "old").await;
+    let token = srv.token("dave");
+    let session = Session::open(srv.url("/mcp/tools/research/racer"), &token).await;
+    let calls = async {
+        let mut seen = Vec::new();
+        for i in 0..20 {
+            let replies = session.request(&call(i, "racer", json!({}))).await;
+            let result = &replies.last().unwrap()["result"];
+            assert_eq!(result["isError"], false, "{replies:?}");
+            seen.push(result["content"][0]["text"].as_str().unwrap().to_owned());
+        }
+        seen
+    };
+    let (seen, ()) = tokio::join!(calls, publish(&srv, &client, tool, "new"));
+    assert!(seen.iter().all(|t| t == "old" || t == "new"), "{seen:?}");
+    let replies = session.request(&call(99, "racer", json!({}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "new");
 });

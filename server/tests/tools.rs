@@ -6,69 +6,13 @@ mod common;
 use common::TestServer;
 use serde_json::{json, Value};
 
-/// Registers `name` in `department` and returns a signed-in client.
-async fn member(srv: &TestServer, name: &str, department: &str) -> reqwest::Client {
-    let client = srv.browser();
-    srv.post_form(
-        &client,
-        "/api/register",
-        &[
-            ("username", name),
-            ("display_name", name),
-            ("department", "general"),
-            ("new_department", department),
-            ("password", "a-long-enough-password"),
-            ("password_confirm", "a-long-enough-password"),
-        ],
-    )
-    .await;
-    client
-}
-
-/// Calls a JSON server function the way the wasm does; returns status and body.
-async fn call(srv: &TestServer, client: &reqwest::Client, endpoint: &str, body: Value) -> (u16, Value) {
-    let res = client
-        .post(srv.url(&format!("/api/{endpoint}")))
-        .header("Accept", "application/json")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
-/// Creates a tool with a plain form post and returns its ID.
-async fn create(srv: &TestServer, client: &reqwest::Client, name: &str, visibility: &str) -> i64 {
-    srv.post_form(client, "/api/tools/create", &[("name", name), ("title", name), ("description", ""), ("tags", ""), ("visibility", visibility)])
-        .await;
-    let res = client
-        .post(srv.url("/api/tools/mine"))
-        .header("Accept", "application/json")
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let dept_and_name: Value = res.json().await.unwrap();
-    let card = dept_and_name.as_array().unwrap().iter().find(|t| t["name"] == name).expect("the new tool is listed").clone();
-    let res = client
-        .post(srv.url("/api/tools/detail"))
-        .header("Accept", "application/json")
-        .form(&[("department", card["department"].as_str().unwrap()), ("name", name)])
-        .send()
-        .await
-        .unwrap();
-    res.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
-}
-
 fn draft(code: &str) -> Value {
     json!({ "Draft": { "code": code, "args": [] } })
 }
 
 server_test!(runaway_code_is_stopped_and_the_server_keeps_serving, |srv: TestServer| async move {
-    let alice = member(&srv, "alice", "finance").await;
-    let tool = create(&srv, &alice, "probe", "everyone").await;
+    let alice = srv.member("alice", "finance").await;
+    let tool = srv.create_tool(&alice, "probe", "everyone").await;
     let cases = [
         ("while (true) {}", "timeout"),
         ("const a = new Array(1e9).fill(1); return a.length;", "out_of_memory"),
@@ -77,61 +21,61 @@ server_test!(runaway_code_is_stopped_and_the_server_keeps_serving, |srv: TestSer
         ("return () => 1;", "not_serializable"),
     ];
     for (code, kind) in cases {
-        let (status, body) = call(&srv, &alice, "tools/run", json!({"tool": tool, "target": draft(code), "input": "{}"})).await;
+        let (status, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": draft(code), "input": "{}"})).await;
         assert_eq!(status, 200, "{code}: {body}");
         assert_eq!(body["error"]["kind"], kind, "{code}: {body}");
     }
-    let (_, body) = call(&srv, &alice, "tools/run", json!({"tool": tool, "target": draft("for (let i = 0; i < 1e5; i++) console.log('x'.repeat(100)); return 'done';"), "input": "{}"})).await;
+    let (_, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": draft("for (let i = 0; i < 1e5; i++) console.log('x'.repeat(100)); return 'done';"), "input": "{}"})).await;
     assert_eq!(body["result"], "done");
     assert!(body["console"].as_array().unwrap().len() < 5000, "console output is capped");
     assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok");
 });
 
 server_test!(another_users_tool_ids_get_not_found, |srv: TestServer| async move {
-    let alice = member(&srv, "alice", "finance").await;
-    let mallory = member(&srv, "mallory", "sales").await;
-    let private = create(&srv, &alice, "secret", "private").await;
-    let dept = create(&srv, &alice, "internal", "department").await;
+    let alice = srv.member("alice", "finance").await;
+    let mallory = srv.member("mallory", "sales").await;
+    let private = srv.create_tool(&alice, "secret", "private").await;
+    let dept = srv.create_tool(&alice, "internal", "department").await;
     for tool in [private, dept] {
-        let (status, body) = call(&srv, &mallory, "tools/run", json!({"tool": tool, "target": "Published", "input": "{}"})).await;
+        let (status, body) = srv.server_fn(&mallory, "tools/run", json!({"tool": tool, "target": "Published", "input": "{}"})).await;
         assert_eq!((status, body), (404, json!("NotFound")));
-        let (status, _) = call(&srv, &mallory, "tools/draft", json!({"tool": tool, "code": "return 1", "args": []})).await;
+        let (status, _) = srv.server_fn(&mallory, "tools/draft", json!({"tool": tool, "code": "return 1", "args": []})).await;
         assert_eq!(status, 404);
     }
-    let (status, _) = call(&srv, &mallory, "tools/run", json!({"tool": 999_999, "target": "Published", "input": "{}"})).await;
+    let (status, _) = srv.server_fn(&mallory, "tools/run", json!({"tool": 999_999, "target": "Published", "input": "{}"})).await;
     assert_eq!(status, 404);
     // Signed out: nothing at all.
-    let (status, body) = call(&srv, &srv.browser(), "tools/run", json!({"tool": dept, "target": "Published", "input": "{}"})).await;
+    let (status, body) = srv.server_fn(&srv.browser(), "tools/run", json!({"tool": dept, "target": "Published", "input": "{}"})).await;
     assert_eq!((status, body), (401, json!("NotSignedIn")));
 });
 
 server_test!(arguments_of_the_wrong_type_are_listed_before_anything_runs, |srv: TestServer| async move {
-    let alice = member(&srv, "alice", "finance").await;
-    let tool = create(&srv, &alice, "typed", "everyone").await;
+    let alice = srv.member("alice", "finance").await;
+    let tool = srv.create_tool(&alice, "typed", "everyone").await;
     let args = json!([{ "name": "n", "type": { "kind": "integer" }, "required": true }]);
     let target = json!({ "Draft": { "code": "return $n * 2;", "args": args } });
-    let (_, body) = call(&srv, &alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": 21}"#})).await;
+    let (_, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": 21}"#})).await;
     assert_eq!(body["kind"], "json");
     assert_eq!(body["result"], "42");
-    let (status, body) = call(&srv, &alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": "x", "extra": 1}"#})).await;
+    let (status, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": "x", "extra": 1}"#})).await;
     assert_eq!(status, 422);
     let msg = body["Invalid"].as_str().unwrap();
     assert!(msg.starts_with("Invalid arguments:") && msg.contains("`n`") && msg.contains("extra"), "{msg}");
-    let (status, body) = call(&srv, &alice, "tools/run", json!({"tool": tool, "target": target, "input": "{not json"})).await;
+    let (status, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": "{not json"})).await;
     assert_eq!(status, 422);
     assert!(body["Invalid"].as_str().unwrap().starts_with("Arguments: not valid JSON"), "{body}");
 });
 
 server_test!(saving_invalid_definitions_changes_nothing, |srv: TestServer| async move {
-    let alice = member(&srv, "alice", "finance").await;
-    let tool = create(&srv, &alice, "strict", "everyone").await;
+    let alice = srv.member("alice", "finance").await;
+    let tool = srv.create_tool(&alice, "strict", "everyone").await;
     let dup = json!([{ "name": "a", "type": { "kind": "string" } }, { "name": "a", "type": { "kind": "number" } }]);
-    let (status, body) = call(&srv, &alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": dup, "changelog": ""})).await;
+    let (status, body) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": dup, "changelog": ""})).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body, json!({"Invalid": "Arguments: a: appears twice"}));
     let huge = "x".repeat(300 * 1024);
-    let (status, _) = call(&srv, &alice, "tools/save_version", json!({"tool": tool, "code": huge, "args": [], "changelog": ""})).await;
+    let (status, _) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": huge, "args": [], "changelog": ""})).await;
     assert_eq!(status, 422);
-    let (status, body) = call(&srv, &alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": [], "changelog": "ok"})).await;
+    let (status, body) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": [], "changelog": "ok"})).await;
     assert_eq!((status, body), (200, json!(1)), "the first valid save is version 1: nothing was half-written before");
 });

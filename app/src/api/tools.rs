@@ -58,6 +58,8 @@ pub struct ToolInfo {
     pub published_args: Vec<ArgDef>,
     pub published_changelog: Option<String>,
     pub versions: Vec<VersionRow>,
+    /// The listing's MCP endpoint, a full URL.
+    pub endpoint: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,6 +200,12 @@ mod convert {
             memory_mib: t.memory_mib,
             can_edit: tools::can_edit(user, &t),
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
+            endpoint: format!(
+                "{}/mcp/tools/{}/{}",
+                use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(),
+                t.department,
+                t.name
+            ),
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
             versions: versions
                 .into_iter()

@@ -73,6 +73,18 @@ fn demo_tools() -> Vec<DemoTool> {
             code: "const metres = { m: 1, ft: 0.3048, in: 0.0254, km: 1000 };\nconst result = $value * metres[$from] / metres[$to];\nreturn `${$value} ${$from} = ${Number(result.toFixed(4))} ${$to}`;\n",
             test_cases: &[("1 km in m", r#"{"value":1,"from":"km","to":"m"}"#, Some("1 km = 1000 m"))],
         },
+        DemoTool {
+            name: "countdown",
+            title: "Countdown",
+            description: "Counts down from `from` to zero, reporting progress and logging each step.\n\n\
+                          Shows `$progress` (MCP progress notifications) and `console` (MCP log messages).",
+            tags: "demo progress",
+            args: json!([
+                { "name": "from", "type": { "kind": "integer" }, "description": "Where to start", "required": false, "default": 3, "example": 3 }
+            ]),
+            code: "const from = args.from ?? 3;\nfor (let i = from; i > 0; i--) {\n  console.info(`${i}…`);\n  $progress(from - i + 1, from, `${i} to go`);\n}\nconsole.warn('liftoff');\nreturn `Counted down from ${from}.`;\n",
+            test_cases: &[("from three", r#"{"from":3}"#, Some("Counted down from 3."))],
+        },
     ]
 }
 

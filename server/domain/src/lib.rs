@@ -6,9 +6,11 @@
 pub mod accounts;
 pub mod admin;
 pub mod audit;
+pub mod changes;
 mod demo;
 pub mod ids;
 pub mod markdown;
+pub mod mcp_sessions;
 pub mod names;
 pub mod passwords;
 pub mod policy;
@@ -25,6 +27,7 @@ use std::sync::Arc;
 pub use accounts::{AccountError, Department, User};
 pub use store::{Db, StoreError};
 
+use crate::changes::ListingChanges;
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::usage::UsageRecorder;
 
@@ -39,6 +42,7 @@ struct Inner {
     settings: Settings,
     sandbox: Sandbox,
     usage: UsageRecorder,
+    changes: ListingChanges,
 }
 
 /// Knobs the domain needs from configuration.
@@ -70,11 +74,17 @@ impl Toolshed {
     pub fn new(db: Db, settings: Settings) -> Self {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
         let usage = UsageRecorder::start(db.clone());
-        Self { db, inner: Arc::new(Inner { settings, sandbox, usage }) }
+        let changes = ListingChanges::new(db.clone());
+        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes }) }
     }
 
     pub fn usage(&self) -> &UsageRecorder {
         &self.inner.usage
+    }
+
+    /// Changes to listings, from every replica (for MCP `list_changed`).
+    pub fn listing_changes(&self) -> &ListingChanges {
+        &self.inner.changes
     }
 
     pub fn settings(&self) -> &Settings {

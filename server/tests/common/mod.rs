@@ -21,40 +21,69 @@ pub struct TestServer {
     child: Child,
 }
 
+/// A second `toolshed` process on the same database and data dir: what a load
+/// balancer's other replica is.
+pub struct Replica {
+    pub base: String,
+    _child: Child,
+}
+
+impl Replica {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+}
+
+/// Starts `toolshed serve` on a random port; returns it with its base URL and
+/// the first-start admin password (empty when the database already had one).
+async fn spawn(db_url: &str, data_dir: &std::path::Path, extra_args: &[&str]) -> (Child, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .arg("serve")
+        .args(extra_args)
+        .env("TOOLSHED_ADDR", "127.0.0.1:0")
+        .env("TOOLSHED_DATA_DIR", data_dir)
+        .env("DATABASE_URL", db_url)
+        .env_remove("TOOLSHED_BASE_URL")
+        .env_remove("TOOLSHED_MCP_SESSIONS")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the toolshed binary");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut admin_password = String::new();
+    let base = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(p) = line.trim().strip_prefix("password: ") {
+                admin_password = p.to_owned();
+            }
+            if let Some(url) = line.strip_prefix("Toolshed is serving on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the server exited before it was ready");
+    })
+    .await
+    .expect("the server starts within a minute");
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base, admin_password)
+}
+
 impl TestServer {
-    pub async fn start(backend: Backend) -> Self {
+    /// Starts a server with extra `serve` flags, e.g. `["--mcp-sessions", "stateless"]`.
+    pub async fn start_with(backend: Backend, args: &[&str]) -> Self {
         let db = TestDb::new(backend).await;
         let data_dir = TempDir::new();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
-            .arg("serve")
-            .env("TOOLSHED_ADDR", "127.0.0.1:0")
-            .env("TOOLSHED_DATA_DIR", data_dir.path())
-            .env("DATABASE_URL", &db.url)
-            .env_remove("TOOLSHED_BASE_URL")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the toolshed binary");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut admin_password = String::new();
-        let base = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(p) = line.trim().strip_prefix("password: ") {
-                    admin_password = p.to_owned();
-                }
-                if let Some(url) = line.strip_prefix("Toolshed is serving on ") {
-                    return url.trim().to_owned();
-                }
-            }
-            panic!("the server exited before it was ready");
-        })
-        .await
-        .expect("the server starts within a minute");
-        // Keep draining stdout so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (child, base, admin_password) = spawn(&db.url, data_dir.path(), args).await;
         Self { base, admin_password, db, data_dir, child }
+    }
+
+    /// Another replica of this server: same database, same session key.
+    pub async fn replica(&self) -> Replica {
+        let (child, base, _) = spawn(&self.db.url, self.data_dir.path(), &[]).await;
+        Replica { base, _child: child }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -109,6 +138,62 @@ impl TestServer {
         (res.status(), res.text().await.unwrap())
     }
 
+    /// Registers `name` in `department` and returns a signed-in client.
+    pub async fn member(&self, name: &str, department: &str) -> reqwest::Client {
+        let client = self.browser();
+        self.post_form(
+            &client,
+            "/api/register",
+            &[
+                ("username", name),
+                ("display_name", name),
+                ("department", "general"),
+                ("new_department", department),
+                ("password", "a-long-enough-password"),
+                ("password_confirm", "a-long-enough-password"),
+            ],
+        )
+        .await;
+        client
+    }
+
+    /// Calls a JSON server function the way the wasm does; returns status and body.
+    pub async fn server_fn(&self, client: &reqwest::Client, endpoint: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let res = client
+            .post(self.url(&format!("/api/{endpoint}")))
+            .header("Accept", "application/json")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Creates a tool with a plain form post and returns its ID.
+    pub async fn create_tool(&self, client: &reqwest::Client, name: &str, visibility: &str) -> i64 {
+        self.post_form(client, "/api/tools/create", &[("name", name), ("title", name), ("description", ""), ("tags", ""), ("visibility", visibility)])
+            .await;
+        let res = client
+            .post(self.url("/api/tools/mine"))
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let dept_and_name: serde_json::Value = res.json().await.unwrap();
+        let card = dept_and_name.as_array().unwrap().iter().find(|t| t["name"] == name).expect("the new tool is listed").clone();
+        let res = client
+            .post(self.url("/api/tools/detail"))
+            .header("Accept", "application/json")
+            .form(&[("department", card["department"].as_str().unwrap()), ("name", name)])
+            .send()
+            .await
+            .unwrap();
+        res.json::<serde_json::Value>().await.unwrap()["id"].as_i64().unwrap()
+    }
+
     /// Creates an API token for `username` with the operator command.
     pub fn token(&self, username: &str) -> String {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
@@ -130,23 +215,27 @@ impl TestServer {
     }
 }
 
-/// `server_test!(name, |srv: TestServer| async move { … })` runs on SQLite and on PostgreSQL.
+/// `server_test!(name, |srv: TestServer| async move { … })` runs on SQLite and on PostgreSQL;
+/// `server_test!(name, ["--flag", "value"], |srv| …)` passes `serve` flags.
 #[macro_export]
 macro_rules! server_test {
     ($name:ident, $body:expr) => {
+        server_test!($name, [], $body);
+    };
+    ($name:ident, [$($arg:expr),*], $body:expr) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
             #[tokio::test]
             async fn sqlite() {
-                let srv = common::TestServer::start(toolshed_domain::store::Backend::Sqlite).await;
+                let srv = common::TestServer::start_with(toolshed_domain::store::Backend::Sqlite, &[$($arg),*]).await;
                 ($body)(srv).await;
             }
 
             #[tokio::test]
             async fn postgres() {
-                let srv = common::TestServer::start(toolshed_domain::store::Backend::Postgres).await;
+                let srv = common::TestServer::start_with(toolshed_domain::store::Backend::Postgres, &[$($arg),*]).await;
                 ($body)(srv).await;
             }
         }

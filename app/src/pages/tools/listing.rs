@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
 use crate::api::{tool_detail, RunTarget, ToolInfo};
@@ -113,13 +114,16 @@ fn Listing(tool: ToolInfo) -> impl IntoView {
                     </ul>
                 </section>
             </div>
-            <aside class="card">
+            <aside>
+                {tool.published_version.is_some().then(|| view! { <ConnectPanel endpoint=tool.endpoint.clone() name=tool.name.clone() published_args=tool.published_args.clone() /> })}
+                <section class="card">
                 <h2>"Run"</h2>
                 {if tool.published_version.is_some() {
                     view! { <RunPanel tool=id args=Signal::stored(args) target=Callback::new(|_| RunTarget::Published) /> }.into_any()
                 } else {
                     view! { <p class="muted">"Not published yet."</p> }.into_any()
                 }}
+                </section>
             </aside>
         </div>
     }

@@ -4,6 +4,7 @@ mod args_editor;
 mod editor;
 mod list;
 mod listing;
+mod mcp_debugger;
 mod new;
 mod run_panel;
 

@@ -1,0 +1,232 @@
+//! The listing page's Connect panel: the endpoint, ready-to-paste client
+//! configurations, and a live MCP debugger that speaks JSON-RPC to the real
+//! endpoint from the browser (signed in by the session cookie, no token
+//! needed) and shows every message both ways.
+
+use leptos::prelude::*;
+use serde_json::{json, Value};
+
+use crate::api::MockArguments;
+use crate::args::ArgDef;
+
+/// One JSON-RPC message in the debugger's log.
+#[derive(Debug, Clone, PartialEq)]
+struct Logged {
+    outgoing: bool,
+    /// HTTP status and content type for replies; the method for requests.
+    note: String,
+    body: String,
+}
+
+/// How to connect an MCP client: the endpoint and ready-to-paste configurations.
+#[component]
+pub fn ConnectPanel(endpoint: String, name: String, published_args: Vec<ArgDef>) -> impl IntoView {
+    let tab = RwSignal::new("json");
+    let copied = RwSignal::new(false);
+    let mcp_json = format!(
+        "{{\n  \"mcpServers\": {{\n    \"{name}\": {{\n      \"url\": \"{endpoint}\",\n      \"headers\": {{ \"Authorization\": \"Bearer <your token>\" }}\n    }}\n  }}\n}}"
+    );
+    let cherry = format!(
+        "{{\n  \"mcpServers\": {{\n    \"{name}\": {{\n      \"type\": \"streamableHttp\",\n      \"baseUrl\": \"{endpoint}\",\n      \"headers\": {{ \"Authorization\": \"Bearer <your token>\" }}\n    }}\n  }}\n}}"
+    );
+    let curl = format!(
+        "curl -s {endpoint} \\\n  -H 'Authorization: Bearer <your token>' \\\n  -H 'Content-Type: application/json' \\\n  -H 'Accept: application/json, text/event-stream' \\\n  -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}'"
+    );
+    let sse = format!("{endpoint}/sse");
+    let copy = {
+        let endpoint = endpoint.clone();
+        move |_| {
+            copy_to_clipboard(&endpoint);
+            copied.set(true);
+        }
+    };
+    view! {
+        <section class="card connect-panel">
+            <h2>"Connect"</h2>
+            <p class="muted small">
+                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Create a token on your "
+                <a href="/account">"Account"</a> " page."
+            </p>
+            <div class="endpoint-row">
+                <input class="mono endpoint" readonly value=endpoint.clone() />
+                <button type="button" class="button secondary copy-button" on:click=copy>
+                    {move || if copied.get() { "Copied" } else { "Copy" }}
+                </button>
+            </div>
+            <div class="run-tabs">
+                <button type="button" class:active=move || tab.get() == "json" on:click=move |_| tab.set("json")>"Claude / Cursor / VS Code"</button>
+                <button type="button" class:active=move || tab.get() == "cherry" on:click=move |_| tab.set("cherry")>"Cherry Studio"</button>
+                <button type="button" class:active=move || tab.get() == "curl" on:click=move |_| tab.set("curl")>"curl"</button>
+            </div>
+            <pre class="mono snippet">
+                {move || match tab.get() { "cherry" => cherry.clone(), "curl" => curl.clone(), _ => mcp_json.clone() }}
+            </pre>
+            <McpDebugger endpoint=endpoint tool=name args=published_args />
+        </section>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn copy_to_clipboard(text: &str) {
+    let _ = window().navigator().clipboard().write_text(text);
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn copy_to_clipboard(_text: &str) {}
+
+/// initialize → tools/list → tools/call against the live endpoint, every
+/// message shown.
+#[component]
+fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoView {
+    let log = RwSignal::new(Vec::<Logged>::new());
+    let session = RwSignal::new(None::<String>);
+    let connected = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let input = RwSignal::new("{}".to_owned());
+    let mock = ServerAction::<MockArguments>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(text)) = mock.value().get() {
+            input.set(text);
+        }
+    });
+    let next_id = StoredValue::new(1_u64);
+    let endpoint = StoredValue::new(endpoint);
+
+    // Sends one message, logs both ways, returns the reply's JSON-RPC messages.
+    let exchange = move |method: &'static str, params: Option<Value>, is_request: bool| async move {
+        let mut msg = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        if is_request {
+            let id = next_id.get_value();
+            next_id.set_value(id + 1);
+            msg["id"] = json!(id);
+        }
+        let body = serde_json::to_string(&msg).unwrap_or_default();
+        log.update(|l| l.push(Logged { outgoing: true, note: method.to_owned(), body: pretty(&msg) }));
+        match post(&endpoint.get_value(), &body, session.get_untracked()).await {
+            Ok(reply) => {
+                if let Some(id) = reply.session.clone() {
+                    session.set(Some(id));
+                }
+                let messages = messages_in(&reply.body);
+                let note = format!("HTTP {} {}", reply.status, reply.content_type);
+                if messages.is_empty() {
+                    log.update(|l| l.push(Logged { outgoing: false, note: note.clone(), body: reply.body.trim().to_owned() }));
+                }
+                for m in &messages {
+                    log.update(|l| l.push(Logged { outgoing: false, note: note.clone(), body: pretty(m) }));
+                }
+                Ok(messages)
+            }
+            Err(e) => {
+                log.update(|l| l.push(Logged { outgoing: false, note: "network error".into(), body: e.clone() }));
+                Err(e)
+            }
+        }
+    };
+
+    let connect = move |_| {
+        busy.set(true);
+        log.set(Vec::new());
+        session.set(None);
+        mock.dispatch(MockArguments { args: args.clone() });
+        leptos::task::spawn_local(async move {
+            let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "toolshed-debugger", "version": "1"}});
+            if exchange("initialize", Some(init), true).await.is_ok_and(|m| m.iter().any(|m| m.get("result").is_some())) {
+                let _ = exchange("notifications/initialized", None, false).await;
+                let _ = exchange("tools/list", None, true).await;
+                connected.set(true);
+            }
+            busy.set(false);
+        });
+    };
+    let call = move |_| {
+        let arguments = serde_json::from_str::<Value>(&input.get_untracked()).unwrap_or_else(|_| json!({}));
+        let tool = tool.clone();
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            let _ = exchange("tools/call", Some(json!({"name": tool, "arguments": arguments})), true).await;
+            busy.set(false);
+        });
+    };
+
+    view! {
+        <div class="mcp-debugger">
+            <h3>"MCP debugger"</h3>
+            <p class="muted small">"Talks to the live endpoint as you, and shows every JSON-RPC message."</p>
+            <div class="debugger-actions">
+                <button type="button" class="button secondary debugger-connect" disabled=move || busy.get() on:click=connect>
+                    {move || if connected.get() { "Reconnect" } else { "Connect" }}
+                </button>
+                {move || session.get().map(|s| view! { <span class="muted small mono">"session " {s}</span> })}
+            </div>
+            <Show when=move || connected.get()>
+                <label class="small">"Arguments for tools/call"
+                    <textarea class="mono debugger-args" rows="4" prop:value=move || input.get() on:input=move |ev| input.set(event_target_value(&ev))></textarea>
+                </label>
+                <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call.clone()>"Call tool"</button>
+            </Show>
+            <ol class="debugger-log">
+                {move || log.get().into_iter().map(|m| view! {
+                    <li class:outgoing=m.outgoing class:incoming=!m.outgoing>
+                        <span class="direction">{if m.outgoing { "→ " } else { "← " }}{m.note}</span>
+                        <pre class="mono">{m.body}</pre>
+                    </li>
+                }).collect_view()}
+            </ol>
+        </div>
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// The JSON-RPC messages in a reply body: plain JSON, or the `data:` lines of
+/// an SSE stream.
+fn messages_in(body: &str) -> Vec<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return vec![v];
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .collect()
+}
+
+struct Reply {
+    status: u16,
+    content_type: String,
+    session: Option<String>,
+    body: String,
+}
+
+#[cfg(feature = "hydrate")]
+async fn post(url: &str, body: &str, session: Option<String>) -> Result<Reply, String> {
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_futures::JsFuture;
+    let js_err = |e: wasm_bindgen::JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let headers = web_sys::Headers::new().map_err(js_err)?;
+    headers.set("Content-Type", "application/json").map_err(js_err)?;
+    headers.set("Accept", "application/json, text/event-stream").map_err(js_err)?;
+    headers.set("MCP-Protocol-Version", "2025-06-18").map_err(js_err)?;
+    if let Some(id) = &session {
+        headers.set("Mcp-Session-Id", id).map_err(js_err)?;
+    }
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_headers(&headers);
+    init.set_body(&wasm_bindgen::JsValue::from_str(body));
+    let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(js_err)?;
+    let response: web_sys::Response = JsFuture::from(window().fetch_with_request(&request)).await.map_err(js_err)?.unchecked_into();
+    let text = JsFuture::from(response.text().map_err(js_err)?).await.map_err(js_err)?.as_string().unwrap_or_default();
+    let header = |name: &str| response.headers().get(name).ok().flatten();
+    Ok(Reply { status: response.status(), content_type: header("content-type").unwrap_or_default(), session: header("mcp-session-id"), body: text })
+}
+
+#[cfg(not(feature = "hydrate"))]
+async fn post(_url: &str, _body: &str, _session: Option<String>) -> Result<Reply, String> {
+    Err("the debugger runs in the browser".into())
+}

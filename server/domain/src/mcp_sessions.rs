@@ -1,0 +1,69 @@
+//! MCP sessions kept in the database, so that any replica can resume a session
+//! another one started (behind a load balancer without sticky routing). The
+//! state is opaque here: the MCP layer stores the client's `initialize`
+//! parameters as JSON, and the logging level the client asked for.
+
+use sqlx::Row;
+
+use crate::store::StoreError;
+use crate::{now_ms, Toolshed};
+
+/// Sessions unused for this long are forgotten; their clients initialize again.
+pub const IDLE_LIMIT_MS: i64 = 24 * 60 * 60 * 1000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    pub state_json: String,
+    pub log_level: Option<String>,
+}
+
+impl Toolshed {
+    pub async fn save_mcp_session(&self, id: &str, state_json: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO mcp_sessions (id, state_json, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at",
+        )
+        .bind(id)
+        .bind(state_json)
+        .bind(now_ms())
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A live session's state; touching it keeps it alive.
+    pub async fn load_mcp_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let now = now_ms();
+        let row = sqlx::query("UPDATE mcp_sessions SET updated_at = $1 WHERE id = $2 AND updated_at > $3 RETURNING state_json, log_level")
+            .bind(now)
+            .bind(id)
+            .bind(now - IDLE_LIMIT_MS)
+            .fetch_optional(self.db.pool())
+            .await?;
+        row.map(|r| Ok(StoredSession { state_json: r.try_get("state_json")?, log_level: r.try_get("log_level")? })).transpose()
+    }
+
+    pub async fn set_mcp_session_log_level(&self, id: &str, level: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE mcp_sessions SET log_level = $1, updated_at = $2 WHERE id = $3")
+            .bind(level)
+            .bind(now_ms())
+            .bind(id)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(self.db.pool()).await?;
+        Ok(())
+    }
+
+    /// Forgets sessions idle past [`IDLE_LIMIT_MS`]; returns how many.
+    pub async fn delete_idle_mcp_sessions(&self) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1")
+            .bind(now_ms() - IDLE_LIMIT_MS)
+            .execute(self.db.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

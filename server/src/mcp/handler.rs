@@ -1,0 +1,277 @@
+//! The MCP server behind every endpoint: one [`ListingHandler`] per session (per
+//! request when stateless), serving a listing's published tool through the
+//! domain layer, whatever transport brought the request.
+
+#![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); 2025-06-18 and 2025-11-25 clients use it.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio::sync::{broadcast, mpsc};
+use toolshed_domain::ids::ToolId;
+use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
+use toolshed_domain::tools::{RunSource, ToolError, Via};
+use toolshed_domain::Toolshed;
+
+use super::Caller;
+
+/// How a request reached the handler; recorded with each call's usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP with sessions: the session can be told of list changes.
+    StreamableHttp,
+    /// Streamable HTTP, one request at a time: nothing outlives the request.
+    Stateless,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+}
+
+impl Transport {
+    fn usage_name(self) -> &'static str {
+        match self {
+            Transport::StreamableHttp | Transport::Stateless => "mcp-http",
+            Transport::Sse => "mcp-sse",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct ListingHandler {
+    toolshed: Toolshed,
+    transport: Transport,
+    session: Arc<Session>,
+}
+
+#[derive(Default)]
+struct Session {
+    /// The listing (id, audit target) the session was opened on; later requests must be for it.
+    listing: OnceLock<(ToolId, String)>,
+    /// Set by `logging/setLevel`; until then console output is not forwarded.
+    log_level: Mutex<Option<LoggingLevel>>,
+}
+
+impl ListingHandler {
+    pub fn new(toolshed: Toolshed, transport: Transport) -> Self {
+        Self { toolshed, transport, session: Arc::default() }
+    }
+
+    /// The caller the token check put in the request, for this session's listing.
+    fn caller(&self, ctx_extensions: &rmcp::model::Extensions) -> Result<Caller, McpError> {
+        let caller = ctx_extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+            .cloned()
+            .ok_or_else(|| McpError::internal_error("request reached the MCP handler without a caller", None))?;
+        match self.session.listing.get() {
+            Some((id, _)) if *id != caller.tool.id => Err(McpError::invalid_request("This session belongs to another listing.", None)),
+            _ => Ok(caller),
+        }
+    }
+
+    /// The published version of the caller's listing, as MCP describes a tool.
+    async fn describe(&self, c: &Caller) -> Result<McpTool, McpError> {
+        let n = c.tool.published_version.ok_or_else(|| McpError::resource_not_found("not published", None))?;
+        let v = self.toolshed.version(&c.user, c.tool.id, n).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let schema = match toolshed_domain::schema::to_json_schema(&v.args) {
+            serde_json::Value::Object(map) => map,
+            _ => Default::default(),
+        };
+        let mut tool = McpTool::new(c.tool.name.clone(), c.tool.description.clone(), Arc::new(schema))
+            .with_title(c.tool.title.clone())
+            .with_annotations(ToolAnnotations::new().read_only(c.tool.read_only_hint).destructive(c.tool.destructive_hint));
+        if let Some(serde_json::Value::Object(out)) = v.output_schema {
+            tool = tool.with_raw_output_schema(Arc::new(out));
+        }
+        Ok(tool)
+    }
+
+    /// Tells the client whenever its listing changes (publish, roll back,
+    /// settings, moderation), on any replica, until the session ends.
+    async fn forward_list_changes(peer: Peer<RoleServer>, mut changes: broadcast::Receiver<toolshed_domain::changes::Changed>, target: String) {
+        let mut check_closed = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            let changed = tokio::select! {
+                c = changes.recv() => c,
+                _ = check_closed.tick() => {
+                    if peer.is_transport_closed() { return } else { continue }
+                }
+            };
+            let ours = match changed {
+                Ok(t) => *t == *target,
+                // Missed some: a spurious notification is harmless, a missing one is not.
+                Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if ours && peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The session a Streamable HTTP request belongs to, from its header.
+fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+    Some(parts.headers.get("mcp-session-id")?.to_str().ok()?.to_owned())
+}
+
+fn mcp_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Log | LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Warn => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+    }
+}
+
+/// Severity order of MCP levels (RFC 5424), least severe first.
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn parse_level(raw: &str) -> Option<LoggingLevel> {
+    serde_json::from_value(serde_json::Value::String(raw.to_owned())).ok()
+}
+
+/// Sends a running call's console lines (at or above the client's level) and
+/// `$progress` reports (when the client gave a progress token) as they happen.
+async fn forward_run_events(
+    mut events: mpsc::UnboundedReceiver<RunEvent>,
+    peer: Peer<RoleServer>,
+    level: Option<LoggingLevel>,
+    progress: Option<ProgressToken>,
+    logger: String,
+) {
+    while let Some(event) = events.recv().await {
+        let sent = match event {
+            RunEvent::Console(line) => match level {
+                Some(min) if rank(mcp_level(line.level)) >= rank(min) => {
+                    let param = LoggingMessageNotificationParam::new(mcp_level(line.level), serde_json::Value::String(line.message))
+                        .with_logger(logger.clone());
+                    peer.notify_logging_message(param).await
+                }
+                _ => Ok(()),
+            },
+            RunEvent::Progress { done, total, message } => match &progress {
+                Some(token) => {
+                    let mut param = ProgressNotificationParam::new(token.clone(), done);
+                    param.total = total;
+                    param.message = message;
+                    peer.notify_progress(param).await
+                }
+                None => Ok(()),
+            },
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+impl ServerHandler for ListingHandler {
+    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        let c = self.caller(&context.extensions)?;
+        let _ = self.session.listing.set((c.tool.id, format!("tool:{}", c.tool.slug())));
+        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
+            // A session started elsewhere: bring back what the client had set.
+            match self.toolshed.load_mcp_session(&restored.id).await {
+                Ok(Some(s)) => *self.session.log_level.lock().expect("log level lock") = s.log_level.as_deref().and_then(parse_level),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "could not load a resumed MCP session's settings"),
+            }
+        }
+        let version = c.tool.published_version.map(|v| format!("v{v}")).unwrap_or_default();
+        result.server_info = Implementation::new(c.tool.slug(), version);
+        result.instructions = Some(c.tool.description.clone()).filter(|d| !d.is_empty());
+        Ok(result)
+    }
+
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.transport == Transport::Stateless {
+            return; // nothing to send list changes on
+        }
+        if let Some((_, target)) = self.session.listing.get() {
+            let changes = self.toolshed.listing_changes().subscribe();
+            tokio::spawn(Self::forward_list_changes(context.peer, changes, target.clone()));
+        }
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        *self.session.log_level.lock().expect("log level lock") = Some(request.level);
+        if let Some(id) = session_id(&context) {
+            let level = serde_json::to_value(request.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            if let Err(e) = self.toolshed.set_mcp_session_log_level(&id, &level).await {
+                tracing::warn!(error = %e, "could not store an MCP session's logging level");
+            }
+        }
+        Ok(())
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+        let c = self.caller(&context.extensions)?;
+        Ok(ListToolsResult::with_all_items(vec![self.describe(&c).await?]))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        let c = self.caller(&context.extensions)?;
+        if request.name != c.tool.name {
+            return Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None));
+        }
+        let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let level = *self.session.log_level.lock().expect("log level lock");
+        let progress = context.meta.get_progress_token();
+        let (events, forwarder) = if level.is_some() || progress.is_some() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, c.tool.slug()))))
+        } else {
+            (None, None)
+        };
+        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id) };
+        let report = self.toolshed.run_tool_via(&c.user, c.tool.id, RunSource::Published, input, via, events).await;
+        if let Some(forwarder) = forwarder {
+            // Log lines and progress go out before the result they belong to.
+            let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
+        }
+        let result = match report {
+            Ok(r) => match r.outcome.result {
+                Ok(ToolValue::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Ok(ToolValue::Json(value)) => {
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+                    result.structured_content = Some(value);
+                    result
+                }
+                Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+            },
+            // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
+            Err(ToolError::BadArguments(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
+            Err(ToolError::Busy) => CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())]),
+            Err(ToolError::NotFound | ToolError::NotPublished) => return Err(McpError::resource_not_found("No such listing.", None)),
+            Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
+        };
+        Ok(result.into())
+    }
+}

@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { BASE } from './browser.mjs';
 
 const TOKEN = process.env.TOOLSHED_TOKEN;
@@ -59,3 +61,66 @@ test('no token, a wrong token, or an unknown listing are refused', async () => {
   assert.equal(res.status, 401);
   assert.match(res.headers.get('www-authenticate'), /Bearer/);
 });
+
+test('legacy SSE clients (the SDK\'s SSEClientTransport) list and call tools', async () => {
+  const client = new Client({ name: 'toolshed-e2e-sse', version: '1.0.0' });
+  const headers = { Authorization: `Bearer ${TOKEN}` };
+  const transport = new SSEClientTransport(new URL(`${BASE}/mcp/tools/demo/echo/sse`), {
+    requestInit: { headers },
+    eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...init?.headers, ...headers } }) },
+  });
+  await client.connect(transport);
+  assert.equal(client.getServerVersion().name, 'demo/echo');
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name), ['echo']);
+  const result = await client.callTool({ name: 'echo', arguments: { text: 'over the legacy transport' } });
+  assert.deepEqual(result.content, [{ type: 'text', text: 'over the legacy transport' }]);
+  await client.close();
+});
+
+test('console output arrives as log messages and $progress as progress notifications', async () => {
+  const client = await connect('/mcp/tools/demo/countdown');
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+  await client.setLoggingLevel('info');
+  const progress = [];
+  const result = await client.callTool({ name: 'countdown', arguments: { from: 3 } }, undefined, {
+    onprogress: (p) => progress.push([p.progress, p.total, p.message]),
+  });
+  assert.equal(result.content[0].text, 'Counted down from 3.');
+  assert.deepEqual(progress, [[1, 3, '3 to go'], [2, 3, '2 to go'], [3, 3, '1 to go']]);
+  // Log messages travel on the session's own event stream: give it a moment.
+  for (let i = 0; i < 50 && logs.length < 4; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(logs.map((l) => [l.level, l.data]), [['info', '3…'], ['info', '2…'], ['info', '1…'], ['warning', 'liftoff']]);
+  assert.equal(logs[0].logger, 'demo/countdown');
+  await client.close();
+});
+
+test('publishing tells connected clients that the tool list changed', async () => {
+  const client = await connect('/mcp/tools/demo/echo');
+  let changed = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed += 1; });
+  await client.listTools(); // the SDK opens the session's event stream after initializing
+  await new Promise((r) => setTimeout(r, 500));
+  await publishAsAdmin('demo', 'echo', 1);
+  for (let i = 0; i < 50 && changed === 0; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(changed, 1);
+  await client.close();
+});
+
+/** Signs in as the administrator with plain form posts, and publishes a version. */
+async function publishAsAdmin(department, name, version) {
+  const form = (fields) => ({
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: BASE, Accept: 'application/json', ...(fields.cookie ? { Cookie: fields.cookie } : {}) },
+    body: new URLSearchParams(fields.body).toString(),
+  });
+  const login = await fetch(`${BASE}/api/login`, form({ body: { username: 'admin', password: process.env.TOOLSHED_ADMIN_PASSWORD } }));
+  const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  assert.ok(cookie.includes('toolshed_session'), `signed in (${login.status})`);
+  const detail = await fetch(`${BASE}/api/tools/detail`, form({ cookie, body: { department, name } }));
+  const { id } = await detail.json();
+  const published = await fetch(`${BASE}/api/tools/publish`, form({ cookie, body: { tool: String(id), version: String(version) } }));
+  assert.equal(published.status, 200, await published.text());
+}

@@ -2,6 +2,7 @@
 // save, publish, edit, roll back. Real browser, real release server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
 
 let browser;
@@ -96,13 +97,27 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   assert.match(await page.textContent('.markdown'), /Greets someone, several times/);
   assert.equal(await page.inputValue('.connect-panel .endpoint'), `${BASE}/mcp/tools/platform/${name}`);
   await page.click('.connect-panel button:has-text("curl")');
-  assert.match(await page.textContent('.connect-panel .snippet'), /tools\/list/);
+  // The curl snippet is a working script: run it with a real token.
+  const script = (await page.textContent('.connect-panel .snippet')).replace('<your token>', process.env.TOOLSHED_TOKEN);
+  assert.match(execFileSync('bash', ['-c', script], { encoding: 'utf8' }), new RegExp(`"name":"${name}"`));
   await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('who'));
   await page.click('.run-button');
   await page.waitForSelector('.run-result');
   assert.match(await page.textContent('.run-meta'), /v1/);
   assert.match(await page.textContent('.run-result .result'), /Hi world, Hi world/);
   await shot(page, '12-listing-run');
+
+  // The MCP debugger: initialize → tools/list → tools/call against the live endpoint.
+  await page.click('.debugger-connect');
+  await page.waitForSelector('.debugger-call');
+  const log = () => page.textContent('.debugger-log');
+  assert.match(await log(), /→ initialize[\s\S]*← HTTP 200 · result[\s\S]*→ notifications\/initialized[\s\S]*← HTTP 202[\s\S]*→ tools\/list[\s\S]*"inputSchema"/);
+  await page.waitForFunction(() => document.querySelector('.debugger-args')?.value.includes('who'));
+  await page.fill('.debugger-args', '{"who": "debugger", "times": 1}');
+  await page.click('.debugger-call');
+  await page.waitForFunction(() => document.querySelector('.debugger-log')?.textContent.includes('Hi debugger'));
+  assert.match(await page.textContent('.mcp-debugger .mono.small'), /session [0-9a-f-]{16,}/);
+  await shot(page, '14-mcp-debugger');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
 };
@@ -123,6 +123,15 @@ fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
     Some(parts.headers.get("mcp-session-id")?.to_str().ok()?.to_owned())
 }
 
+/// The server as clients see it: named after the listing, at its published
+/// version, with its description as the instructions for the model.
+fn describe_server(c: &Caller, mut info: InitializeResult) -> InitializeResult {
+    let version = c.tool.published_version.map(|v| format!("v{v}")).unwrap_or_default();
+    info.server_info = Implementation::new(c.tool.slug(), version);
+    info.instructions = Some(c.tool.description.clone()).filter(|d| !d.is_empty());
+    info
+}
+
 fn mcp_level(level: LogLevel) -> LoggingLevel {
     match level {
         LogLevel::Debug => LoggingLevel::Debug,
@@ -188,7 +197,7 @@ async fn forward_run_events(
 impl ServerHandler for ListingHandler {
     async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
-        let mut result = self.negotiate_initialize(&request)?;
+        let result = self.negotiate_initialize(&request)?;
         let c = self.caller(&context.extensions)?;
         let _ = self.session.listing.set((c.tool.id, format!("tool:{}", c.tool.slug())));
         if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
@@ -199,10 +208,13 @@ impl ServerHandler for ListingHandler {
                 Err(e) => tracing::warn!(error = %e, "could not load a resumed MCP session's settings"),
             }
         }
-        let version = c.tool.published_version.map(|v| format!("v{v}")).unwrap_or_default();
-        result.server_info = Implementation::new(c.tool.slug(), version);
-        result.instructions = Some(c.tool.description.clone()).filter(|d| !d.is_empty());
-        Ok(result)
+        Ok(describe_server(&c, result))
+    }
+
+    /// The 2026-07-28 protocol's handshake-free way to ask what the server is.
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let c = self.caller(&context.extensions)?;
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), describe_server(&c, self.get_info())))
     }
 
     fn get_info(&self) -> InitializeResult {

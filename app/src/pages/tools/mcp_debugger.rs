@@ -13,7 +13,7 @@ use crate::args::ArgDef;
 #[derive(Debug, Clone, PartialEq)]
 struct Logged {
     outgoing: bool,
-    /// HTTP status and content type for replies; the method for requests.
+    /// The method for requests; HTTP status and what came back for replies.
     note: String,
     body: String,
 }
@@ -29,8 +29,13 @@ pub fn ConnectPanel(endpoint: String, name: String, published_args: Vec<ArgDef>)
     let cherry = format!(
         "{{\n  \"mcpServers\": {{\n    \"{name}\": {{\n      \"type\": \"streamableHttp\",\n      \"baseUrl\": \"{endpoint}\",\n      \"headers\": {{ \"Authorization\": \"Bearer <your token>\" }}\n    }}\n  }}\n}}"
     );
+    // A session: initialize (keep the Mcp-Session-Id), confirm, then list the tools.
     let curl = format!(
-        "curl -s {endpoint} \\\n  -H 'Authorization: Bearer <your token>' \\\n  -H 'Content-Type: application/json' \\\n  -H 'Accept: application/json, text/event-stream' \\\n  -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}'"
+        "URL={endpoint}\nH=(-H 'Authorization: Bearer <your token>' -H 'Content-Type: application/json' \\\n   -H 'Accept: application/json, text/event-stream')\n\
+         SID=$(curl -si \"$URL\" \"${{H[@]}}\" -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}' \\\n\
+         \x20 | awk 'tolower($1) == \"mcp-session-id:\" {{ print $2 }}' | tr -d '\\r')\n\
+         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}'\n\
+         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}'"
     );
     let sse = format!("{endpoint}/sse");
     let copy = {
@@ -111,12 +116,13 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
                     session.set(Some(id));
                 }
                 let messages = messages_in(&reply.body);
-                let note = format!("HTTP {} {}", reply.status, reply.content_type);
+                let http = format!("HTTP {}", reply.status);
                 if messages.is_empty() {
-                    log.update(|l| l.push(Logged { outgoing: false, note: note.clone(), body: reply.body.trim().to_owned() }));
+                    let note = if reply.body.trim().is_empty() { http.clone() } else { format!("{http} · {}", reply.body.trim()) };
+                    log.update(|l| l.push(Logged { outgoing: false, note, body: String::new() }));
                 }
                 for m in &messages {
-                    log.update(|l| l.push(Logged { outgoing: false, note: note.clone(), body: pretty(m) }));
+                    log.update(|l| l.push(Logged { outgoing: false, note: format!("{http} · {}", kind_of(m)), body: pretty(m) }));
                 }
                 Ok(messages)
             }
@@ -169,14 +175,33 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
                 <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call.clone()>"Call tool"</button>
             </Show>
             <ol class="debugger-log">
-                {move || log.get().into_iter().map(|m| view! {
-                    <li class:outgoing=m.outgoing class:incoming=!m.outgoing>
-                        <span class="direction">{if m.outgoing { "→ " } else { "← " }}{m.note}</span>
-                        <pre class="mono">{m.body}</pre>
-                    </li>
-                }).collect_view()}
+                {move || {
+                    let entries = log.get();
+                    let newest = entries.len().saturating_sub(2);
+                    entries.into_iter().enumerate().map(|(i, m)| view! {
+                        <li class:outgoing=m.outgoing class:incoming=!m.outgoing>
+                            <details open={i >= newest}>
+                                <summary class="direction">{if m.outgoing { "→ " } else { "← " }}{m.note}</summary>
+                                <pre class="mono">{m.body}</pre>
+                            </details>
+                        </li>
+                    }).collect_view()
+                }}
             </ol>
         </div>
+    }
+}
+
+/// A reply in a few words: its result, its error, or the notification it is.
+fn kind_of(m: &Value) -> String {
+    if let Some(e) = m.get("error") {
+        format!("error {}: {}", e["code"], e["message"].as_str().unwrap_or_default())
+    } else if let Some(method) = m.get("method").and_then(Value::as_str) {
+        method.to_owned()
+    } else if m.pointer("/result/isError") == Some(&Value::Bool(true)) {
+        "result (tool error)".to_owned()
+    } else {
+        "result".to_owned()
     }
 }
 
@@ -198,7 +223,6 @@ fn messages_in(body: &str) -> Vec<Value> {
 
 struct Reply {
     status: u16,
-    content_type: String,
     session: Option<String>,
     body: String,
 }
@@ -223,7 +247,7 @@ async fn post(url: &str, body: &str, session: Option<String>) -> Result<Reply, S
     let response: web_sys::Response = JsFuture::from(window().fetch_with_request(&request)).await.map_err(js_err)?.unchecked_into();
     let text = JsFuture::from(response.text().map_err(js_err)?).await.map_err(js_err)?.as_string().unwrap_or_default();
     let header = |name: &str| response.headers().get(name).ok().flatten();
-    Ok(Reply { status: response.status(), content_type: header("content-type").unwrap_or_default(), session: header("mcp-session-id"), body: text })
+    Ok(Reply { status: response.status(), session: header("mcp-session-id"), body: text })
 }
 
 #[cfg(not(feature = "hydrate"))]

@@ -22,8 +22,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 # rust-lld is a link to the lld of the LLVM that rustc-web uses: install exactly that one.
+#   The link reads `lld-22` or `../lib/llvm-22/bin/lld` depending on the package.
 if [ ! -e "$(readlink -f /usr/bin/rust-lld)" ]; then
-    lld_pkg=$(readlink /usr/bin/rust-lld | sed -n 's|.*/llvm-\([0-9]*\)/.*|lld-\1|p')
+    lld_pkg=$(readlink /usr/bin/rust-lld | sed -n -e 's|^lld-\([0-9]*\)$|lld-\1|p' -e 's|.*llvm-\([0-9]*\)/.*|lld-\1|p')
     say "installing ${lld_pkg:-lld}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${lld_pkg:-lld}" >/dev/null
 fi
@@ -44,3 +45,23 @@ for dir in scripts end2end; do
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     fi
 done
+
+# --- npm: the TypeScript SDK reference server of the load benchmark -----------
+for dir in bench/ts-reference; do
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        say "npm ci in $dir"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+done
+
+# --- Python venv: the official MCP Python SDK and pytest (end2end/python) ----
+# Rebuilt from scratch whenever the pins in requirements.txt change (a copy of the
+# installed pins is kept in the venv) or its interpreter no longer runs.
+venv="$TOOLS/venv"
+if ! cmp -s end2end/python/requirements.txt "$venv/requirements.txt" || ! "$venv/bin/python" -c '' >/dev/null 2>&1; then
+    say "python venv with $(paste -sd ' ' end2end/python/requirements.txt) in $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r end2end/python/requirements.txt
+    cp end2end/python/requirements.txt "$venv/requirements.txt"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts the release server on a free port with a fresh SQLite database, runs the
-# browser tests in end2end/ against it, and stops it.
+# browser tests in end2end/ (and the MCP SDK clients, Node then Python) against it,
+# and stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -28,3 +29,9 @@ token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
 cd end2end
 mkdir -p output
 TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" node --test --test-concurrency=1 tests/
+cd ..
+
+echo "e2e: the official MCP Python SDK (end2end/python)" >&2
+# No .pytest_cache or __pycache__ in the tree.
+TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" PYTHONDONTWRITEBYTECODE=1 \
+    "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python

@@ -1,0 +1,223 @@
+"""MCP endpoints driven by the official Python SDK (PyPI `mcp`) over Streamable HTTP.
+
+The same behaviour as end2end/tests/mcp.test.mjs (the TypeScript SDK), from the
+other official client. scripts/e2e.sh starts a fresh release server and exports
+TOOLSHED_URL and TOOLSHED_TOKEN; run by hand with
+`"$TOOLS/venv/bin/python" -m pytest -q end2end/python`.
+
+Each client test runs twice: `auto` is what the SDK does by default (it probes
+`server/discover` and uses the 2026-07-28 protocol if the server offers it, else
+falls back to the initialize handshake); `legacy` forces the initialize handshake
+that the 2025-era clients in the field use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+BASE = os.environ.get("TOOLSHED_URL", "").rstrip("/")
+TOKEN = os.environ.get("TOOLSHED_TOKEN", "")
+HANDSHAKE_VERSION = "2025-06-18"
+
+pytestmark = pytest.mark.skipif(
+    not (BASE and TOKEN), reason="needs a running server: TOOLSHED_URL and TOOLSHED_TOKEN (scripts/e2e.sh sets them)"
+)
+protocol_modes = pytest.mark.parametrize("mode", ["auto", "legacy"])
+
+
+def auth(token: str | None = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@asynccontextmanager
+async def connect(
+    path: str, *, token: str | None = TOKEN, mode: str = "auto", responses: list[httpx2.Response] | None = None
+) -> AsyncIterator[Client]:
+    """A connected SDK client for `path`; every HTTP response it gets is appended to `responses`."""
+
+    async def remember(response: httpx2.Response) -> None:
+        if responses is not None:
+            responses.append(response)
+
+    async with httpx2.AsyncClient(
+        headers=auth(token), timeout=httpx2.Timeout(10.0), event_hooks={"response": [remember]}
+    ) as http:
+        transport = streamable_http_client(f"{BASE}{path}", http_client=http)
+        async with Client(transport, mode=mode, read_timeout_seconds=10) as client:
+            yield client
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=30))
+
+
+def text_of(result) -> str:
+    assert result.content, result
+    assert result.content[0].type == "text", result.content[0]
+    return result.content[0].text
+
+
+@protocol_modes
+def test_lists_and_calls_the_published_echo_tool(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/tools/demo/echo", mode=mode) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "demo/echo"
+            assert client.server_info.version == "v1"
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["echo"]
+            assert tools[0].title == "Echo"
+            assert tools[0].input_schema["required"] == ["text"]
+            result = await client.call_tool("echo", {"text": "hello from Python"})
+            assert not result.is_error
+            assert text_of(result) == "hello from Python"
+
+    run(scenario())
+
+
+@protocol_modes
+def test_json_results_come_back_as_structured_content(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/tools/demo/word_stats", mode=mode) as client:
+            result = await client.call_tool("word_stats", {"text": "a b a"})
+            assert not result.is_error
+            expected = {"words": 3, "characters": 5, "top": [{"word": "a", "count": 2}, {"word": "b", "count": 1}]}
+            assert result.structured_content == expected
+            assert json.loads(text_of(result)) == expected
+
+    run(scenario())
+
+
+@protocol_modes
+def test_bad_arguments_are_a_tool_error_the_model_can_read(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/tools/demo/echo", mode=mode) as client:
+            result = await client.call_tool("echo", {"text": 42})
+            assert result.is_error
+            assert "Invalid arguments: `text`" in text_of(result)
+            missing = await client.call_tool("echo", {})
+            assert missing.is_error
+            assert "Invalid arguments" in text_of(missing)
+
+    run(scenario())
+
+
+@protocol_modes
+def test_an_unknown_tool_is_a_protocol_error(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/tools/demo/echo", mode=mode) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("nope", {})
+            assert caught.value.code == -32602
+            assert "Unknown tool: nope" in str(caught.value)
+            # The connection is still good after the error.
+            assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+    run(scenario())
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, as anyio task groups raise them."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [(None, "Missing API token"), ("tsk_not-a-real-token", "Invalid, expired or revoked API token")],
+    ids=["no token", "wrong token"],
+)
+def test_missing_or_wrong_token_is_refused(token: str | None, reason: str) -> None:
+    async def scenario() -> None:
+        responses: list[httpx2.Response] = []
+        # The SDK refuses to connect (an MCPError, inside anyio's exception groups)...
+        with pytest.raises(Exception) as caught:
+            async with connect("/mcp/tools/demo/echo", token=token, responses=responses):
+                pass
+        assert any(isinstance(e, MCPError) for e in _leaves(caught.value)), caught.value
+        # ...because every HTTP answer it got was 401.
+        statuses = [r.status_code for r in responses]
+        assert statuses and set(statuses) == {401}, statuses
+
+        # The same refusal as plain HTTP: status, reason, and a Bearer challenge.
+        async with httpx2.AsyncClient(timeout=10.0) as http:
+            res = await http.post(
+                f"{BASE}/mcp/tools/demo/echo",
+                headers={**auth(token), "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+        assert res.status_code == 401
+        assert reason in res.text
+        assert "Bearer" in res.headers["www-authenticate"]
+
+    run(scenario())
+
+
+def test_an_unknown_listing_is_not_found() -> None:
+    async def scenario() -> None:
+        responses: list[httpx2.Response] = []
+        with pytest.raises(Exception) as caught:
+            async with connect("/mcp/tools/demo/no_such_tool", responses=responses):
+                pass
+        assert any(isinstance(e, MCPError) for e in _leaves(caught.value)), caught.value
+        assert responses and {r.status_code for r in responses} == {404}
+        async with httpx2.AsyncClient(timeout=10.0) as http:
+            res = await http.post(
+                f"{BASE}/mcp/tools/demo/no_such_tool",
+                headers={**auth(), "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+        assert res.status_code == 404
+        assert "No such listing" in res.text
+
+    run(scenario())
+
+
+def test_closing_the_session_ends_it() -> None:
+    """Stateful servers give a session id on initialize: closing the SDK client sends
+    DELETE, and the id is unknown (404) afterwards. A stateless server gives none and
+    answers DELETE with 405 Method Not Allowed (Streamable HTTP, "Session Management")."""
+
+    async def scenario() -> None:
+        url = f"{BASE}/mcp/tools/demo/echo"
+        responses: list[httpx2.Response] = []
+        async with connect("/mcp/tools/demo/echo", mode="legacy", responses=responses) as client:
+            assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
+        session_ids = {r.headers["mcp-session-id"] for r in responses if "mcp-session-id" in r.headers}
+        deletes = [r for r in responses if r.request.method == "DELETE"]
+        headers = {
+            **auth(),
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": HANDSHAKE_VERSION,
+        }
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "after"}}}
+        async with httpx2.AsyncClient(timeout=10.0) as http:
+            if session_ids:
+                assert len(session_ids) == 1, session_ids
+                (session_id,) = session_ids
+                # The SDK ended the session when the client closed (the spec names no
+                # success status: rmcp answers 202, the TypeScript SDK 200).
+                assert len(deletes) == 1 and deletes[0].is_success, [(r.request.method, r.status_code) for r in responses]
+                res = await http.post(url, headers={**headers, "Mcp-Session-Id": session_id}, json=call)
+                assert res.status_code == 404, (res.status_code, res.text)
+                stream = await http.get(url, headers={**headers, "Mcp-Session-Id": session_id})
+                assert stream.status_code == 404, (stream.status_code, stream.text)
+            else:
+                # Stateless: nothing to end, so the SDK sent no DELETE; the server refuses one.
+                assert deletes == []
+                res = await http.delete(url, headers=headers)
+                assert res.status_code == 405, (res.status_code, res.text)
+                assert "POST" in res.headers.get("allow", "")
+
+    run(scenario())

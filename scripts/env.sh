@@ -4,6 +4,6 @@
 export TOOLSHED_CACHE="${TOOLSHED_CACHE:-$HOME/.cache/toolshed}"
 export TOOLS="$TOOLSHED_CACHE/tools"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$TOOLSHED_CACHE/target}"
-export WASM_TARGET_DIR="$TOOLSHED_CACHE/wasm-target"
+export WASM_TARGET_DIR="${WASM_TARGET_DIR:-$TOOLSHED_CACHE/wasm-target}"
 export SITE_DIR="${TOOLSHED_SITE_ROOT:-$PWD/target/site}"
 export PATH="$TOOLS/bin:$HOME/.cargo/bin:$PATH"

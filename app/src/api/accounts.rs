@@ -15,13 +15,13 @@ pub async fn current_user() -> Result<Option<Me>, AppError> {
 
 #[server(endpoint = "departments")]
 pub async fn departments() -> Result<Vec<DepartmentView>, AppError> {
-    let list = server::toolshed().departments().await.map_err(server::fail)?;
+    let list = server::toolshed()?.departments().await.map_err(server::fail)?;
     Ok(list.into_iter().map(|d| DepartmentView { name: d.name, title: d.title }).collect())
 }
 
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let client = server::client_address().await;
     let user = ts.sign_in(&username, &password, &client).await.map_err(server::fail)?;
     let session = server::session().await?;
@@ -34,7 +34,7 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
 #[server(endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
     let session = server::session().await?;
-    server::toolshed().end_session(&session).await.map_err(server::fail)?;
+    server::toolshed()?.end_session(&session).await.map_err(server::fail)?;
     leptos_axum::redirect("/");
     Ok(())
 }
@@ -58,7 +58,7 @@ pub async fn register(
         _ => department,
     };
     let reg = Registration::parse(&username, &display_name, &department, &password).map_err(server::fail)?;
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let user = ts.register(reg, None).await.map_err(server::fail)?;
     let session = server::session().await?;
     ts.start_session(&session, &user).await.map_err(server::fail)?;
@@ -73,7 +73,7 @@ pub async fn change_password(current: String, new: String, confirm: String) -> R
     if new != confirm {
         return Err(server::fail(AppError::Invalid("The two new passwords do not match.".into())));
     }
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let updated = ts.change_password(user.id, &current, &new).await.map_err(server::fail)?;
     // Other sessions are now stale; this one carries on under the new epoch.
     let session = server::session().await?;
@@ -97,7 +97,7 @@ pub struct TokenView {
 #[server(endpoint = "tokens")]
 pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
     let user = server::require_user().await?;
-    let tokens = server::toolshed().tokens(&user).await.map_err(server::fail)?;
+    let tokens = server::toolshed()?.tokens(&user).await.map_err(server::fail)?;
     Ok(tokens
         .into_iter()
         .map(|t| TokenView {
@@ -122,12 +122,12 @@ pub async fn create_token(name: String, expires_in_days: String, scope: String) 
         d => Some(d.parse::<u32>().map_err(|_| server::fail(AppError::Invalid("Expiry: a number of days".into())))?),
     };
     let scope: Vec<String> = scope.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
-    let (_, token) = server::toolshed().create_token(&user, &name, days, scope).await.map_err(server::fail)?;
+    let (_, token) = server::toolshed()?.create_token(&user, &name, days, scope).await.map_err(server::fail)?;
     Ok(token)
 }
 
 #[server(endpoint = "tokens/revoke")]
 pub async fn revoke_token(id: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed().revoke_token(&user, id).await.map_err(server::fail)
+    server::toolshed()?.revoke_token(&user, id).await.map_err(server::fail)
 }

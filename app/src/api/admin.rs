@@ -29,7 +29,7 @@ pub struct AuditView {
 #[server(endpoint = "admin/users")]
 pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
     let user = server::require_user().await?;
-    let rows = server::toolshed().all_users(&user).await.map_err(server::fail)?;
+    let rows = server::toolshed()?.all_users(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
         .map(|u| UserAdminView {
@@ -46,7 +46,7 @@ pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
 #[server(endpoint = "admin/audit")]
 pub async fn admin_audit(action: String) -> Result<Vec<AuditView>, AppError> {
     let user = server::require_user().await?;
-    let rows = server::toolshed().audit_log(&user, &action, 200).await.map_err(server::fail)?;
+    let rows = server::toolshed()?.audit_log(&user, &action, 200).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
         .map(|a| AuditView {
@@ -77,7 +77,7 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
     if !user.is_admin {
         return Err(server::fail(AppError::Forbidden));
     }
-    let p = server::toolshed().policy().await.map_err(|e| {
+    let p = server::toolshed()?.policy().await.map_err(|e| {
         tracing::error!(error = %e, "policy");
         server::fail(AppError::Internal)
     })?;
@@ -89,5 +89,5 @@ pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_ho
     let user = server::require_user().await?;
     let fetch_hosts = toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
-    server::toolshed().set_policy(&user, policy).await.map_err(server::fail)
+    server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)
 }

@@ -36,8 +36,15 @@ pub(crate) mod server {
 
     use crate::error::AppError;
 
-    pub fn toolshed() -> Toolshed {
-        expect_context::<Toolshed>()
+    /// The domain handle. Missing only when the render that started this call
+    /// was thrown away mid-flight (a resource outliving its owner): then the
+    /// answer is discarded anyway, and an error ends the call where a panic
+    /// would leave the page waiting.
+    pub fn toolshed() -> Result<Toolshed, AppError> {
+        use_context::<Toolshed>().ok_or_else(|| {
+            tracing::debug!("a server function outlived the render that called it");
+            AppError::Internal
+        })
     }
 
     pub async fn session() -> Result<Session, AppError> {
@@ -66,7 +73,7 @@ pub(crate) mod server {
 
     pub async fn current_user() -> Result<Option<User>, AppError> {
         let session = session().await?;
-        toolshed().session_user(&session).await.map_err(fail)
+        toolshed()?.session_user(&session).await.map_err(fail)
     }
 
     pub async fn require_user() -> Result<User, AppError> {

@@ -272,14 +272,14 @@ mod convert {
 #[server(endpoint = "tools/mine")]
 pub async fn my_tools() -> Result<Vec<ToolCard>, AppError> {
     let user = server::require_user().await?;
-    let tools = server::toolshed().tools_for_author(&user).await.map_err(server::fail)?;
+    let tools = server::toolshed()?.tools_for_author(&user).await.map_err(server::fail)?;
     Ok(tools.iter().map(convert::card).collect())
 }
 
 #[server(endpoint = "tools/published")]
 pub async fn published_tools() -> Result<Vec<ToolCard>, AppError> {
     let user = server::require_user().await?;
-    let tools = server::toolshed().published_tools(&user).await.map_err(server::fail)?;
+    let tools = server::toolshed()?.published_tools(&user).await.map_err(server::fail)?;
     Ok(tools.iter().map(convert::card).collect())
 }
 
@@ -288,7 +288,7 @@ pub async fn create_tool(name: String, title: String, description: String, tags:
     use toolshed_domain::tools::NewTool;
     let user = server::require_user().await?;
     let new = NewTool::parse(&name, &title, &description, &tags, &visibility).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let tool = server::toolshed().create_tool(&user, new).await.map_err(server::fail)?;
+    let tool = server::toolshed()?.create_tool(&user, new).await.map_err(server::fail)?;
     leptos_axum::redirect(&format!("/tools/{}/{}/edit", tool.department, tool.name));
     Ok(())
 }
@@ -296,7 +296,7 @@ pub async fn create_tool(name: String, title: String, description: String, tags:
 #[server(endpoint = "tools/detail")]
 pub async fn tool_detail(department: String, name: String) -> Result<ToolInfo, AppError> {
     let user = server::require_user().await?;
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
     convert::detail(&ts, &user, tool).await
 }
@@ -304,7 +304,7 @@ pub async fn tool_detail(department: String, name: String) -> Result<ToolInfo, A
 #[server(endpoint = "tools/editor")]
 pub async fn editor_data(department: String, name: String) -> Result<EditorState, AppError> {
     let user = server::require_user().await?;
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
     let id = tool.id;
     let draft = ts.draft(&user, id).await.map_err(server::fail)?;
@@ -339,13 +339,13 @@ fn source(code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Sou
 pub async fn save_draft(tool: i64, code: String, args: Vec<ArgDef>) -> Result<i64, AppError> {
     let user = server::require_user().await?;
     let src = source(code, args)?;
-    server::toolshed().save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
+    server::toolshed()?.save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/discard_draft")]
 pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed().discard_draft(&user, tool_id(tool)).await.map_err(server::fail)
+    server::toolshed()?.discard_draft(&user, tool_id(tool)).await.map_err(server::fail)
 }
 
 /// Saves a version; returns its number.
@@ -353,14 +353,14 @@ pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
 pub async fn save_version(tool: i64, code: String, args: Vec<ArgDef>, changelog: String) -> Result<i64, AppError> {
     let user = server::require_user().await?;
     let src = source(code, args)?;
-    server::toolshed().save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
+    server::toolshed()?.save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
 }
 
 /// Publishes `version` (an older one: rolls back). Returns the tool's new state.
 #[server(endpoint = "tools/publish")]
 pub async fn publish(tool: i64, version: i64) -> Result<ToolInfo, AppError> {
     let user = server::require_user().await?;
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let t = ts.publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
@@ -368,14 +368,14 @@ pub async fn publish(tool: i64, version: i64) -> Result<ToolInfo, AppError> {
 #[server(endpoint = "tools/version")]
 pub async fn load_version(tool: i64, version: i64) -> Result<DraftView, AppError> {
     let user = server::require_user().await?;
-    let v = server::toolshed().version(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let v = server::toolshed()?.version(&user, tool_id(tool), version).await.map_err(server::fail)?;
     Ok(DraftView { code: v.code, args: convert::args_from_domain(v.args), autosaved_at: None, base_version: Some(v.version) })
 }
 
 #[server(endpoint = "tools/diff")]
 pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, AppError> {
     let user = server::require_user().await?;
-    let d = server::toolshed().diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
+    let d = server::toolshed()?.diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
     Ok(DiffView { from: d.from, to: d.to, code: d.code, args: d.args })
 }
 
@@ -384,7 +384,7 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
 pub async fn run_tool(tool: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
-    let report = server::toolshed()
+    let report = server::toolshed()?
         .run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None)
         .await
         .map_err(server::fail)?;
@@ -418,19 +418,19 @@ pub async fn mock_arguments(args: Vec<ArgDef>) -> Result<String, AppError> {
 pub async fn save_test_case(tool: i64, name: String, args: String, expected: Option<String>) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let args = convert::parse_json("Arguments", &args)?;
-    server::toolshed().save_test_case(&user, tool_id(tool), &name, args, expected).await.map_err(server::fail)
+    server::toolshed()?.save_test_case(&user, tool_id(tool), &name, args, expected).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/test_case/delete")]
 pub async fn delete_test_case(tool: i64, case: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed().delete_test_case(&user, tool_id(tool), case).await.map_err(server::fail)
+    server::toolshed()?.delete_test_case(&user, tool_id(tool), case).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/test_cases")]
 pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
     let user = server::require_user().await?;
-    let cases = server::toolshed().test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
+    let cases = server::toolshed()?.test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(cases
         .into_iter()
         .map(|c| TestCaseView { id: c.id, name: c.name, args: serde_json::to_string_pretty(&c.args).unwrap_or_default(), expected: c.expected })
@@ -440,7 +440,7 @@ pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
 #[server(endpoint = "tools/test_cases/run", input = server_fn::codec::Json)]
 pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
     let user = server::require_user().await?;
-    let results = server::toolshed().run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
+    let results = server::toolshed()?.run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
     Ok(results
         .into_iter()
         .map(|r| TestResultView { name: r.name, passed: r.passed, actual: r.actual, expected: r.expected, duration_ms: r.duration_ms })
@@ -477,7 +477,7 @@ pub async fn update_tool_settings(
         timeout_ms,
         memory_mib,
     };
-    let ts = server::toolshed();
+    let ts = server::toolshed()?;
     let t = ts.update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
@@ -493,18 +493,18 @@ pub struct EnvVarView {
 #[server(endpoint = "tools/env")]
 pub async fn env_vars(tool: i64) -> Result<Vec<EnvVarView>, AppError> {
     let user = server::require_user().await?;
-    let vars = server::toolshed().env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
+    let vars = server::toolshed()?.env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(vars.into_iter().map(|v| EnvVarView { name: v.name, value: v.value, secret: v.secret }).collect())
 }
 
 #[server(endpoint = "tools/env/set")]
 pub async fn set_env_var(tool: i64, name: String, value: String, secret: Option<bool>) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed().set_env_var(&user, tool_id(tool), &name, &value, secret.unwrap_or(false)).await.map_err(server::fail)
+    server::toolshed()?.set_env_var(&user, tool_id(tool), &name, &value, secret.unwrap_or(false)).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/env/delete")]
 pub async fn delete_env_var(tool: i64, name: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed().delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
+    server::toolshed()?.delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
 }

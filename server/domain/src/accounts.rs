@@ -81,10 +81,10 @@ impl Registration {
     }
 }
 
-const USER_COLUMNS: &str = "u.id, u.username, u.display_name, u.is_admin, u.is_active, u.session_epoch, \
+pub(crate) const USER_COLUMNS: &str = "u.id, u.username, u.display_name, u.is_admin, u.is_active, u.session_epoch, \
      d.id AS dept_id, d.name AS dept_name, d.title AS dept_title";
 
-fn user_from_row(row: &sqlx::any::AnyRow) -> Result<User, sqlx::Error> {
+pub(crate) fn user_from_row(row: &sqlx::any::AnyRow) -> Result<User, sqlx::Error> {
     Ok(User {
         id: UserId(row.try_get("id")?),
         username: row.try_get("username")?,

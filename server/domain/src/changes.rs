@@ -2,8 +2,8 @@
 //!
 //! Every change that alters what a listing serves (publish, roll back, settings,
 //! moderation) already writes an audit row in its own transaction, so the audit
-//! log *is* the change feed: one poller per process reads new `tool.*` and
-//! `bundle.*` rows and broadcasts their targets. A change made on any replica
+//! log *is* the change feed: one poller per process reads new rows of those
+//! actions and broadcasts their targets. A change made on any replica
 //! reaches sessions on every replica, and nothing lives only in memory. The
 //! poller runs only while someone listens.
 
@@ -22,6 +22,11 @@ const POLL: Duration = Duration::from_millis(250);
 /// PostgreSQL may commit sequence values out of order: re-read this many ids
 /// below the highest one seen, and skip the ones already delivered.
 const REORDER_WINDOW: i64 = 64;
+
+/// Audit actions that change what a listing's `tools/list` answers (a `WHERE`
+/// condition). Moderation and bundles use these names too.
+const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 'tool.settings_changed', \
+     'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted') OR action LIKE 'bundle.%'";
 
 /// A changed listing, as its audit target: `tool:dept/name` or `bundle:dept/name`.
 pub type Changed = Arc<str>;
@@ -64,9 +69,7 @@ impl ListingChanges {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while self.tx.receiver_count() > 0 {
             tick.tick().await;
-            let rows = sqlx::query(
-                "SELECT id, target FROM audit_log WHERE id > $1 AND (action LIKE 'tool.%' OR action LIKE 'bundle.%') ORDER BY id",
-            )
+            let rows = sqlx::query(&format!("SELECT id, target FROM audit_log WHERE id > $1 AND ({LIST_CHANGING}) ORDER BY id"))
             .bind(high - REORDER_WINDOW)
             .fetch_all(self.db.pool())
             .await?;

@@ -43,6 +43,7 @@ struct Inner {
     sandbox: Sandbox,
     usage: UsageRecorder,
     changes: ListingChanges,
+    runnables: tools::RunnableCache,
 }
 
 /// Knobs the domain needs from configuration.
@@ -75,7 +76,7 @@ impl Toolshed {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
         let usage = UsageRecorder::start(db.clone());
         let changes = ListingChanges::new(db.clone());
-        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes }) }
+        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default() }) }
     }
 
     pub fn usage(&self) -> &UsageRecorder {
@@ -85,6 +86,10 @@ impl Toolshed {
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub fn listing_changes(&self) -> &ListingChanges {
         &self.inner.changes
+    }
+
+    pub(crate) fn runnables(&self) -> &tools::RunnableCache {
+        &self.inner.runnables
     }
 
     pub fn settings(&self) -> &Settings {

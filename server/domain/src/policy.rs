@@ -26,7 +26,20 @@ impl Default for Policy {
     }
 }
 
+/// The `settings` rows that make up the policy (a `WHERE` condition).
+pub(crate) const POLICY_ROWS: &str = "key LIKE 'policy.%'";
+
 impl Policy {
+    /// Takes in one `settings` row; unknown keys and unparsable values keep the default.
+    pub(crate) fn apply(&mut self, key: &str, value: String) {
+        match key {
+            "policy.max_timeout_ms" => self.max_timeout_ms = value.parse().unwrap_or(self.max_timeout_ms),
+            "policy.max_memory_mib" => self.max_memory_mib = value.parse().unwrap_or(self.max_memory_mib),
+            "policy.fetch_hosts" => self.fetch_hosts = value.lines().map(str::to_owned).collect(),
+            _ => {}
+        }
+    }
+
     /// Does the admin's list let a tool reach `host` (itself an exact name or `*.domain`)?
     pub fn permits_host(&self, host: &str) -> bool {
         if self.fetch_hosts.is_empty() {
@@ -44,16 +57,10 @@ impl Policy {
 
 impl Toolshed {
     pub async fn policy(&self) -> Result<Policy, sqlx::Error> {
-        let rows = sqlx::query("SELECT key, value FROM settings WHERE key LIKE 'policy.%'").fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query(&format!("SELECT key, value FROM settings WHERE {POLICY_ROWS}")).fetch_all(self.db.pool()).await?;
         let mut p = Policy::default();
         for r in rows {
-            let (key, value): (String, String) = (r.try_get("key")?, r.try_get("value")?);
-            match key.as_str() {
-                "policy.max_timeout_ms" => p.max_timeout_ms = value.parse().unwrap_or(p.max_timeout_ms),
-                "policy.max_memory_mib" => p.max_memory_mib = value.parse().unwrap_or(p.max_memory_mib),
-                "policy.fetch_hosts" => p.fetch_hosts = value.lines().map(str::to_owned).collect(),
-                _ => {}
-            }
+            p.apply(&r.try_get::<String, _>("key")?, r.try_get("value")?);
         }
         Ok(p)
     }

@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
-use crate::accounts::{AccountError, User};
-use crate::ids::UserId;
+use crate::accounts::{user_from_row, AccountError, User, USER_COLUMNS};
 use crate::names::Invalid;
 use crate::{audit, now_ms, Toolshed};
 
@@ -43,18 +42,20 @@ fn hash(token: &str) -> String {
 fn info_from_row(r: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {
     let scope: String = r.try_get("scope")?;
     Ok(TokenInfo {
-        id: r.try_get("id")?,
-        name: r.try_get("name")?,
+        id: r.try_get("token_id")?,
+        name: r.try_get("token_name")?,
         prefix: r.try_get("prefix")?,
         scope: scope.lines().map(str::to_owned).collect(),
         expires_at: r.try_get("expires_at")?,
         last_used_at: r.try_get("last_used_at")?,
         revoked_at: r.try_get("revoked_at")?,
-        created_at: r.try_get("created_at")?,
+        created_at: r.try_get("token_created_at")?,
     })
 }
 
-const TOKEN_COLUMNS: &str = "id, name, prefix, scope, expires_at, last_used_at, revoked_at, created_at";
+/// Aliased so a token row can be read beside its user's (`accounts::USER_COLUMNS`).
+const TOKEN_COLUMNS: &str = "t.id AS token_id, t.name AS token_name, t.prefix, t.scope, t.expires_at, t.last_used_at, t.revoked_at, \
+     t.created_at AS token_created_at";
 
 /// Why a presented token was not accepted; all answer 401 the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +110,7 @@ impl Toolshed {
     }
 
     pub async fn tokens(&self, user: &User) -> Result<Vec<TokenInfo>, AccountError> {
-        let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE user_id = $1 ORDER BY created_at DESC");
+        let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens t WHERE t.user_id = $1 ORDER BY t.created_at DESC");
         let rows = sqlx::query(&sql).bind(user.id.0).fetch_all(self.db.pool()).await?;
         Ok(rows.iter().map(info_from_row).collect::<Result<_, _>>()?)
     }
@@ -136,11 +137,16 @@ impl Toolshed {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 200 {
             return Ok(Err(TokenRejected::Unknown));
         }
-        let sql = format!("SELECT {TOKEN_COLUMNS}, user_id FROM api_tokens WHERE token_hash = $1");
+        // One statement for the token and its user: this runs on every MCP request.
+        let sql = format!(
+            "SELECT {TOKEN_COLUMNS}, {USER_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
+             JOIN departments d ON d.id = u.department_id WHERE t.token_hash = $1"
+        );
         let Some(row) = sqlx::query(&sql).bind(hash(token)).fetch_optional(self.db.pool()).await? else {
             return Ok(Err(TokenRejected::Unknown));
         };
         let info = info_from_row(&row)?;
+        let user = user_from_row(&row)?;
         let now = now_ms();
         if info.revoked_at.is_some() {
             return Ok(Err(TokenRejected::Revoked));
@@ -148,10 +154,9 @@ impl Toolshed {
         if info.expires_at.is_some_and(|e| e <= now) {
             return Ok(Err(TokenRejected::Expired));
         }
-        let user_id = UserId(row.try_get("user_id")?);
-        let Some(user) = self.user(user_id).await?.filter(|u| u.is_active) else {
+        if !user.is_active {
             return Ok(Err(TokenRejected::UserInactive));
-        };
+        }
         // Last use is for people, to the minute: no write on every call.
         if info.last_used_at.is_none_or(|t| now - t > 60_000) {
             sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2").bind(now).bind(info.id).execute(self.db.pool()).await?;

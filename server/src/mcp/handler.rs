@@ -262,7 +262,7 @@ impl ServerHandler for ListingHandler {
             (None, None)
         };
         let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id) };
-        let report = self.toolshed.run_tool_via(&c.user, c.tool.id, RunSource::Published, input, via, events).await;
+        let report = self.toolshed.run_loaded(&c.user, &c.tool, RunSource::Published, input, via, events).await;
         if let Some(forwarder) = forwarder {
             // Log lines and progress go out before the result they belong to.
             let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;

@@ -8,6 +8,7 @@ use super::ToolError;
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
+use crate::policy::{Policy, POLICY_ROWS};
 use crate::sandbox::{RunOutcome, ToolValue};
 use crate::{audit, Toolshed};
 
@@ -64,17 +65,28 @@ impl Env {
 }
 
 impl Toolshed {
-    pub(super) async fn env_for_run(&self, id: ToolId) -> Result<Env, ToolError> {
-        let rows = sqlx::query("SELECT name, value, secret FROM tool_env WHERE tool_id = $1").bind(id.0).fetch_all(self.db.pool()).await?;
+    /// What a run needs besides its code: the tool's `$env` and the admin's
+    /// policy, read fresh in one statement (this is on every call's path).
+    pub(super) async fn env_and_policy(&self, id: ToolId) -> Result<(Env, Policy), ToolError> {
+        let sql = format!(
+            "SELECT 0 AS is_policy, name, value, secret FROM tool_env WHERE tool_id = $1 \
+             UNION ALL SELECT 1, key, value, 0 FROM settings WHERE {POLICY_ROWS}"
+        );
+        let rows = sqlx::query(&sql).bind(id.0).fetch_all(self.db.pool()).await?;
         let mut env = Env { values: Default::default(), secrets: Vec::new() };
+        let mut policy = Policy::default();
         for r in rows {
-            let value: String = r.try_get("value")?;
+            let (name, value): (String, String) = (r.try_get("name")?, r.try_get("value")?);
+            if r.try_get::<i64, _>("is_policy")? != 0 {
+                policy.apply(&name, value);
+                continue;
+            }
             if r.try_get::<i64, _>("secret")? != 0 {
                 env.secrets.push(value.clone());
             }
-            env.values.insert(r.try_get("name")?, value);
+            env.values.insert(name, value);
         }
-        Ok(env)
+        Ok((env, policy))
     }
 
     /// The tool's variables for its editors; secret values are left out.

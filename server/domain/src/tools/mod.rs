@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 pub use env::EnvVar;
+pub(crate) use runs::RunnableCache;
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};

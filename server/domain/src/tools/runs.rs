@@ -1,7 +1,8 @@
 //! Running a tool: pick the code (draft, a version, or the published one),
 //! validate the arguments against its schema, run it in the sandbox.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,15 +39,48 @@ pub struct RunReport {
     pub outcome: RunOutcome,
 }
 
+/// A saved version ready to run, its argument schema compiled. Versions never
+/// change, so these are cached: a hot tool is read and compiled once.
+pub(crate) struct Runnable {
+    code: String,
+    schema: CompiledSchema,
+}
+
+impl Runnable {
+    fn new(code: String, args: &[ArgDef]) -> Result<Self, ToolError> {
+        let schema = CompiledSchema::new(&crate::schema::to_json_schema(args)).map_err(|e| ToolError::BadArguments(e.to_string()))?;
+        Ok(Self { code, schema })
+    }
+}
+
+/// Recently run versions by (tool, version). Bounded: when full it starts over,
+/// which costs one read per hot version.
+#[derive(Default)]
+pub(crate) struct RunnableCache(Mutex<HashMap<(i64, i64), Arc<Runnable>>>);
+
+const RUNNABLE_CACHE_SIZE: usize = 2048;
+
+impl RunnableCache {
+    fn get(&self, id: ToolId, n: i64) -> Option<Arc<Runnable>> {
+        self.0.lock().expect("runnable cache lock").get(&(id.0, n)).cloned()
+    }
+
+    fn insert(&self, id: ToolId, n: i64, r: Arc<Runnable>) {
+        let mut map = self.0.lock().expect("runnable cache lock");
+        if map.len() >= RUNNABLE_CACHE_SIZE {
+            map.clear();
+        }
+        map.insert((id.0, n), r);
+    }
+}
+
 /// The checked arguments of a call, ready for the sandbox.
-pub(crate) fn check_arguments(args: &[ArgDef], input: serde_json::Value) -> Result<serde_json::Map<String, serde_json::Value>, ToolError> {
+fn check_arguments(schema: &CompiledSchema, input: serde_json::Value) -> Result<serde_json::Map<String, serde_json::Value>, ToolError> {
     let input = match input {
         serde_json::Value::Null => serde_json::Value::Object(Default::default()),
         other => other,
     };
-    let schema = crate::schema::to_json_schema(args);
-    let compiled = CompiledSchema::new(&schema).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-    if let Err(violations) = compiled.validate(&input) {
+    if let Err(violations) = schema.validate(&input) {
         let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
         return Err(ToolError::BadArguments(format!("Invalid arguments: {}", list.join("; "))));
     }
@@ -99,8 +133,7 @@ impl Toolshed {
         self.run_tool_via(user, id, source, input, Via { transport, token_id: None }, events).await
     }
 
-    /// [`Toolshed::run_tool`] for a caller that came with an API token. Every
-    /// run of a saved version is recorded in usage (drafts are authors' tries).
+    /// [`Toolshed::run_tool`] for a caller that came with an API token.
     pub async fn run_tool_via(
         &self,
         user: &User,
@@ -110,9 +143,29 @@ impl Toolshed {
         via: Via<'_>,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
+        let tool = match &source {
+            RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
+            _ => self.tool(user, id).await?,
+        };
+        self.run_loaded(user, &tool, source, input, via, events).await
+    }
+
+    /// Runs a tool the caller already looked up *as this user* (so visibility
+    /// and, for drafts, edit rights are checked). Every run of a saved version
+    /// is recorded in usage (drafts are authors' tries).
+    pub async fn run_loaded(
+        &self,
+        user: &User,
+        tool: &Tool,
+        source: RunSource,
+        input: serde_json::Value,
+        via: Via<'_>,
+        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+    ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
         let record = !matches!(source, RunSource::Draft { .. });
-        let result = self.run_unrecorded(user, id, source, input, via.transport, events).await;
+        let id = tool.id;
+        let result = self.run_unrecorded(user, tool, source, input, via.transport, events).await;
         if record {
             let (version, outcome) = match &result {
                 Ok(r) => (r.version, match &r.outcome.result {
@@ -140,38 +193,41 @@ impl Toolshed {
         result
     }
 
+    /// A saved version, compiled, from the cache or the database.
+    async fn runnable(&self, id: ToolId, n: i64) -> Result<Arc<Runnable>, ToolError> {
+        if let Some(r) = self.runnables().get(id, n) {
+            return Ok(r);
+        }
+        let v = self.version_row(id, n).await?;
+        let r = Arc::new(Runnable::new(v.code, &v.args)?);
+        self.runnables().insert(id, n, r.clone());
+        Ok(r)
+    }
+
     async fn run_unrecorded(
         &self,
         user: &User,
-        id: ToolId,
+        tool: &Tool,
         source: RunSource,
         input: serde_json::Value,
         transport: &str,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
-        let tool = match &source {
-            RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
-            _ => self.tool(user, id).await?,
-        };
-        let (version, code, args) = match source {
+        let id = tool.id;
+        let (version, runnable) = match source {
             RunSource::Draft { code, args } => {
                 crate::schema::check_defs(&args).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-                (None, code, args)
+                (None, Arc::new(Runnable::new(code, &args)?))
             }
-            RunSource::Version(n) => {
-                let v = self.version_row(id, n).await?;
-                (Some(n), v.code, v.args)
-            }
+            RunSource::Version(n) => (Some(n), self.runnable(id, n).await?),
             RunSource::Published => {
                 let n = tool.published_version.ok_or(ToolError::NotPublished)?;
-                let v = self.version_row(id, n).await?;
-                (Some(n), v.code, v.args)
+                (Some(n), self.runnable(id, n).await?)
             }
         };
-        let args = check_arguments(&args, input)?;
-        let env = self.env_for_run(id).await?;
-        let policy = self.policy().await?;
-        let mut request = self.run_request(&tool, &policy, code, args, env.values.clone(), user, transport);
+        let args = check_arguments(&runnable.schema, input)?;
+        let (env, policy) = self.env_and_policy(id).await?;
+        let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.events = events;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
         let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {

@@ -1,4 +1,5 @@
-"""MCP endpoints driven by the official Python SDK (PyPI `mcp`) over Streamable HTTP.
+"""MCP endpoints driven by the official Python SDK (PyPI `mcp`) over Streamable HTTP
+and the legacy HTTP+SSE transport.
 
 The same behaviour as end2end/tests/mcp.test.mjs (the TypeScript SDK), from the
 other official client. scripts/e2e.sh starts a fresh release server and exports
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -219,5 +221,22 @@ def test_closing_the_session_ends_it() -> None:
                 res = await http.delete(url, headers=headers)
                 assert res.status_code == 405, (res.status_code, res.text)
                 assert "POST" in res.headers.get("allow", "")
+
+    run(scenario())
+
+
+def test_legacy_sse_clients_list_and_call_tools() -> None:
+    """The SDK's client for the HTTP+SSE transport (protocol 2024-11-05 era)."""
+
+    async def scenario() -> None:
+        transport = sse_client(f"{BASE}/mcp/tools/demo/echo/sse", headers=auth())
+        async with Client(transport, mode="legacy", read_timeout_seconds=10) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "demo/echo"
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["echo"]
+            result = await client.call_tool("echo", {"text": "over the legacy transport"})
+            assert not result.is_error
+            assert text_of(result) == "over the legacy transport"
 
     run(scenario())

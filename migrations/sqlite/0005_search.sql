@@ -11,7 +11,8 @@ CREATE INDEX tools_forked_from ON tools(forked_from_tool_id);
 CREATE VIRTUAL TABLE tools_fts USING fts5(
     name, title, tags, description,
     content = 'tools', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 0'
+    tokenize = 'unicode61 remove_diacritics 0',
+    prefix = '2 3'                      -- words are matched as prefixes: index short ones
 );
 INSERT INTO tools_fts (tools_fts) VALUES ('rebuild');
 

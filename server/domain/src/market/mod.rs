@@ -231,8 +231,33 @@ impl Toolshed {
         let per_page = query.per_page.clamp(1, 100);
         let empty = BrowsePage { cards: Vec::new(), total: 0, page: query.page, per_page };
         let since = now_ms() - 30 * DAY_MS;
+        // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
+        let Some(mut count) = self.matching(user, query, since, false) else { return Ok(empty) };
+        count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
+        let total: i64 = count.query().fetch_one(self.db.pool()).await?.try_get("n")?;
+        let Some(mut st) = self.matching(user, query, since, true).filter(|_| total > 0) else { return Ok(empty) };
+        let order = match (query.sort, query.text.is_some()) {
+            (BrowseSort::Relevance, true) => "l.rank DESC, l.updated_at DESC",
+            (BrowseSort::Relevance | BrowseSort::MostUsed, _) => "l.calls_30d DESC, l.updated_at DESC",
+            (BrowseSort::Newest, _) => "l.created_at DESC",
+            (BrowseSort::RecentlyUpdated, _) => "l.updated_at DESC",
+        };
+        let limit = st.bind(Value::Int(per_page));
+        let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
+        st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
+        let page: Vec<(String, i64)> =
+            st.query().fetch_all(self.db.pool()).await?.iter().map(|r| Ok((r.try_get("kind")?, r.try_get("id")?))).collect::<Result<_, sqlx::Error>>()?;
+        let tool_ids: Vec<i64> = page.iter().filter(|(kind, _)| kind == ListingKind::Tool.as_str()).map(|(_, id)| *id).collect();
+        let mut cards = self.tool_cards(user, &tool_ids, since).await?;
+        cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
+        Ok(BrowsePage { cards, total, page: query.page, per_page })
+    }
+
+    /// `FROM … WHERE …` over the listings `user` may see that match `query`
+    /// (with their relevance when `ranked`); `None` when no kind asked for has rows.
+    fn matching(&self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Option<Statement> {
         let mut st = Statement::default();
-        let Some(rows) = self.listing_rows(&mut st, query, since) else { return Ok(empty) };
+        let rows = self.listing_rows(&mut st, query, since, ranked)?;
         let mut filters = vec![listed_to(&mut st, user, "l")];
         if query.featured_only {
             filters.push("l.featured = 1".into());
@@ -246,28 +271,8 @@ impl Toolshed {
             let p = st.bind(Value::Text(format!("% {} %", tag.replace('_', "\\_"))));
             filters.push(format!("(' ' || l.tags || ' ') LIKE {p} ESCAPE '\\'"));
         }
-        let from = format!("FROM ({rows}) l WHERE {}", filters.join(" AND "));
-
-        st.sql = format!("SELECT COUNT(*) AS n {from}");
-        let total: i64 = st.query().fetch_one(self.db.pool()).await?.try_get("n")?;
-        if total == 0 {
-            return Ok(empty);
-        }
-        let order = match (query.sort, query.text.is_some()) {
-            (BrowseSort::Relevance, true) => "l.rank DESC, l.calls_30d DESC",
-            (BrowseSort::Relevance | BrowseSort::MostUsed, _) => "l.calls_30d DESC, l.updated_at DESC",
-            (BrowseSort::Newest, _) => "l.created_at DESC",
-            (BrowseSort::RecentlyUpdated, _) => "l.updated_at DESC",
-        };
-        let limit = st.bind(Value::Int(per_page));
-        let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
-        st.sql = format!("SELECT l.kind, l.id {from} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}");
-        let page: Vec<(String, i64)> =
-            st.query().fetch_all(self.db.pool()).await?.iter().map(|r| Ok((r.try_get("kind")?, r.try_get("id")?))).collect::<Result<_, sqlx::Error>>()?;
-        let tool_ids: Vec<i64> = page.iter().filter(|(kind, _)| kind == ListingKind::Tool.as_str()).map(|(_, id)| *id).collect();
-        let mut cards = self.tool_cards(user, &tool_ids, since).await?;
-        cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
-        Ok(BrowsePage { cards, total, page: query.page, per_page })
+        st.sql = format!("FROM ({rows}) l WHERE {}", filters.join(" AND "));
+        Some(st)
     }
 
     /// Featured listings `user` may see, most used first (the home page).
@@ -292,12 +297,12 @@ impl Toolshed {
 
     /// The rows of every kind `query` asks for, in the columns the browse
     /// filters and sorts use; `None` when no kind has rows.
-    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64) -> Option<String> {
+    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> Option<String> {
         let sources: Vec<String> = [ListingKind::Tool, ListingKind::Bundle]
             .into_iter()
             .filter(|kind| query.kind.is_none_or(|want| want == *kind))
             .filter_map(|kind| match kind {
-                ListingKind::Tool => Some(self.tool_rows(st, query, since)),
+                ListingKind::Tool => Some(self.tool_rows(st, query, since, ranked)),
                 // Bundles have no rows yet: asking for them finds nothing.
                 ListingKind::Bundle => None,
             })
@@ -305,12 +310,12 @@ impl Toolshed {
         (!sources.is_empty()).then(|| sources.join(" UNION ALL "))
     }
 
-    fn tool_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64) -> String {
+    fn tool_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
         let since = st.bind(Value::Int(since));
         let (text_join, rank) = match &query.text {
             Some(text) => {
                 let p = st.bind(Value::Text(text.fts_query(self.db.backend())));
-                search::tool_text_match(self.db.backend(), &p)
+                search::tool_text_match(self.db.backend(), &p, ranked)
             }
             None => (String::new(), "0".to_owned()),
         };

@@ -57,17 +57,18 @@ impl SearchText {
 
 /// The tool source's full-text part for `backend`, with `$param` standing for
 /// the bound [`SearchText::fts_query`]: a join that keeps matching tools, and
-/// the relevance expression (higher is better) over alias `t`.
-pub(crate) fn tool_text_match(backend: Backend, param: &str) -> (String, String) {
-    match backend {
+/// the relevance expression over alias `t` (higher is better; `0` unless `ranked`).
+pub(crate) fn tool_text_match(backend: Backend, param: &str, ranked: bool) -> (String, String) {
+    match (backend, ranked) {
+        (Backend::Sqlite, false) => (format!("JOIN (SELECT rowid AS id FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"), "0".to_owned()),
         // bm25 is lower-is-better; the weights are name, title, tags, description.
-        Backend::Sqlite => (
+        (Backend::Sqlite, true) => (
             format!("JOIN (SELECT rowid AS id, -bm25(tools_fts, 10.0, 10.0, 5.0, 1.0) AS rank FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"),
             "m.rank".to_owned(),
         ),
-        Backend::Postgres => (
+        (Backend::Postgres, ranked) => (
             format!("JOIN to_tsquery('simple', {param}) m(query) ON t.search_vector @@ m.query"),
-            "ts_rank(t.search_vector, m.query)".to_owned(),
+            if ranked { "ts_rank(t.search_vector, m.query)" } else { "0" }.to_owned(),
         ),
     }
 }

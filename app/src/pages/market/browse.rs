@@ -59,19 +59,23 @@ fn SearchForm(params: BrowseParams, departments: Vec<DepartmentView>) -> impl In
     };
     view! {
         <form class="card browse-form" method="get" action="/browse" role="search">
-            <input type="search" name="q" value=params.q.clone() placeholder="Search names, titles, descriptions, tags…" maxlength="200" aria-label="Search" />
-            <select name="department" aria-label="Department">
-                {option(&params.department, "", "All departments".into())}
-                {departments.into_iter().map(|d| option(&params.department, &d.name, d.title)).collect_view()}
-            </select>
-            <input name="tag" value=params.tag.clone() placeholder="Tag" aria-label="Tag" class="tag-input" />
-            <select name="kind" aria-label="Kind">
-                {KINDS.iter().map(|(v, l)| option(&params.kind, v, (*l).into())).collect_view()}
-            </select>
-            <select name="sort" aria-label="Sort">
-                {SORTS.iter().map(|(v, l)| option(&params.sort, v, (*l).into())).collect_view()}
-            </select>
-            <button type="submit">"Search"</button>
+            <div class="browse-row">
+                <input type="search" name="q" value=params.q.clone() placeholder="Search names, titles, descriptions, tags…" maxlength="200" aria-label="Search" />
+                <button type="submit" class="button">"Search"</button>
+            </div>
+            <div class="browse-row filters">
+                <select name="department" aria-label="Department">
+                    {option(&params.department, "", "All departments".into())}
+                    {departments.into_iter().map(|d| option(&params.department, &d.name, d.title)).collect_view()}
+                </select>
+                <input name="tag" value=params.tag.clone() placeholder="Tag" aria-label="Tag" class="tag-input" />
+                <select name="kind" aria-label="Kind">
+                    {KINDS.iter().map(|(v, l)| option(&params.kind, v, (*l).into())).collect_view()}
+                </select>
+                <select name="sort" aria-label="Sort">
+                    {SORTS.iter().map(|(v, l)| option(&params.sort, v, (*l).into())).collect_view()}
+                </select>
+            </div>
         </form>
     }
 }

@@ -4,6 +4,7 @@
 #
 #   scripts/bench.sh              # everything
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
+#   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #
 # The MCP load benchmark needs the release server (scripts/build.sh) and the
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox mcp)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse mcp)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -58,6 +59,7 @@ fi
 wait_quiet
 build=()
 wants sandbox && build+=(-p toolshed-bench)
+wants browse && build+=(-p toolshed-bench -p toolshed)
 wants mcp && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
@@ -67,6 +69,21 @@ echo "machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | 
 if wants sandbox; then
     echo "sandbox: fresh runtime + context + args + trivial tool + result"
     "$CARGO_TARGET_DIR/release/sandbox"
+fi
+
+if wants browse; then
+    echo "browse: Toolshed::browse + JSON, 10,000 listings, temp SQLite"
+    "$CARGO_TARGET_DIR/release/browse"
+    echo "browse: GET /browse against the release server, same data, loopback"
+    bench_dir=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-bench.XXXXXX"); dirs+=("$bench_dir")
+    "$CARGO_TARGET_DIR/release/browse" --seed "$bench_dir/toolshed.db"
+    bench_port=$(free_port)
+    TOOLSHED_ADDR="127.0.0.1:$bench_port" TOOLSHED_DATA_DIR="$bench_dir" DATABASE_URL="sqlite://$bench_dir/toolshed.db" \
+        RUST_LOG=warn "$CARGO_TARGET_DIR/release/toolshed" serve --no-demo >"$bench_dir/stdout.log" 2>&1 &
+    bench_server=$!; pids+=("$bench_server")
+    for _ in $(seq 1 200); do curl -fsS "http://127.0.0.1:$bench_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+    "$CARGO_TARGET_DIR/release/browse" --http "http://127.0.0.1:$bench_port"
+    stop "$bench_server"
 fi
 
 wants mcp || exit 0

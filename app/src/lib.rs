@@ -16,7 +16,8 @@ use leptos_router::{path, SsrMode};
 
 use crate::api::Logout;
 use crate::components::Header;
-use crate::pages::tools::{BrowseTools, MyTools, NewTool, ToolEditor, ToolListing};
+use crate::pages::market::Browse;
+use crate::pages::tools::{MyTools, NewTool, ToolEditor, ToolListing};
 use crate::pages::{Account, Admin, Home, LoginPage, NotFound, RegisterPage};
 
 /// The HTML document around the app, rendered on the server only.
@@ -110,7 +111,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async />
                 <Route path=path!("/account") view=Account ssr=SsrMode::Async />
                 <Route path=path!("/admin") view=Admin ssr=SsrMode::Async />
-                <Route path=path!("/browse") view=BrowseTools ssr=SsrMode::Async />
+                <Route path=path!("/browse") view=Browse ssr=SsrMode::Async />
                 <Route path=path!("/tools/mine") view=MyTools ssr=SsrMode::Async />
                 <Route path=path!("/tools/new") view=NewTool ssr=SsrMode::Async />
                 <Route path=path!("/tools/:department/:name") view=ToolListing ssr=SsrMode::Async />

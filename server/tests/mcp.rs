@@ -178,23 +178,8 @@ impl Events {
 async fn published_tool(srv: &TestServer, user: &str, name: &str, version: &str) -> (reqwest::Client, i64) {
     let client = srv.member(user, "research").await;
     let tool = srv.create_tool(&client, name, "everyone").await;
-    publish(srv, &client, tool, version).await;
+    srv.publish(&client, tool, version).await;
     (client, tool)
-}
-
-/// Saves a version returning `text` and publishes it.
-async fn publish(srv: &TestServer, client: &reqwest::Client, tool: i64, text: &str) {
-    let code = format!("return {};", json!(text));
-    let (status, version) = srv.server_fn(client, "tools/save_version", json!({"tool": tool, "code": code, "args": [], "changelog": text})).await;
-    assert_eq!(status, 200, "{version}");
-    let res = client
-        .post(srv.url("/api/tools/publish"))
-        .header("Accept", "application/json")
-        .form(&[("tool", tool.to_string()), ("version", version.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
 }
 
 server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream, |srv: TestServer| async move {
@@ -264,7 +249,7 @@ server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_l
     let other = srv.replica().await;
     let session = Session::open(other.url("/mcp/tools/research/greeting"), &token).await;
     let mut events = session.listen().await;
-    publish(&srv, &client, tool, "v2 says hello").await;
+    srv.publish(&client, tool, "v2 says hello").await;
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
     let replies = session.request(&call(1, "greeting", json!({}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "v2 says hello");
@@ -353,7 +338,7 @@ server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestSe
         }
         seen
     };
-    let (seen, ()) = tokio::join!(calls, publish(&srv, &client, tool, "new"));
+    let (seen, ()) = tokio::join!(calls, srv.publish(&client, tool, "new"));
     assert!(seen.iter().all(|t| t == "old" || t == "new"), "{seen:?}");
     let replies = session.request(&call(99, "racer", json!({}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "new");

@@ -3,10 +3,12 @@
 
 mod accounts;
 mod admin;
+mod market;
 mod tools;
 
 pub use accounts::*;
 pub use admin::*;
+pub use market::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};

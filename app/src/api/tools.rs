@@ -276,13 +276,6 @@ pub async fn my_tools() -> Result<Vec<ToolCard>, AppError> {
     Ok(tools.iter().map(convert::card).collect())
 }
 
-#[server(endpoint = "tools/published")]
-pub async fn published_tools() -> Result<Vec<ToolCard>, AppError> {
-    let user = server::require_user().await?;
-    let tools = server::toolshed()?.published_tools(&user).await.map_err(server::fail)?;
-    Ok(tools.iter().map(convert::card).collect())
-}
-
 #[server(endpoint = "tools/create")]
 pub async fn create_tool(name: String, title: String, description: String, tags: String, visibility: String) -> Result<(), AppError> {
     use toolshed_domain::tools::NewTool;

@@ -1,11 +1,14 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::api::featured_listings;
+use crate::pages::market::ListingCard;
 use crate::Auth;
 
 #[component]
 pub fn Home() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    let featured = Resource::new(move || auth.me.get().map(|me| me.ok().flatten().map(|me| me.username)), |_| featured_listings());
     view! {
         <Title text="" />
         <section class="hero">
@@ -31,6 +34,22 @@ pub fn Home() -> impl IntoView {
                 })}
             </Transition>
         </section>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let cards = featured.await.unwrap_or_default();
+                (!cards.is_empty()).then(|| view! {
+                    <section class="featured">
+                        <div class="page-head">
+                            <h2>"Featured"</h2>
+                            <a href="/browse">"Browse everything →"</a>
+                        </div>
+                        <div class="grid">
+                            {cards.into_iter().map(|card| view! { <ListingCard card /> }).collect_view()}
+                        </div>
+                    </section>
+                })
+            })}
+        </Transition>
         <section class="steps">
             <article class="card">
                 <h3>"1 · Write"</h3>

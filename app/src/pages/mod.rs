@@ -3,6 +3,7 @@
 mod account;
 mod admin;
 mod home;
+pub mod market;
 mod not_found;
 mod sign_in;
 pub mod tools;

@@ -10,6 +10,7 @@ pub mod changes;
 mod demo;
 pub mod ids;
 pub mod markdown;
+pub mod market;
 pub mod mcp_sessions;
 pub mod names;
 pub mod passwords;

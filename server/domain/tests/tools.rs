@@ -5,6 +5,8 @@ mod support;
 
 use serde_json::json;
 use toolshed_domain::accounts::Registration;
+use toolshed_domain::ids::ToolId;
+use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::sandbox::{RunError, ToolValue};
 use toolshed_domain::schema::ArgDef;
 use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, Visibility};
@@ -145,8 +147,9 @@ store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async mov
         .unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("| name | value |\n| --- | --- |\n| a | 1 |".into())));
     assert_eq!(run.outcome.console[0].message, "formatting 1 rows");
-    for t in ts.published_tools(&alice).await.unwrap() {
-        let results = ts.run_test_cases(&alice, t.id, RunSource::Published).await.unwrap();
+    let demo = BrowseQuery::parse("", "demo", "", "", "", "").unwrap();
+    for t in ts.browse(&alice, &demo).await.unwrap().cards {
+        let results = ts.run_test_cases(&alice, ToolId(t.id), RunSource::Published).await.unwrap();
         assert!(results.iter().all(|r| r.passed), "{}: {results:?}", t.slug());
     }
 });

@@ -172,7 +172,12 @@ impl TestServer {
 
     /// Creates a tool with a plain form post and returns its ID.
     pub async fn create_tool(&self, client: &reqwest::Client, name: &str, visibility: &str) -> i64 {
-        self.post_form(client, "/api/tools/create", &[("name", name), ("title", name), ("description", ""), ("tags", ""), ("visibility", visibility)])
+        self.create_tool_titled(client, name, name, visibility).await
+    }
+
+    /// Creates a tool titled `title` and returns its ID.
+    pub async fn create_tool_titled(&self, client: &reqwest::Client, name: &str, title: &str, visibility: &str) -> i64 {
+        self.post_form(client, "/api/tools/create", &[("name", name), ("title", title), ("description", ""), ("tags", ""), ("visibility", visibility)])
             .await;
         let res = client
             .post(self.url("/api/tools/mine"))
@@ -192,6 +197,21 @@ impl TestServer {
             .await
             .unwrap();
         res.json::<serde_json::Value>().await.unwrap()["id"].as_i64().unwrap()
+    }
+
+    /// Saves a version of `tool` returning `text` and publishes it.
+    pub async fn publish(&self, client: &reqwest::Client, tool: i64, text: &str) {
+        let code = format!("return {};", serde_json::json!(text));
+        let (status, version) = self.server_fn(client, "tools/save_version", serde_json::json!({"tool": tool, "code": code, "args": [], "changelog": text})).await;
+        assert_eq!(status, 200, "{version}");
+        let res = client
+            .post(self.url("/api/tools/publish"))
+            .header("Accept", "application/json")
+            .form(&[("tool", tool.to_string()), ("version", version.to_string())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     }
 
     /// Creates an API token for `username` with the operator command.

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::{ago, now_ms};
-use crate::api::{my_tools, published_tools, ToolCard};
+use crate::api::{my_tools, ToolCard};
 use crate::components::RequireUser;
 use crate::error::AppError;
 
@@ -69,25 +69,6 @@ pub fn MyTools() -> impl IntoView {
                         </div>
                     };
                     grid(tools.await, |t| format!("/tools/{}/{}/edit", t.department, t.name), empty.into_any())
-                })}
-            </Suspense>
-        </RequireUser>
-    }
-}
-
-#[component]
-pub fn BrowseTools() -> impl IntoView {
-    let tools = Resource::new(|| (), |_| published_tools());
-    view! {
-        <Title text="Browse" />
-        <RequireUser>
-            <div class="page-head">
-                <h1>"Browse tools"</h1>
-            </div>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let empty = view! { <div class="card empty"><p class="muted">"Nothing is published yet."</p></div> };
-                    grid(tools.await, |t| format!("/tools/{}/{}", t.department, t.name), empty.into_any())
                 })}
             </Suspense>
         </RequireUser>

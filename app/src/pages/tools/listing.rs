@@ -1,5 +1,5 @@
-//! The listing page of a tool: what it does, its arguments, its versions, and
-//! a Run panel on the published version.
+//! The listing page of a tool: what it does, its arguments, its usage, its
+//! versions, and a Run panel on the published version.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -8,9 +8,10 @@ use leptos_router::hooks::use_params_map;
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
-use crate::api::{tool_detail, RunTarget, ToolInfo};
+use crate::api::{listing_usage, tool_detail, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
 use crate::components::RequireUser;
+use crate::pages::market::UsageChart;
 
 pub fn type_label(t: &ArgType) -> String {
     match t {
@@ -69,7 +70,7 @@ pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
 }
 
 #[component]
-fn Listing(tool: ToolInfo) -> impl IntoView {
+fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
     let now = now_ms();
     let edit_href = format!("/tools/{}/{}/edit", tool.department, tool.name);
     let args = tool.published_args.clone();
@@ -96,6 +97,10 @@ fn Listing(tool: ToolInfo) -> impl IntoView {
                 <section class="card">
                     <h2>"Arguments"</h2>
                     <ArgTable args=args.clone() />
+                </section>
+                <section class="card">
+                    <h2>"Usage, last 30 days"</h2>
+                    <UsageChart usage />
                 </section>
                 <section class="card">
                     <h2>"Versions"</h2>
@@ -134,14 +139,18 @@ pub fn ToolListing() -> impl IntoView {
     let params = use_params_map();
     let detail = Resource::new(
         move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
-        |(d, n)| tool_detail(d, n),
+        |(d, n)| async move {
+            let tool = tool_detail(d, n).await?;
+            let usage = listing_usage(tool.id).await?;
+            Ok::<_, crate::error::AppError>((tool, usage))
+        },
     );
     view! {
         <RequireUser>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Ok(tool) => view! { <Listing tool /> }.into_any(),
+                        Ok((tool, usage)) => view! { <Listing tool usage /> }.into_any(),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}

@@ -9,7 +9,7 @@ mod new;
 mod run_panel;
 
 pub use editor::ToolEditor;
-pub use list::{BrowseTools, MyTools};
+pub use list::MyTools;
 pub use listing::ToolListing;
 pub use new::NewTool;
 

@@ -282,14 +282,6 @@ impl Toolshed {
         Ok(tools.into_iter().filter(|t| can_edit(user, t)).collect())
     }
 
-    /// Published, active tools the user may see (the browse page grows from this).
-    pub async fn published_tools(&self, user: &User) -> Result<Vec<Tool>, ToolError> {
-        let sql = format!("{TOOL_SELECT} WHERE t.published_version IS NOT NULL AND t.status <> 'hidden' ORDER BY t.updated_at DESC");
-        let rows = sqlx::query(&sql).fetch_all(self.db.pool()).await?;
-        let tools: Vec<Tool> = rows.iter().map(tool_from_row).collect::<Result<_, _>>()?;
-        Ok(tools.into_iter().filter(|t| can_see(user, t)).collect())
-    }
-
     /// Creates a tool in the user's own department (never another: the
     /// department is not something the client gets to say).
     pub async fn create_tool(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {

@@ -1,0 +1,100 @@
+//! The marketplace: browse and search, featured listings, a listing's usage.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use super::server;
+use crate::error::AppError;
+
+/// A listing as a card, as the browse page and the home page show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListingCardView {
+    /// `tool` (bundles later).
+    pub kind: String,
+    pub department: String,
+    pub department_title: String,
+    pub name: String,
+    pub title: String,
+    pub summary: String,
+    pub tags: Vec<String>,
+    pub author: String,
+    pub visibility: String,
+    pub featured: bool,
+    pub calls_30d: i64,
+    pub fork_count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrowseView {
+    pub cards: Vec<ListingCardView>,
+    pub total: i64,
+    pub page: i64,
+    pub page_count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DayCallsView {
+    pub day_ms: i64,
+    pub calls: i64,
+    pub errors: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageView {
+    pub days: Vec<DayCallsView>,
+    pub calls: i64,
+    pub error_rate: f64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+}
+
+#[cfg(feature = "ssr")]
+fn card(c: toolshed_domain::market::ListingCard) -> ListingCardView {
+    ListingCardView {
+        kind: c.kind.as_str().to_owned(),
+        department: c.department,
+        department_title: c.department_title,
+        name: c.name,
+        title: c.title,
+        summary: c.summary,
+        tags: c.tags,
+        author: c.author,
+        visibility: c.visibility,
+        featured: c.featured,
+        calls_30d: c.calls_30d,
+        fork_count: c.fork_count,
+    }
+}
+
+/// The browse page's fields as they are in its URL.
+#[server(endpoint = "market/browse")]
+pub async fn browse_listings(q: String, department: String, tag: String, kind: String, sort: String, page: String) -> Result<BrowseView, AppError> {
+    use toolshed_domain::market::BrowseQuery;
+    let user = server::require_user().await?;
+    let query = BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let found = server::toolshed()?.browse(&user, &query).await.map_err(server::fail)?;
+    let page_count = found.page_count();
+    Ok(BrowseView { cards: found.cards.into_iter().map(card).collect(), total: found.total, page: found.page, page_count })
+}
+
+/// Featured listings for the signed-in user; none for visitors.
+#[server(endpoint = "market/featured")]
+pub async fn featured_listings() -> Result<Vec<ListingCardView>, AppError> {
+    let Some(user) = server::current_user().await? else { return Ok(Vec::new()) };
+    let cards = server::toolshed()?.featured(&user).await.map_err(server::fail)?;
+    Ok(cards.into_iter().map(card).collect())
+}
+
+#[server(endpoint = "market/usage")]
+pub async fn listing_usage(tool: i64) -> Result<UsageView, AppError> {
+    let user = server::require_user().await?;
+    let stats = server::toolshed()?.usage_stats(&user, toolshed_domain::ids::ToolId(tool)).await.map_err(server::fail)?;
+    Ok(UsageView {
+        error_rate: stats.error_rate(),
+        days: stats.days.into_iter().map(|d| DayCallsView { day_ms: d.day_ms, calls: d.calls, errors: d.errors }).collect(),
+        calls: stats.calls,
+        p50_ms: stats.p50_ms,
+        p95_ms: stats.p95_ms,
+    })
+}

@@ -1,0 +1,375 @@
+//! The marketplace: browsing and searching listings (tools today, bundles
+//! later), featured listings, and a listing's usage figures.
+//!
+//! Who may see what is decided in SQL ([`listed_to`]), so totals and pages
+//! count only what the user may see. Listings come from *row sources*, one per
+//! kind, each producing the same columns; a new kind is a new source.
+
+mod search;
+mod stats;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+pub use search::SearchText;
+pub use stats::{DayCalls, UsageStats};
+
+use crate::accounts::User;
+use crate::ids::ToolId;
+use crate::names::{DepartmentName, Invalid, Tags};
+use crate::tools::ToolError;
+use crate::{audit, now_ms, Toolshed};
+
+/// What a listing is: one tool, or (later) a bundle of tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListingKind {
+    Tool,
+    Bundle,
+}
+
+impl ListingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingKind::Tool => "tool",
+            ListingKind::Bundle => "bundle",
+        }
+    }
+
+    fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "tool" => Ok(ListingKind::Tool),
+            "bundle" => Ok(ListingKind::Bundle),
+            _ => Err(Invalid { field: "Kind", reason: "must be tool or bundle".into() }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrowseSort {
+    /// Best match first; with no search text, the same as `MostUsed`.
+    Relevance,
+    /// Most calls in the last 30 days.
+    MostUsed,
+    Newest,
+    RecentlyUpdated,
+}
+
+impl BrowseSort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrowseSort::Relevance => "relevance",
+            BrowseSort::MostUsed => "most_used",
+            BrowseSort::Newest => "newest",
+            BrowseSort::RecentlyUpdated => "updated",
+        }
+    }
+
+    fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "relevance" => Ok(BrowseSort::Relevance),
+            "most_used" => Ok(BrowseSort::MostUsed),
+            "newest" => Ok(BrowseSort::Newest),
+            "updated" => Ok(BrowseSort::RecentlyUpdated),
+            _ => Err(Invalid { field: "Sort", reason: "must be relevance, most_used, newest or updated".into() }),
+        }
+    }
+}
+
+/// One browse or search request, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowseQuery {
+    pub text: Option<SearchText>,
+    pub department: Option<DepartmentName>,
+    /// Every one of these tags must be on the listing.
+    pub tags: Tags,
+    pub kind: Option<ListingKind>,
+    pub sort: BrowseSort,
+    /// Only listings an admin featured.
+    pub featured_only: bool,
+    /// From 1.
+    pub page: i64,
+    pub per_page: i64,
+}
+
+impl Default for BrowseQuery {
+    fn default() -> Self {
+        Self {
+            text: None,
+            department: None,
+            tags: Tags::default(),
+            kind: None,
+            sort: BrowseSort::Relevance,
+            featured_only: false,
+            page: 1,
+            per_page: Self::PER_PAGE,
+        }
+    }
+}
+
+impl BrowseQuery {
+    pub const PER_PAGE: i64 = 24;
+    pub const MAX_PAGE: i64 = 10_000;
+
+    /// The browse form's fields as they arrive in the URL; blank means "any".
+    pub fn parse(text: &str, department: &str, tag: &str, kind: &str, sort: &str, page: &str) -> Result<Self, Invalid> {
+        let blank = |s: &str| s.trim().is_empty();
+        let page = if blank(page) {
+            1
+        } else {
+            page.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|p| (1..=Self::MAX_PAGE).contains(p))
+                .ok_or_else(|| Invalid { field: "Page", reason: format!("must be a whole number from 1 to {}", Self::MAX_PAGE) })?
+        };
+        Ok(Self {
+            text: SearchText::parse(text)?,
+            department: if blank(department) { None } else { Some(DepartmentName::parse(department)?) },
+            tags: Tags::parse(tag)?,
+            kind: if blank(kind) { None } else { Some(ListingKind::parse(kind.trim())?) },
+            sort: if blank(sort) { BrowseSort::Relevance } else { BrowseSort::parse(sort.trim())? },
+            page,
+            ..Self::default()
+        })
+    }
+}
+
+/// A listing as a card on the browse page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListingCard {
+    pub kind: ListingKind,
+    pub id: i64,
+    pub department: String,
+    pub department_title: String,
+    pub name: String,
+    pub title: String,
+    /// Plain text, Markdown removed, cut to a card's length.
+    pub summary: String,
+    pub tags: Vec<String>,
+    pub author: String,
+    pub visibility: String,
+    pub featured: bool,
+    pub calls_30d: i64,
+    /// Forks of this listing the user may see.
+    pub fork_count: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl ListingCard {
+    pub fn slug(&self) -> String {
+        format!("{}/{}", self.department, self.name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrowsePage {
+    pub cards: Vec<ListingCard>,
+    /// Every matching listing the user may see, over all pages.
+    pub total: i64,
+    pub page: i64,
+    pub per_page: i64,
+}
+
+impl BrowsePage {
+    pub fn page_count(&self) -> i64 {
+        ((self.total + self.per_page - 1) / self.per_page).max(1)
+    }
+}
+
+const SUMMARY_CHARS: usize = 160;
+const DAY_MS: i64 = 86_400_000;
+
+/// A statement built with numbered placeholders (`$1`, `$2`, …, which both
+/// backends accept) and the values bound to them, in order.
+#[derive(Default)]
+struct Statement {
+    sql: String,
+    values: Vec<Value>,
+}
+
+enum Value {
+    Int(i64),
+    Text(String),
+}
+
+impl Statement {
+    /// Keeps `value` for binding; returns its placeholder.
+    fn bind(&mut self, value: Value) -> String {
+        self.values.push(value);
+        format!("${}", self.values.len())
+    }
+
+    fn query(&self) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
+        self.values.iter().fold(sqlx::query(&self.sql), |q, v| match v {
+            Value::Int(i) => q.bind(*i),
+            Value::Text(s) => q.bind(s.as_str()),
+        })
+    }
+}
+
+/// SQL true when the listing under `alias` is listed to `user`: published,
+/// active (not hidden or disabled), and visible to them as [`crate::tools::can_see`] says.
+fn listed_to(st: &mut Statement, user: &User, alias: &str) -> String {
+    let listed = format!("{alias}.published_version IS NOT NULL AND {alias}.status = 'active'");
+    if user.is_admin {
+        return listed;
+    }
+    let me = st.bind(Value::Int(user.id.0));
+    let dept = st.bind(Value::Int(user.department.id.0));
+    format!(
+        "{listed} AND ({alias}.owner_id = {me} OR {alias}.visibility = 'everyone' \
+         OR ({alias}.visibility = 'department' AND {alias}.department_id = {dept}))"
+    )
+}
+
+impl Toolshed {
+    /// Listings `user` may see that match `query`, one page of them, and how many there are.
+    pub async fn browse(&self, user: &User, query: &BrowseQuery) -> Result<BrowsePage, ToolError> {
+        let per_page = query.per_page.clamp(1, 100);
+        let empty = BrowsePage { cards: Vec::new(), total: 0, page: query.page, per_page };
+        let since = now_ms() - 30 * DAY_MS;
+        // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
+        let Some(mut count) = self.matching(user, query, since, false) else { return Ok(empty) };
+        count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
+        let total: i64 = count.query().fetch_one(self.db.pool()).await?.try_get("n")?;
+        let Some(mut st) = self.matching(user, query, since, true).filter(|_| total > 0) else { return Ok(empty) };
+        let order = match (query.sort, query.text.is_some()) {
+            (BrowseSort::Relevance, true) => "l.rank DESC, l.updated_at DESC",
+            (BrowseSort::Relevance | BrowseSort::MostUsed, _) => "l.calls_30d DESC, l.updated_at DESC",
+            (BrowseSort::Newest, _) => "l.created_at DESC",
+            (BrowseSort::RecentlyUpdated, _) => "l.updated_at DESC",
+        };
+        let limit = st.bind(Value::Int(per_page));
+        let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
+        st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
+        let page: Vec<(String, i64)> =
+            st.query().fetch_all(self.db.pool()).await?.iter().map(|r| Ok((r.try_get("kind")?, r.try_get("id")?))).collect::<Result<_, sqlx::Error>>()?;
+        let tool_ids: Vec<i64> = page.iter().filter(|(kind, _)| kind == ListingKind::Tool.as_str()).map(|(_, id)| *id).collect();
+        let mut cards = self.tool_cards(user, &tool_ids, since).await?;
+        cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
+        Ok(BrowsePage { cards, total, page: query.page, per_page })
+    }
+
+    /// `FROM … WHERE …` over the listings `user` may see that match `query`
+    /// (with their relevance when `ranked`); `None` when no kind asked for has rows.
+    fn matching(&self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Option<Statement> {
+        let mut st = Statement::default();
+        let rows = self.listing_rows(&mut st, query, since, ranked)?;
+        let mut filters = vec![listed_to(&mut st, user, "l")];
+        if query.featured_only {
+            filters.push("l.featured = 1".into());
+        }
+        if let Some(d) = &query.department {
+            let p = st.bind(Value::Text(d.as_str().to_owned()));
+            filters.push(format!("l.department_id = (SELECT id FROM departments WHERE name = {p})"));
+        }
+        for tag in query.tags.as_slice() {
+            // Tags are slugs: only `_` needs escaping for LIKE.
+            let p = st.bind(Value::Text(format!("% {} %", tag.replace('_', "\\_"))));
+            filters.push(format!("(' ' || l.tags || ' ') LIKE {p} ESCAPE '\\'"));
+        }
+        st.sql = format!("FROM ({rows}) l WHERE {}", filters.join(" AND "));
+        Some(st)
+    }
+
+    /// Featured listings `user` may see, most used first (the home page).
+    pub async fn featured(&self, user: &User) -> Result<Vec<ListingCard>, ToolError> {
+        let query = BrowseQuery { featured_only: true, sort: BrowseSort::MostUsed, per_page: 6, ..BrowseQuery::default() };
+        Ok(self.browse(user, &query).await?.cards)
+    }
+
+    /// Features a tool on the home page, or stops featuring it. Admins only.
+    pub async fn set_featured(&self, admin: &User, id: ToolId, featured: bool) -> Result<(), ToolError> {
+        if !admin.is_admin {
+            return Err(ToolError::Forbidden);
+        }
+        let tool = self.tool(admin, id).await?;
+        let mut tx = self.db.begin().await?;
+        sqlx::query("UPDATE tools SET featured = $1 WHERE id = $2").bind(i64::from(featured)).bind(id.0).execute(&mut *tx).await?;
+        let action = if featured { "tool.featured" } else { "tool.unfeatured" };
+        audit::record(&mut tx, Some(admin.id), action, &format!("tool:{}", tool.slug()), None, None).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The rows of every kind `query` asks for, in the columns the browse
+    /// filters and sorts use; `None` when no kind has rows.
+    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> Option<String> {
+        let sources: Vec<String> = [ListingKind::Tool, ListingKind::Bundle]
+            .into_iter()
+            .filter(|kind| query.kind.is_none_or(|want| want == *kind))
+            .filter_map(|kind| match kind {
+                ListingKind::Tool => Some(self.tool_rows(st, query, since, ranked)),
+                // Bundles have no rows yet: asking for them finds nothing.
+                ListingKind::Bundle => None,
+            })
+            .collect();
+        (!sources.is_empty()).then(|| sources.join(" UNION ALL "))
+    }
+
+    fn tool_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
+        let since = st.bind(Value::Int(since));
+        let (text_join, rank) = match &query.text {
+            Some(text) => {
+                let p = st.bind(Value::Text(text.fts_query(self.db.backend())));
+                search::tool_text_match(self.db.backend(), &p, ranked)
+            }
+            None => (String::new(), "0".to_owned()),
+        };
+        format!(
+            "SELECT 'tool' AS kind, t.id, t.department_id, t.owner_id, t.visibility, t.status, t.published_version, \
+             t.tags, t.featured, t.created_at, t.updated_at, {rank} AS rank, \
+             (SELECT COUNT(*) FROM usage_records r WHERE r.tool_id = t.id AND r.at_ms >= {since}) AS calls_30d \
+             FROM tools t {text_join}"
+        )
+    }
+
+    /// Cards for the tools `ids`, in no particular order.
+    async fn tool_cards(&self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut st = Statement::default();
+        let since = st.bind(Value::Int(since));
+        let forks_listed = listed_to(&mut st, user, "f");
+        let list: Vec<String> = ids.iter().map(|id| st.bind(Value::Int(*id))).collect();
+        st.sql = format!(
+            "SELECT t.id, d.name AS dept, d.title AS dept_title, t.name, t.title, t.description, t.tags, \
+             u.display_name AS author, t.visibility, t.featured, t.created_at, t.updated_at, \
+             (SELECT COUNT(*) FROM usage_records r WHERE r.tool_id = t.id AND r.at_ms >= {since}) AS calls_30d, \
+             (SELECT COUNT(*) FROM tools f WHERE f.forked_from_tool_id = t.id AND {forks_listed}) AS fork_count \
+             FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id \
+             WHERE t.id IN ({})",
+            list.join(", ")
+        );
+        let rows = st.query().fetch_all(self.db.pool()).await?;
+        let cards = rows
+            .iter()
+            .map(|r| {
+                let tags: String = r.try_get("tags")?;
+                let description: String = r.try_get("description")?;
+                Ok(ListingCard {
+                    kind: ListingKind::Tool,
+                    id: r.try_get("id")?,
+                    department: r.try_get("dept")?,
+                    department_title: r.try_get("dept_title")?,
+                    name: r.try_get("name")?,
+                    title: r.try_get("title")?,
+                    summary: crate::markdown::summary(&description, SUMMARY_CHARS),
+                    tags: tags.split_whitespace().map(str::to_owned).collect(),
+                    author: r.try_get("author")?,
+                    visibility: r.try_get("visibility")?,
+                    featured: r.try_get::<i64, _>("featured")? != 0,
+                    calls_30d: r.try_get("calls_30d")?,
+                    fork_count: r.try_get("fork_count")?,
+                    created_at: r.try_get("created_at")?,
+                    updated_at: r.try_get("updated_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(cards)
+    }
+}

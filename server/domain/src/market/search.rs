@@ -1,0 +1,101 @@
+//! What someone typed in the search box, turned into full-text terms that are
+//! safe for either backend: words of letters and digits only, so FTS syntax
+//! (`"`, `*`, `OR`, `-`, `NEAR(`, `:`, `&`, `!`) is never syntax, just words
+//! or separators. The terms travel as a bound parameter, never inside the SQL.
+
+use crate::names::Invalid;
+use crate::store::Backend;
+
+/// A search of one or more words; every word must match (as a prefix) in the
+/// name, title, tags or description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchText {
+    terms: Vec<String>,
+}
+
+impl SearchText {
+    pub const MAX_CHARS: usize = 200;
+    pub const MAX_WORDS: usize = 16;
+
+    /// `None` when the text has no words at all (blank, or only punctuation).
+    pub fn parse(raw: &str) -> Result<Option<Self>, Invalid> {
+        if raw.chars().count() > Self::MAX_CHARS {
+            return Err(Invalid { field: "Search", reason: format!("must be at most {} characters", Self::MAX_CHARS) });
+        }
+        let mut terms: Vec<String> = Vec::new();
+        for word in raw.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let word = word.to_lowercase();
+            if !terms.contains(&word) {
+                terms.push(word);
+            }
+        }
+        if terms.len() > Self::MAX_WORDS {
+            return Err(Invalid { field: "Search", reason: format!("use at most {} words", Self::MAX_WORDS) });
+        }
+        Ok((!terms.is_empty()).then_some(Self { terms }))
+    }
+
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// The full-text query in the backend's own syntax: FTS5 `"w1"* "w2"*`
+    /// (implicit AND), or PostgreSQL `'w1':* & 'w2':*` for `to_tsquery`.
+    /// Safe because every term is letters and digits only.
+    pub(crate) fn fts_query(&self, backend: Backend) -> String {
+        let quoted = self.terms.iter().map(|t| match backend {
+            Backend::Sqlite => format!("\"{t}\"*"),
+            Backend::Postgres => format!("'{t}':*"),
+        });
+        let joiner = match backend {
+            Backend::Sqlite => " ",
+            Backend::Postgres => " & ",
+        };
+        quoted.collect::<Vec<_>>().join(joiner)
+    }
+}
+
+/// The tool source's full-text part for `backend`, with `$param` standing for
+/// the bound [`SearchText::fts_query`]: a join that keeps matching tools, and
+/// the relevance expression over alias `t` (higher is better; `0` unless `ranked`).
+pub(crate) fn tool_text_match(backend: Backend, param: &str, ranked: bool) -> (String, String) {
+    match (backend, ranked) {
+        (Backend::Sqlite, false) => (format!("JOIN (SELECT rowid AS id FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"), "0".to_owned()),
+        // bm25 is lower-is-better; the weights are name, title, tags, description.
+        (Backend::Sqlite, true) => (
+            format!("JOIN (SELECT rowid AS id, -bm25(tools_fts, 10.0, 10.0, 5.0, 1.0) AS rank FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"),
+            "m.rank".to_owned(),
+        ),
+        (Backend::Postgres, ranked) => (
+            format!("JOIN to_tsquery('simple', {param}) m(query) ON t.search_vector @@ m.query"),
+            if ranked { "ts_rank(t.search_vector, m.query)" } else { "0" }.to_owned(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_syntax_becomes_plain_words() {
+        let s = SearchText::parse(r#"FX "rate" OR -x* NEAR(a b) col:val"#).unwrap().unwrap();
+        assert_eq!(s.terms(), ["fx", "rate", "or", "x", "near", "a", "b", "col", "val"]);
+        assert_eq!(SearchText::parse("Rate rate").unwrap().unwrap().fts_query(Backend::Sqlite), r#""rate"*"#);
+        assert_eq!(SearchText::parse("a b").unwrap().unwrap().fts_query(Backend::Postgres), "'a':* & 'b':*");
+    }
+
+    #[test]
+    fn blank_or_punctuation_only_text_is_no_search() {
+        assert_eq!(SearchText::parse("").unwrap(), None);
+        assert_eq!(SearchText::parse(r#" "*" -- ' ; "#).unwrap(), None);
+    }
+
+    #[test]
+    fn overlong_text_and_too_many_words_are_refused_clearly() {
+        let e = SearchText::parse(&"x".repeat(10_000)).unwrap_err();
+        assert_eq!(e.to_string(), "Search: must be at most 200 characters");
+        let many = (0..17).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+        assert_eq!(SearchText::parse(&many).unwrap_err().to_string(), "Search: use at most 16 words");
+    }
+}

@@ -65,6 +65,12 @@ test('search, filter by department and tag, sort, and open a listing with its us
   assert.match(await page.textContent('.result-count'), /^3 listings$/);
   assert.equal(await page.inputValue('input[name=q]'), WORD, 'the form shows the search it ran');
   const fxCard = page.locator('.listing-card:has-text("Currency converter")');
+  // Usage is written in batches off the request path (every 250 ms): reload until it is in.
+  for (let i = 0; i < 20 && !/5 calls/.test(await fxCard.textContent()); i++) {
+    await page.waitForTimeout(250);
+    await page.reload();
+    await page.waitForSelector('.listing-card');
+  }
   assert.match(await fxCard.textContent(), /Market Seller[\s\S]*5 calls \/ 30 days[\s\S]*0 forks/);
   await shot(page, '20-browse-search');
 

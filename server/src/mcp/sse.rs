@@ -87,7 +87,9 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let first = stream::once(async move { Ok::<_, Infallible>(Event::default().event("endpoint").data(endpoint)) });
     let replies = outbox_rx.map(move |msg| {
         let _keep_session_open = &guard;
-        let json = serde_json::to_string(&msg).unwrap_or_else(|e| format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"{e}"}}}}"#));
+        let json = serde_json::to_string(&msg).unwrap_or_else(|e| {
+            serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": e.to_string()}}).to_string()
+        });
         Ok(Event::default().event("message").data(json))
     });
     Sse::new(first.chain(replies)).keep_alive(KeepAlive::default()).into_response()

@@ -1,9 +1,11 @@
 //! MCP endpoints: every published tool is a live MCP server at
-//! `/mcp/tools/{department}/{name}`, over Streamable HTTP (rmcp) at that URL and
-//! over the legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token check
-//! in front ([`authorize`]) resolves the caller and the listing; one
-//! [`handler::ListingHandler`] lists and runs the listing's tool through the
-//! domain layer, whichever transport brought the request.
+//! `/mcp/tools/{department}/{name}` and every published bundle at
+//! `/mcp/bundles/{department}/{name}`, over Streamable HTTP (rmcp) at that URL
+//! and over the legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token
+//! check in front ([`authorize`]) resolves the caller and the listing; one
+//! [`handler::ListingHandler`] lists and runs the listing's tools (one for a
+//! tool, the members for a bundle) through the domain layer, whichever
+//! transport brought the request.
 
 mod handler;
 mod sessions;
@@ -20,7 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolshed_domain::tokens::TokenInfo;
-use toolshed_domain::tools::{Status, Tool, ToolError};
+use toolshed_domain::tools::{ListingKind, Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
 
 use handler::{ListingHandler, Transport};
@@ -42,7 +44,8 @@ pub struct Caller {
     pub user: User,
     /// `None` when a signed-in browser calls (the listing page's MCP debugger).
     pub token: Option<TokenInfo>,
-    pub tool: Tool,
+    /// The tool or bundle the endpoint serves, as this user sees it.
+    pub listing: Tool,
 }
 
 #[derive(Clone)]
@@ -78,15 +81,16 @@ pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>,
         SessionMode::Stateless => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default() };
-    let legacy = axum::Router::new()
-        .route("/mcp/tools/{department}/{name}/sse", get(sse::open_stream))
-        .route("/mcp/tools/{department}/{name}/messages", post(sse::post_message))
-        .with_state(state);
     let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts) };
-    axum::Router::new()
-        .route("/mcp/tools/{department}/{name}", streamable)
-        .merge(legacy)
-        .route_layer(axum::middleware::from_fn_with_state(gate, authorize))
+    let mut router = axum::Router::new();
+    for kind in [ListingKind::Tool, ListingKind::Bundle] {
+        let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
+        router = router
+            .route(&base, streamable.clone())
+            .route(&format!("{base}/sse"), get(sse::open_stream))
+            .route(&format!("{base}/messages"), post(sse::post_message));
+    }
+    router.with_state(state).route_layer(axum::middleware::from_fn_with_state(gate, authorize))
 }
 
 /// A fresh, unguessable session id.
@@ -178,7 +182,8 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
         },
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
-    let tool = match ts.tool_by_slug(&user, &department, &name).await {
+    let kind = if req.uri().path().starts_with("/mcp/bundles/") { ListingKind::Bundle } else { ListingKind::Tool };
+    let listing = match ts.listing_by_slug(&user, kind, &department, &name).await {
         Ok(t) if t.published_version.is_some() && token.as_ref().is_none_or(|tk| tk.allows(&t.slug())) => t,
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {
@@ -186,9 +191,9 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }
     };
-    if tool.status == Status::Disabled {
+    if listing.status == Status::Disabled {
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
     }
-    req.extensions_mut().insert(Caller { user, token, tool });
+    req.extensions_mut().insert(Caller { user, token, listing });
     next.run(req).await
 }

@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod audit;
+pub mod bundles;
 pub mod changes;
 mod demo;
 pub mod ids;

@@ -40,6 +40,8 @@ pub struct UsageRecord {
     pub version: Option<i64>,
     pub user_id: i64,
     pub token_id: Option<i64>,
+    /// The bundle the call came through, if any.
+    pub bundle_id: Option<i64>,
     pub transport: String,
     pub duration_us: i64,
     pub outcome: Outcome,
@@ -115,14 +117,15 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
         let mut tx = db.pool().begin().await?;
         for r in batch.iter() {
             sqlx::query(
-                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, transport, duration_us, outcome) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(r.at_ms)
             .bind(r.tool_id)
             .bind(r.version)
             .bind(r.user_id)
             .bind(r.token_id)
+            .bind(r.bundle_id)
             .bind(&r.transport)
             .bind(r.duration_us)
             .bind(r.outcome.as_str())

@@ -1,9 +1,12 @@
 //! The MCP server behind every endpoint: one [`ListingHandler`] per session (per
-//! request when stateless), serving a listing's published tool through the
-//! domain layer, whatever transport brought the request.
+//! request when stateless), serving a listing's tools through the domain layer,
+//! whatever transport brought the request: a tool's published version, or the
+//! members a bundle's published version serves to the caller.
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); 2025-06-18 and 2025-11-25 clients use it.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,8 +21,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
-use toolshed_domain::tools::{RunSource, ToolError, Via};
-use toolshed_domain::Toolshed;
+use toolshed_domain::bundles::ServedTool;
+use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
+use toolshed_domain::{Toolshed, User};
 
 use super::Caller;
 
@@ -52,8 +56,8 @@ pub struct ListingHandler {
 
 #[derive(Default)]
 struct Session {
-    /// The listing (id, audit target) the session was opened on; later requests must be for it.
-    listing: OnceLock<(ToolId, String)>,
+    /// The listing the session was opened on, and by whom; later requests must be for it.
+    listing: OnceLock<(ToolId, Caller)>,
     /// Set by `logging/setLevel`; until then console output is not forwarded.
     log_level: Mutex<Option<LoggingLevel>>,
 }
@@ -71,31 +75,52 @@ impl ListingHandler {
             .cloned()
             .ok_or_else(|| McpError::internal_error("request reached the MCP handler without a caller", None))?;
         match self.session.listing.get() {
-            Some((id, _)) if *id != caller.tool.id => Err(McpError::invalid_request("This session belongs to another listing.", None)),
+            Some((id, _)) if *id != caller.listing.id => Err(McpError::invalid_request("This session belongs to another listing.", None)),
             _ => Ok(caller),
         }
     }
 
-    /// The published version of the caller's listing, as MCP describes a tool.
-    async fn describe(&self, c: &Caller) -> Result<McpTool, McpError> {
-        let n = c.tool.published_version.ok_or_else(|| McpError::resource_not_found("not published", None))?;
-        let v = self.toolshed.version(&c.user, c.tool.id, n).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    /// The tools the caller's listing serves them: the tool itself, or the
+    /// bundle's members they may see, each at the version that runs.
+    async fn served(&self, c: &Caller) -> Result<Vec<ServedTool>, McpError> {
+        match c.listing.kind {
+            ListingKind::Tool => Ok(c
+                .listing
+                .published_version
+                .map(|version| ServedTool { name: c.listing.name.clone(), tool: c.listing.clone(), version })
+                .into_iter()
+                .collect()),
+            ListingKind::Bundle => Ok(self.toolshed.served_tools(&c.user, &c.listing).await.map_err(internal)?.tools),
+        }
+    }
+
+    /// A served tool as MCP describes it, under the name it has in this listing.
+    async fn describe(&self, user: &User, s: &ServedTool) -> Result<McpTool, McpError> {
+        let v = self.toolshed.version(user, s.tool.id, s.version).await.map_err(internal)?;
         let schema = match toolshed_domain::schema::to_json_schema(&v.args) {
             serde_json::Value::Object(map) => map,
             _ => Default::default(),
         };
-        let mut tool = McpTool::new(c.tool.name.clone(), c.tool.description.clone(), Arc::new(schema))
-            .with_title(c.tool.title.clone())
-            .with_annotations(ToolAnnotations::new().read_only(c.tool.read_only_hint).destructive(c.tool.destructive_hint));
+        let t = &s.tool;
+        let mut tool = McpTool::new(s.name.clone(), t.description.clone(), Arc::new(schema))
+            .with_title(t.title.clone())
+            .with_annotations(ToolAnnotations::new().read_only(t.read_only_hint).destructive(t.destructive_hint));
         if let Some(serde_json::Value::Object(out)) = v.output_schema {
             tool = tool.with_raw_output_schema(Arc::new(out));
         }
         Ok(tool)
     }
 
-    /// Tells the client whenever its listing changes (publish, roll back,
-    /// settings, moderation), on any replica, until the session ends.
-    async fn forward_list_changes(peer: Peer<RoleServer>, mut changes: broadcast::Receiver<toolshed_domain::changes::Changed>, target: String) {
+    /// Tells the client whenever what its listing serves changes (publish,
+    /// roll back, settings, moderation; for a bundle, of any member too), on
+    /// any replica, until the session ends.
+    async fn forward_list_changes(
+        toolshed: Toolshed,
+        caller: Caller,
+        peer: Peer<RoleServer>,
+        mut changes: broadcast::Receiver<toolshed_domain::changes::Changed>,
+    ) {
+        let mut watched = watched_targets(&toolshed, &caller).await;
         let mut check_closed = tokio::time::interval(Duration::from_secs(30));
         loop {
             let changed = tokio::select! {
@@ -105,16 +130,39 @@ impl ListingHandler {
                 }
             };
             let ours = match changed {
-                Ok(t) => *t == *target,
+                Ok(t) => watched.contains(&*t),
                 // Missed some: a spurious notification is harmless, a missing one is not.
                 Err(broadcast::error::RecvError::Lagged(_)) => true,
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            if ours && peer.notify_tool_list_changed().await.is_err() {
-                return;
+            if ours {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+                // A republished bundle may have other members now.
+                watched = watched_targets(&toolshed, &caller).await;
             }
         }
     }
+}
+
+/// The audit targets whose changes may change what `c`'s listing serves: the
+/// listing's own, and for a bundle every member's.
+async fn watched_targets(toolshed: &Toolshed, c: &Caller) -> HashSet<String> {
+    let mut watched = HashSet::from([c.listing.audit_target()]);
+    if c.listing.kind == ListingKind::Bundle {
+        // The bundle as it is now: the session may have started before a republish.
+        let bundle = toolshed.tool(&c.user, c.listing.id).await.unwrap_or_else(|_| c.listing.clone());
+        match toolshed.served_tools(&c.user, &bundle).await {
+            Ok(served) => watched.extend(served.member_targets),
+            Err(e) => tracing::warn!(error = %e, "could not read a bundle's members for list_changed"),
+        }
+    }
+    watched
+}
+
+fn internal(e: ToolError) -> McpError {
+    McpError::internal_error(e.to_string(), None)
 }
 
 /// The session a Streamable HTTP request belongs to, from its header.
@@ -126,9 +174,9 @@ fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
 /// The server as clients see it: named after the listing, at its published
 /// version, with its description as the instructions for the model.
 fn describe_server(c: &Caller, mut info: InitializeResult) -> InitializeResult {
-    let version = c.tool.published_version.map(|v| format!("v{v}")).unwrap_or_default();
-    info.server_info = Implementation::new(c.tool.slug(), version);
-    info.instructions = Some(c.tool.description.clone()).filter(|d| !d.is_empty());
+    let version = c.listing.published_version.map(|v| format!("v{v}")).unwrap_or_default();
+    info.server_info = Implementation::new(c.listing.slug(), version);
+    info.instructions = Some(c.listing.description.clone()).filter(|d| !d.is_empty());
     info
 }
 
@@ -199,7 +247,7 @@ impl ServerHandler for ListingHandler {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         let c = self.caller(&context.extensions)?;
-        let _ = self.session.listing.set((c.tool.id, format!("tool:{}", c.tool.slug())));
+        let _ = self.session.listing.set((c.listing.id, c.clone()));
         if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
             // A session started elsewhere: bring back what the client had set.
             match self.toolshed.load_mcp_session(&restored.id).await {
@@ -225,9 +273,9 @@ impl ServerHandler for ListingHandler {
         if self.transport == Transport::Stateless {
             return; // nothing to send list changes on
         }
-        if let Some((_, target)) = self.session.listing.get() {
+        if let Some((_, caller)) = self.session.listing.get() {
             let changes = self.toolshed.listing_changes().subscribe();
-            tokio::spawn(Self::forward_list_changes(context.peer, changes, target.clone()));
+            tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes));
         }
     }
 
@@ -244,25 +292,36 @@ impl ServerHandler for ListingHandler {
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
-        Ok(ListToolsResult::with_all_items(vec![self.describe(&c).await?]))
+        let mut tools = Vec::new();
+        for s in self.served(&c).await? {
+            tools.push(self.describe(&c.user, &s).await?);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         let c = self.caller(&context.extensions)?;
-        if request.name != c.tool.name {
-            return Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None));
-        }
+        let unknown = || McpError::invalid_params(format!("Unknown tool: {}", request.name), None);
+        // A tool endpoint runs the tool it already looked up; a bundle finds the member.
+        let (tool, source, bundle_id): (Cow<Tool>, _, _) = match c.listing.kind {
+            ListingKind::Tool if request.name == c.listing.name => (Cow::Borrowed(&c.listing), RunSource::Published, None),
+            ListingKind::Tool => return Err(unknown()),
+            ListingKind::Bundle => {
+                let member = self.served(&c).await?.into_iter().find(|s| s.name == request.name).ok_or_else(unknown)?;
+                (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id))
+            }
+        };
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let level = *self.session.log_level.lock().expect("log level lock");
         let progress = context.meta.get_progress_token();
         let (events, forwarder) = if level.is_some() || progress.is_some() {
             let (tx, rx) = mpsc::unbounded_channel();
-            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, c.tool.slug()))))
+            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, tool.slug()))))
         } else {
             (None, None)
         };
-        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id) };
-        let report = self.toolshed.run_loaded(&c.user, &c.tool, RunSource::Published, input, via, events).await;
+        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id };
+        let report = self.toolshed.run_loaded(&c.user, &tool, source, input, via, events).await;
         if let Some(forwarder) = forwarder {
             // Log lines and progress go out before the result they belong to.
             let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;

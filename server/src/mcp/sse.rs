@@ -65,7 +65,7 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let id = super::new_session_id();
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(32);
     let (outbox_tx, outbox_rx) = futures::channel::mpsc::channel::<ServerJsonRpcMessage>(32);
-    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, listing: caller.tool.id });
+    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, listing: caller.listing.id });
 
     let handler = ListingHandler::new(state.toolshed.clone(), Transport::Sse);
     let incoming = Box::pin(stream::unfold(inbox_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) }));
@@ -107,7 +107,7 @@ pub async fn post_message(State(state): State<McpState>, Query(q): Query<Session
     let Some(caller) = parts.extensions.get::<Caller>() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let Some(inbox) = state.sse.inbox(&q.session_id, caller.tool.id) else {
+    let Some(inbox) = state.sse.inbox(&q.session_id, caller.listing.id) else {
         return (StatusCode::NOT_FOUND, "Unknown or closed session: open the SSE stream again.\n").into_response();
     };
     let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {

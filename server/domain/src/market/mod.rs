@@ -17,33 +17,9 @@ pub use stats::{DayCalls, UsageStats};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::{DepartmentName, Invalid, Tags};
+pub use crate::tools::ListingKind;
 use crate::tools::ToolError;
 use crate::{audit, now_ms, Toolshed};
-
-/// What a listing is: one tool, or (later) a bundle of tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ListingKind {
-    Tool,
-    Bundle,
-}
-
-impl ListingKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListingKind::Tool => "tool",
-            ListingKind::Bundle => "bundle",
-        }
-    }
-
-    fn parse(raw: &str) -> Result<Self, Invalid> {
-        match raw {
-            "tool" => Ok(ListingKind::Tool),
-            "bundle" => Ok(ListingKind::Bundle),
-            _ => Err(Invalid { field: "Kind", reason: "must be tool or bundle".into() }),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -210,6 +186,16 @@ impl Statement {
     }
 }
 
+/// SQL for the calls to the listing under `alias` since the placeholder `since`:
+/// a tool counts every call of it, a bundle the calls made through it.
+fn calls_since(alias: &str, since: &str) -> String {
+    format!(
+        "CASE WHEN {alias}.kind = 'bundle' \
+         THEN (SELECT COUNT(*) FROM usage_records r WHERE r.bundle_id = {alias}.id AND r.at_ms >= {since}) \
+         ELSE (SELECT COUNT(*) FROM usage_records r WHERE r.tool_id = {alias}.id AND r.at_ms >= {since}) END"
+    )
+}
+
 /// SQL true when the listing under `alias` is listed to `user`: published,
 /// active (not hidden or disabled), and visible to them as [`crate::tools::can_see`] says.
 fn listed_to(st: &mut Statement, user: &User, alias: &str) -> String {
@@ -232,10 +218,13 @@ impl Toolshed {
         let empty = BrowsePage { cards: Vec::new(), total: 0, page: query.page, per_page };
         let since = now_ms() - 30 * DAY_MS;
         // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
-        let Some(mut count) = self.matching(user, query, since, false) else { return Ok(empty) };
+        let mut count = self.matching(user, query, since, false);
         count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
         let total: i64 = count.query().fetch_one(self.db.pool()).await?.try_get("n")?;
-        let Some(mut st) = self.matching(user, query, since, true).filter(|_| total > 0) else { return Ok(empty) };
+        if total == 0 {
+            return Ok(empty);
+        }
+        let mut st = self.matching(user, query, since, true);
         let order = match (query.sort, query.text.is_some()) {
             (BrowseSort::Relevance, true) => "l.rank DESC, l.updated_at DESC",
             (BrowseSort::Relevance | BrowseSort::MostUsed, _) => "l.calls_30d DESC, l.updated_at DESC",
@@ -247,17 +236,17 @@ impl Toolshed {
         st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
         let page: Vec<(String, i64)> =
             st.query().fetch_all(self.db.pool()).await?.iter().map(|r| Ok((r.try_get("kind")?, r.try_get("id")?))).collect::<Result<_, sqlx::Error>>()?;
-        let tool_ids: Vec<i64> = page.iter().filter(|(kind, _)| kind == ListingKind::Tool.as_str()).map(|(_, id)| *id).collect();
-        let mut cards = self.tool_cards(user, &tool_ids, since).await?;
+        let ids: Vec<i64> = page.iter().map(|(_, id)| *id).collect();
+        let mut cards = self.listing_cards(user, &ids, since).await?;
         cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
         Ok(BrowsePage { cards, total, page: query.page, per_page })
     }
 
     /// `FROM … WHERE …` over the listings `user` may see that match `query`
-    /// (with their relevance when `ranked`); `None` when no kind asked for has rows.
-    fn matching(&self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Option<Statement> {
+    /// (with their relevance when `ranked`).
+    fn matching(&self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Statement {
         let mut st = Statement::default();
-        let rows = self.listing_rows(&mut st, query, since, ranked)?;
+        let rows = self.listing_rows(&mut st, query, since, ranked);
         let mut filters = vec![listed_to(&mut st, user, "l")];
         if query.featured_only {
             filters.push("l.featured = 1".into());
@@ -272,7 +261,20 @@ impl Toolshed {
             filters.push(format!("(' ' || l.tags || ' ') LIKE {p} ESCAPE '\\'"));
         }
         st.sql = format!("FROM ({rows}) l WHERE {}", filters.join(" AND "));
-        Some(st)
+        st
+    }
+
+    /// The forks of listing `id` that `user` may see, most used first.
+    pub async fn forks(&self, user: &User, id: ToolId) -> Result<Vec<ListingCard>, ToolError> {
+        self.tool(user, id).await?;
+        let mut st = Statement::default();
+        let source = st.bind(Value::Int(id.0));
+        let listed = listed_to(&mut st, user, "f");
+        st.sql = format!("SELECT f.id FROM tools f WHERE f.forked_from_tool_id = {source} AND {listed}");
+        let ids: Vec<i64> = st.query().fetch_all(self.db.pool()).await?.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
+        let mut cards = self.listing_cards(user, &ids, now_ms() - 30 * DAY_MS).await?;
+        cards.sort_by(|a, b| b.calls_30d.cmp(&a.calls_30d).then_with(|| a.slug().cmp(&b.slug())));
+        Ok(cards)
     }
 
     /// Featured listings `user` may see, most used first (the home page).
@@ -281,7 +283,7 @@ impl Toolshed {
         Ok(self.browse(user, &query).await?.cards)
     }
 
-    /// Features a tool on the home page, or stops featuring it. Admins only.
+    /// Features a listing on the home page, or stops featuring it. Admins only.
     pub async fn set_featured(&self, admin: &User, id: ToolId, featured: bool) -> Result<(), ToolError> {
         if !admin.is_admin {
             return Err(ToolError::Forbidden);
@@ -289,28 +291,15 @@ impl Toolshed {
         let tool = self.tool(admin, id).await?;
         let mut tx = self.db.begin().await?;
         sqlx::query("UPDATE tools SET featured = $1 WHERE id = $2").bind(i64::from(featured)).bind(id.0).execute(&mut *tx).await?;
-        let action = if featured { "tool.featured" } else { "tool.unfeatured" };
-        audit::record(&mut tx, Some(admin.id), action, &format!("tool:{}", tool.slug()), None, None).await?;
+        let action = tool.action(if featured { "featured" } else { "unfeatured" });
+        audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), None, None).await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// The rows of every kind `query` asks for, in the columns the browse
-    /// filters and sorts use; `None` when no kind has rows.
-    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> Option<String> {
-        let sources: Vec<String> = [ListingKind::Tool, ListingKind::Bundle]
-            .into_iter()
-            .filter(|kind| query.kind.is_none_or(|want| want == *kind))
-            .filter_map(|kind| match kind {
-                ListingKind::Tool => Some(self.tool_rows(st, query, since, ranked)),
-                // Bundles have no rows yet: asking for them finds nothing.
-                ListingKind::Bundle => None,
-            })
-            .collect();
-        (!sources.is_empty()).then(|| sources.join(" UNION ALL "))
-    }
-
-    fn tool_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
+    /// The listings (of the kind `query` asks for, if any) in the columns the
+    /// browse filters and sorts use.
+    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
         let since = st.bind(Value::Int(since));
         let (text_join, rank) = match &query.text {
             Some(text) => {
@@ -319,16 +308,20 @@ impl Toolshed {
             }
             None => (String::new(), "0".to_owned()),
         };
+        let kind = match query.kind {
+            Some(k) => format!("WHERE t.kind = {}", st.bind(Value::Text(k.as_str().to_owned()))),
+            None => String::new(),
+        };
         format!(
-            "SELECT 'tool' AS kind, t.id, t.department_id, t.owner_id, t.visibility, t.status, t.published_version, \
-             t.tags, t.featured, t.created_at, t.updated_at, {rank} AS rank, \
-             (SELECT COUNT(*) FROM usage_records r WHERE r.tool_id = t.id AND r.at_ms >= {since}) AS calls_30d \
-             FROM tools t {text_join}"
+            "SELECT t.kind, t.id, t.department_id, t.owner_id, t.visibility, t.status, t.published_version, \
+             t.tags, t.featured, t.created_at, t.updated_at, {rank} AS rank, {} AS calls_30d \
+             FROM tools t {text_join} {kind}",
+            calls_since("t", &since)
         )
     }
 
-    /// Cards for the tools `ids`, in no particular order.
-    async fn tool_cards(&self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
+    /// Cards for the listings `ids`, in no particular order.
+    async fn listing_cards(&self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -337,12 +330,13 @@ impl Toolshed {
         let forks_listed = listed_to(&mut st, user, "f");
         let list: Vec<String> = ids.iter().map(|id| st.bind(Value::Int(*id))).collect();
         st.sql = format!(
-            "SELECT t.id, d.name AS dept, d.title AS dept_title, t.name, t.title, t.description, t.tags, \
+            "SELECT t.kind, t.id, d.name AS dept, d.title AS dept_title, t.name, t.title, t.description, t.tags, \
              u.display_name AS author, t.visibility, t.featured, t.created_at, t.updated_at, \
-             (SELECT COUNT(*) FROM usage_records r WHERE r.tool_id = t.id AND r.at_ms >= {since}) AS calls_30d, \
+             {} AS calls_30d, \
              (SELECT COUNT(*) FROM tools f WHERE f.forked_from_tool_id = t.id AND {forks_listed}) AS fork_count \
              FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id \
              WHERE t.id IN ({})",
+            calls_since("t", &since),
             list.join(", ")
         );
         let rows = st.query().fetch_all(self.db.pool()).await?;
@@ -352,7 +346,7 @@ impl Toolshed {
                 let tags: String = r.try_get("tags")?;
                 let description: String = r.try_get("description")?;
                 Ok(ListingCard {
-                    kind: ListingKind::Tool,
+                    kind: ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool),
                     id: r.try_get("id")?,
                     department: r.try_get("dept")?,
                     department_title: r.try_get("dept_title")?,

@@ -7,7 +7,7 @@ use sqlx::Row;
 use super::DAY_MS;
 use crate::accounts::User;
 use crate::ids::ToolId;
-use crate::tools::ToolError;
+use crate::tools::{ListingKind, ToolError};
 use crate::{now_ms, Toolshed};
 
 pub const DAYS: i64 = 30;
@@ -43,14 +43,18 @@ impl UsageStats {
 }
 
 impl Toolshed {
-    /// Usage of a tool `user` may see (`NotFound` otherwise) over the last 30 days.
+    /// Usage of a listing `user` may see (`NotFound` otherwise) over the last
+    /// 30 days: a tool's calls, however they came, or the calls through a bundle.
     pub async fn usage_stats(&self, user: &User, id: ToolId) -> Result<UsageStats, ToolError> {
-        self.tool(user, id).await?;
+        let column = match self.tool(user, id).await?.kind {
+            ListingKind::Tool => "tool_id",
+            ListingKind::Bundle => "bundle_id",
+        };
         let first_day = (now_ms() / DAY_MS - (DAYS - 1)) * DAY_MS;
-        let rows = sqlx::query(
+        let rows = sqlx::query(&format!(
             "SELECT (at_ms - $2) / $3 AS day, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors \
-             FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 GROUP BY 1",
-        )
+             FROM usage_records WHERE {column} = $1 AND at_ms >= $2 GROUP BY 1"
+        ))
         .bind(id.0)
         .bind(first_day)
         .bind(DAY_MS)
@@ -66,20 +70,20 @@ impl Toolshed {
         }
         let calls: i64 = days.iter().map(|d| d.calls).sum();
         let errors = days.iter().map(|d| d.errors).sum();
-        let p50_ms = self.duration_percentile(id, first_day, calls, 0.50).await?;
-        let p95_ms = self.duration_percentile(id, first_day, calls, 0.95).await?;
+        let p50_ms = self.duration_percentile(column, id, first_day, calls, 0.50).await?;
+        let p95_ms = self.duration_percentile(column, id, first_day, calls, 0.95).await?;
         Ok(UsageStats { days, calls, errors, p50_ms, p95_ms })
     }
 
     /// The nearest-rank percentile `q` of the durations of the `calls` calls since `since`.
-    async fn duration_percentile(&self, id: ToolId, since: i64, calls: i64, q: f64) -> Result<Option<f64>, ToolError> {
+    async fn duration_percentile(&self, column: &str, id: ToolId, since: i64, calls: i64, q: f64) -> Result<Option<f64>, ToolError> {
         if calls == 0 {
             return Ok(None);
         }
         let rank = ((calls as f64 * q).ceil() as i64).clamp(1, calls);
-        let row = sqlx::query(
-            "SELECT duration_us FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 ORDER BY duration_us LIMIT 1 OFFSET $3",
-        )
+        let row = sqlx::query(&format!(
+            "SELECT duration_us FROM usage_records WHERE {column} = $1 AND at_ms >= $2 ORDER BY duration_us LIMIT 1 OFFSET $3"
+        ))
         .bind(id.0)
         .bind(since)
         .bind(rank - 1)

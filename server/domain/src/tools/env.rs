@@ -91,7 +91,7 @@ impl Toolshed {
 
     /// The tool's variables for its editors; secret values are left out.
     pub async fn env_vars(&self, user: &User, id: ToolId) -> Result<Vec<EnvVar>, ToolError> {
-        self.tool_for_edit(user, id).await?;
+        self.code_tool_for_edit(user, id).await?;
         let rows = sqlx::query("SELECT name, value, secret FROM tool_env WHERE tool_id = $1 ORDER BY name").bind(id.0).fetch_all(self.db.pool()).await?;
         rows.iter()
             .map(|r| {
@@ -103,7 +103,7 @@ impl Toolshed {
     }
 
     pub async fn set_env_var(&self, user: &User, id: ToolId, name: &str, value: &str, secret: bool) -> Result<(), ToolError> {
-        let tool = self.tool_for_edit(user, id).await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
         let name = name.trim();
         check_name(name)?;
         if value.len() > 4096 {
@@ -121,16 +121,16 @@ impl Toolshed {
         .execute(&mut *tx)
         .await?;
         // The audit log records that a variable changed, never its value.
-        audit::record(&mut tx, Some(user.id), "tool.env_set", &format!("tool:{}", tool.slug()), None, Some(serde_json::json!({"name": name, "secret": secret}))).await?;
+        audit::record(&mut tx, Some(user.id), "tool.env_set", &tool.audit_target(), None, Some(serde_json::json!({"name": name, "secret": secret}))).await?;
         tx.commit().await?;
         Ok(())
     }
 
     pub async fn delete_env_var(&self, user: &User, id: ToolId, name: &str) -> Result<(), ToolError> {
-        let tool = self.tool_for_edit(user, id).await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
         let mut tx = self.db.begin().await?;
         sqlx::query("DELETE FROM tool_env WHERE tool_id = $1 AND name = $2").bind(id.0).bind(name).execute(&mut *tx).await?;
-        audit::record(&mut tx, Some(user.id), "tool.env_deleted", &format!("tool:{}", tool.slug()), Some(serde_json::json!({"name": name})), None).await?;
+        audit::record(&mut tx, Some(user.id), "tool.env_deleted", &tool.audit_target(), Some(serde_json::json!({"name": name})), None).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! per author, publish and roll back, and who may see or change what.
 
 mod env;
+mod fork;
 mod runs;
 mod test_cases;
 mod versions;
@@ -10,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 pub use env::EnvVar;
+pub use fork::Upstream;
 pub(crate) use runs::RunnableCache;
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};
+pub(crate) use versions::{insert_version, parse_changelog};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
@@ -51,6 +54,46 @@ impl Visibility {
     }
 }
 
+/// What a listing is: one tool, or a bundle of tools served together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListingKind {
+    Tool,
+    Bundle,
+}
+
+impl ListingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingKind::Tool => "tool",
+            ListingKind::Bundle => "bundle",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "tool" => Ok(ListingKind::Tool),
+            "bundle" => Ok(ListingKind::Bundle),
+            _ => Err(Invalid { field: "Kind", reason: "must be tool or bundle".into() }),
+        }
+    }
+
+    /// The URL segment of this kind's pages and endpoints: `tools` or `bundles`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            ListingKind::Tool => "tools",
+            ListingKind::Bundle => "bundles",
+        }
+    }
+}
+
+/// Where a fork came from: the source listing and the version it copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    pub id: ToolId,
+    pub version: i64,
+}
+
 /// Moderation state; only `Active` tools are listed and served to everyone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,6 +116,7 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub id: ToolId,
+    pub kind: ListingKind,
     pub department: String,
     pub department_id: i64,
     pub name: String,
@@ -91,6 +135,7 @@ pub struct Tool {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    pub forked_from: Option<ForkedFrom>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -99,6 +144,16 @@ impl Tool {
     /// `department/name`, the tool's address in URLs and MCP endpoints.
     pub fn slug(&self) -> String {
         format!("{}/{}", self.department, self.name)
+    }
+
+    /// How the audit log and the change feed name this listing: `tool:dept/name` or `bundle:dept/name`.
+    pub fn audit_target(&self) -> String {
+        format!("{}:{}", self.kind.as_str(), self.slug())
+    }
+
+    /// The audit action for `verb` done to this listing, e.g. `bundle.published`.
+    pub fn action(&self, verb: &str) -> String {
+        format!("{}.{verb}", self.kind.as_str())
     }
 }
 
@@ -170,17 +225,22 @@ pub struct ToolSettings {
 /// The first code a new tool starts with: shows the globals at work.
 pub const STARTER_CODE: &str = "// The body of an async function. Arguments are globals: $name, or args.name.\nconsole.log('called with', args);\nreturn `Hello, ${$name}!`;\n";
 
-const TOOL_SELECT: &str = "SELECT t.id, t.department_id, d.name AS dept, t.name, t.title, t.description, t.tags, t.visibility, t.status, \
+const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept, t.name, t.title, t.description, t.tags, t.visibility, t.status, \
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
     let tags: String = r.try_get("tags")?;
     let allow: String = r.try_get("fetch_allow")?;
+    let forked_from = match (r.try_get::<Option<i64>, _>("forked_from_tool_id")?, r.try_get::<Option<i64>, _>("forked_from_version")?) {
+        (Some(id), Some(version)) => Some(ForkedFrom { id: ToolId(id), version }),
+        _ => None,
+    };
     Ok(Tool {
         id: ToolId(r.try_get("id")?),
+        kind: ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool),
         department_id: r.try_get("department_id")?,
         department: r.try_get("dept")?,
         name: r.try_get("name")?,
@@ -199,6 +259,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         fetch_allow: allow.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
         timeout_ms: r.try_get("timeout_ms")?,
         memory_mib: r.try_get("memory_mib")?,
+        forked_from,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -253,6 +314,17 @@ impl Toolshed {
         Ok(row.as_ref().map(tool_from_row).transpose()?)
     }
 
+    /// Listings by id, whoever may see them: callers check [`can_see`].
+    pub(crate) async fn tools_by_ids(&self, ids: &[ToolId]) -> Result<std::collections::HashMap<ToolId, Tool>, ToolError> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let list: Vec<String> = ids.iter().map(|id| id.0.to_string()).collect();
+        let sql = format!("{TOOL_SELECT} WHERE t.id IN ({})", list.join(", "));
+        let rows = sqlx::query(&sql).fetch_all(self.db.pool()).await?;
+        rows.iter().map(|r| tool_from_row(r).map(|t| (t.id, t))).collect::<Result<_, _>>().map_err(Into::into)
+    }
+
     /// A tool the user may see, or `NotFound`.
     pub async fn tool(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         self.tool_row(id).await?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
@@ -268,13 +340,25 @@ impl Toolshed {
         }
     }
 
+    /// A tool (not a bundle) the user may see, by `department/name`.
     pub async fn tool_by_slug(&self, user: &User, department: &str, name: &str) -> Result<Tool, ToolError> {
-        let sql = format!("{TOOL_SELECT} WHERE d.name = $1 AND t.name = $2");
-        let row = sqlx::query(&sql).bind(department).bind(name).fetch_optional(self.db.pool()).await?;
+        self.listing_by_slug(user, ListingKind::Tool, department, name).await
+    }
+
+    /// A listing of `kind` the user may see, by `department/name`.
+    pub async fn listing_by_slug(&self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
+        let sql = format!("{TOOL_SELECT} WHERE d.name = $1 AND t.name = $2 AND t.kind = $3");
+        let row = sqlx::query(&sql).bind(department).bind(name).bind(kind.as_str()).fetch_optional(self.db.pool()).await?;
         row.as_ref().map(tool_from_row).transpose()?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
     }
 
-    /// "My tools": what the user may edit in their department, newest change first.
+    /// A tool with code of its own (not a bundle) the user may change: what
+    /// drafts, versions of code, test cases and `$env` belong to.
+    pub(crate) async fn code_tool_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+        Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Tool).ok_or(ToolError::NotFound)
+    }
+
+    /// "My tools": the tools and bundles the user may edit in their department, newest change first.
     pub async fn tools_for_author(&self, user: &User) -> Result<Vec<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE t.department_id = $1 OR t.owner_id = $2 ORDER BY t.updated_at DESC");
         let rows = sqlx::query(&sql).bind(user.department.id.0).bind(user.id.0).fetch_all(self.db.pool()).await?;
@@ -285,30 +369,20 @@ impl Toolshed {
     /// Creates a tool in the user's own department (never another: the
     /// department is not something the client gets to say).
     pub async fn create_tool(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
-        let now = now_ms();
+        self.create_listing(user, ListingKind::Tool, new).await
+    }
+
+    /// Creates an empty bundle in the user's own department.
+    pub async fn create_bundle(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
+        self.create_listing(user, ListingKind::Bundle, new).await
+    }
+
+    async fn create_listing(&self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
         let mut tx = self.db.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO tools (department_id, name, title, description, tags, visibility, owner_id, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING id",
-        )
-        .bind(user.department.id.0)
-        .bind(new.name.as_str())
-        .bind(new.title.as_str())
-        .bind(new.description.as_str())
-        .bind(new.tags.joined())
-        .bind(new.visibility.as_str())
-        .bind(user.id.0)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(StoreError::from);
-        let id = match inserted {
-            Ok(row) => ToolId(row.try_get("id")?),
-            Err(e) if e.is_unique_violation() => return Err(ToolError::NameTaken(new.name.to_string())),
-            Err(e) => return Err(e.into()),
-        };
-        let slug = format!("tool:{}/{}", user.department.name, new.name);
-        audit::record(&mut tx, Some(user.id), "tool.created", &slug, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
+        let id = insert_listing(&mut tx, user, kind, &new, None).await?;
+        let target = format!("{}:{}/{}", kind.as_str(), user.department.name, new.name);
+        let action = format!("{}.created", kind.as_str());
+        audit::record(&mut tx, Some(user.id), &action, &target, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
         tx.commit().await?;
         self.tool(user, id).await
     }
@@ -346,13 +420,48 @@ impl Toolshed {
         audit::record(
             &mut tx,
             Some(user.id),
-            "tool.settings_changed",
-            &format!("tool:{}", before.slug()),
+            &before.action("settings_changed"),
+            &before.audit_target(),
             Some(serde_json::json!({"title": before.title, "visibility": before.visibility})),
             Some(serde_json::json!({"title": s.title.as_str(), "visibility": s.visibility})),
         )
         .await?;
         tx.commit().await?;
         self.tool(user, id).await
+    }
+}
+
+/// Inserts a listing owned by `user` in their department; a taken name is `NameTaken`.
+pub(crate) async fn insert_listing(
+    tx: &mut sqlx::AnyConnection,
+    user: &User,
+    kind: ListingKind,
+    new: &NewTool,
+    forked_from: Option<ForkedFrom>,
+) -> Result<ToolId, ToolError> {
+    let now = now_ms();
+    let inserted = sqlx::query(
+        "INSERT INTO tools (kind, department_id, name, title, description, tags, visibility, owner_id, \
+         forked_from_tool_id, forked_from_version, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
+    )
+    .bind(kind.as_str())
+    .bind(user.department.id.0)
+    .bind(new.name.as_str())
+    .bind(new.title.as_str())
+    .bind(new.description.as_str())
+    .bind(new.tags.joined())
+    .bind(new.visibility.as_str())
+    .bind(user.id.0)
+    .bind(forked_from.map(|f| f.id.0))
+    .bind(forked_from.map(|f| f.version))
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(StoreError::from);
+    match inserted {
+        Ok(row) => Ok(ToolId(row.try_get("id")?)),
+        Err(e) if e.is_unique_violation() => Err(ToolError::NameTaken(new.name.to_string())),
+        Err(e) => Err(e.into()),
     }
 }

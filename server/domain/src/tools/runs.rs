@@ -30,6 +30,8 @@ pub struct Via<'a> {
     /// `ui`, `mcp-http`, `mcp-sse`, `api`, `test`.
     pub transport: &'a str,
     pub token_id: Option<i64>,
+    /// The bundle whose endpoint the call came through, if any.
+    pub bundle_id: Option<ToolId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +132,7 @@ impl Toolshed {
         transport: &str,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
-        self.run_tool_via(user, id, source, input, Via { transport, token_id: None }, events).await
+        self.run_tool_via(user, id, source, input, Via { transport, token_id: None, bundle_id: None }, events).await
     }
 
     /// [`Toolshed::run_tool`] for a caller that came with an API token.
@@ -185,6 +187,7 @@ impl Toolshed {
                 version,
                 user_id: user.id.0,
                 token_id: via.token_id,
+                bundle_id: via.bundle_id.map(|b| b.0),
                 transport: via.transport.to_owned(),
                 duration_us: started.elapsed().as_micros() as i64,
                 outcome,
@@ -214,6 +217,10 @@ impl Toolshed {
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
         let id = tool.id;
+        if tool.kind != super::ListingKind::Tool {
+            // A bundle has no code of its own: its members run, each as itself.
+            return Err(ToolError::NotFound);
+        }
         let (version, runnable) = match source {
             RunSource::Draft { code, args } => {
                 crate::schema::check_defs(&args).map_err(|e| ToolError::BadArguments(e.to_string()))?;

@@ -61,7 +61,7 @@ impl Toolshed {
 
     /// Creates or replaces the test case with this name.
     pub async fn save_test_case(&self, user: &User, id: ToolId, name: &str, args: serde_json::Value, expected: Option<String>) -> Result<(), ToolError> {
-        self.tool_for_edit(user, id).await?;
+        self.code_tool_for_edit(user, id).await?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 80 {
             return Err(Invalid { field: "Test case name", reason: "must be 1 to 80 characters".into() }.into());
@@ -86,7 +86,7 @@ impl Toolshed {
     }
 
     pub async fn delete_test_case(&self, user: &User, id: ToolId, case_id: i64) -> Result<(), ToolError> {
-        self.tool_for_edit(user, id).await?;
+        self.code_tool_for_edit(user, id).await?;
         // The tool_id condition keeps a foreign case ID from touching another tool.
         sqlx::query("DELETE FROM test_cases WHERE id = $1 AND tool_id = $2").bind(case_id).bind(id.0).execute(self.db.pool()).await?;
         Ok(())

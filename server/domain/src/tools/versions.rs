@@ -71,6 +71,11 @@ impl Source {
         Ok(Self { code: Code::parse(code)?, args, output_schema })
     }
 
+    /// What a bundle version stores in place of code: nothing.
+    pub(crate) fn empty() -> Self {
+        Self { code: Code::parse("").expect("empty code is within the size limit"), args: Vec::new(), output_schema: None }
+    }
+
     fn args_json(&self) -> String {
         serde_json::to_string(&self.args).expect("argument rows always serialize")
     }
@@ -109,7 +114,7 @@ const VERSION_SELECT: &str = "SELECT v.version, v.code, v.args_json, v.output_sc
 
 impl Toolshed {
     pub async fn draft(&self, user: &User, id: ToolId) -> Result<Draft, ToolError> {
-        let tool = self.tool_for_edit(user, id).await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
         let row = sqlx::query("SELECT code, args_json, output_schema_json, updated_at FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
             .bind(id.0)
             .bind(user.id.0)
@@ -141,7 +146,7 @@ impl Toolshed {
 
     /// Autosave: keeps the author's work in progress; returns when it was saved.
     pub async fn save_draft(&self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
-        self.tool_for_edit(user, id).await?;
+        self.code_tool_for_edit(user, id).await?;
         let now = now_ms();
         sqlx::query(
             "INSERT INTO tool_drafts (tool_id, user_id, code, args_json, output_schema_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
@@ -161,51 +166,25 @@ impl Toolshed {
 
     /// Drops the author's draft, so the editor shows the latest version again.
     pub async fn discard_draft(&self, user: &User, id: ToolId) -> Result<(), ToolError> {
-        self.tool_for_edit(user, id).await?;
+        self.code_tool_for_edit(user, id).await?;
         sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(self.db.pool()).await?;
         Ok(())
     }
 
     /// Saves an immutable version (numbered 1, 2, …) and clears the author's draft.
     pub async fn save_version(&self, user: &User, id: ToolId, source: Source, changelog: &str) -> Result<i64, ToolError> {
-        let tool = self.tool_for_edit(user, id).await?;
-        let changelog = changelog.trim();
-        if changelog.chars().count() > 500 {
-            return Err(Invalid { field: "Changelog", reason: "must be at most 500 characters".into() }.into());
-        }
-        let changelog = if changelog.is_empty() { "No description" } else { changelog };
+        let tool = self.code_tool_for_edit(user, id).await?;
+        let changelog = parse_changelog(changelog)?;
         let now = now_ms();
         let mut tx = self.db.begin().await?;
-        // One statement picks the next number and inserts it, so two saves cannot
-        // both take the same number; a racing save hits the primary key instead.
-        let inserted = sqlx::query(
-            "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
-             SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
-        )
-        .bind(id.0)
-        .bind(source.code.as_str())
-        .bind(source.args_json())
-        .bind(source.output_schema_json())
-        .bind(changelog)
-        .bind(user.id.0)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(StoreError::from);
-        let version: i64 = match inserted {
-            Ok(row) => row.try_get("version")?,
-            Err(e) if e.is_unique_violation() => {
-                return Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into())
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let version = insert_version(&mut tx, user, id, &source, &changelog).await?;
         sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(&mut *tx).await?;
         sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now).bind(id.0).execute(&mut *tx).await?;
         audit::record(
             &mut tx,
             Some(user.id),
             "tool.version_saved",
-            &format!("tool:{}", tool.slug()),
+            &tool.audit_target(),
             None,
             Some(serde_json::json!({"version": version, "changelog": changelog})),
         )
@@ -236,7 +215,7 @@ impl Toolshed {
             .map_err(Into::into)
     }
 
-    pub(super) async fn version_row(&self, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
+    pub(crate) async fn version_row(&self, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
         let sql = format!("{VERSION_SELECT} WHERE v.tool_id = $1 AND v.version = $2");
         let row = sqlx::query(&sql).bind(id.0).bind(n).fetch_optional(self.db.pool()).await?;
         row.as_ref().map(version_from_row).transpose()?.ok_or(ToolError::NoSuchVersion(n))
@@ -251,10 +230,10 @@ impl Toolshed {
     pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
         self.version_row(id, n).await?;
-        let action = match tool.published_version {
-            Some(p) if n < p => "tool.rolled_back",
-            _ => "tool.published",
-        };
+        let action = tool.action(match tool.published_version {
+            Some(p) if n < p => "rolled_back",
+            _ => "published",
+        });
         let mut tx = self.db.begin().await?;
         sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
             .bind(n)
@@ -265,14 +244,14 @@ impl Toolshed {
         audit::record(
             &mut tx,
             Some(user.id),
-            action,
-            &format!("tool:{}", tool.slug()),
+            &action,
+            &tool.audit_target(),
             Some(serde_json::json!({"version": tool.published_version})),
             Some(serde_json::json!({"version": n})),
         )
         .await?;
         tx.commit().await?;
-        tracing::info!(tool = %tool.slug(), version = n, action, "published");
+        tracing::info!(listing = %tool.audit_target(), version = n, action = %action, "published");
         self.tool(user, id).await
     }
 
@@ -285,4 +264,38 @@ impl Toolshed {
         let pretty = |args: &[ArgDef]| serde_json::to_string_pretty(&crate::schema::to_json_schema(args)).unwrap_or_default() + "\n";
         Ok(VersionDiff { from, to, code: unified(&a.code, &b.code), args: unified(&pretty(&a.args), &pretty(&b.args)) })
     }
+}
+
+/// Saves `source` as the tool's next version (1, 2, …) and returns its number.
+/// One statement picks the number and inserts it, so two saves cannot both
+/// take the same number; a racing save hits the primary key instead.
+pub(crate) async fn insert_version(tx: &mut sqlx::AnyConnection, user: &User, id: ToolId, source: &Source, changelog: &str) -> Result<i64, ToolError> {
+    let inserted = sqlx::query(
+        "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
+         SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
+    )
+    .bind(id.0)
+    .bind(source.code.as_str())
+    .bind(source.args_json())
+    .bind(source.output_schema_json())
+    .bind(changelog)
+    .bind(user.id.0)
+    .bind(now_ms())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(StoreError::from);
+    match inserted {
+        Ok(row) => Ok(row.try_get("version")?),
+        Err(e) if e.is_unique_violation() => Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A version's changelog: at most 500 characters, "No description" when blank.
+pub(crate) fn parse_changelog(raw: &str) -> Result<String, ToolError> {
+    let changelog = raw.trim();
+    if changelog.chars().count() > 500 {
+        return Err(Invalid { field: "Changelog", reason: "must be at most 500 characters".into() }.into());
+    }
+    Ok(if changelog.is_empty() { "No description" } else { changelog }.to_owned())
 }

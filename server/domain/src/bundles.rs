@@ -1,0 +1,261 @@
+//! Bundles: one MCP endpoint serving a chosen set of tools. A bundle is a
+//! listing (a `tools` row of kind `bundle`) whose versions list members: each
+//! a tool the author could see, pinned to one of its versions or following
+//! its published one, under a name unique within the bundle.
+//!
+//! What a bundle serves is decided per caller and per call: members the caller
+//! may not see, and hidden or disabled tools, are left out, so a tool that is
+//! moderated away disappears from every bundle at once.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::accounts::User;
+use crate::ids::ToolId;
+use crate::names::{Invalid, ToolName};
+use crate::tools::{can_see, insert_version, parse_changelog, ListingKind, Source, Status, Tool, ToolError};
+use crate::{audit, now_ms, Toolshed};
+
+/// The most members a bundle version may have.
+pub const MAX_MEMBERS: usize = 64;
+
+/// One member as the bundle editor sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberSpec {
+    pub tool: ToolId,
+    /// `None`: follow the tool's published version.
+    pub pinned_version: Option<i64>,
+    /// The name models see; blank means the tool's own name.
+    pub exposed_name: String,
+}
+
+/// A member of a saved bundle version, as the bundle's pages show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub tool_id: ToolId,
+    /// `department/name` of the tool.
+    pub slug: String,
+    pub title: String,
+    pub exposed_name: String,
+    pub pinned_version: Option<i64>,
+    /// The version calls run: the pinned one, or the tool's published one.
+    pub serves: Option<i64>,
+    /// Why the member is not served to this user right now, if it is not.
+    pub unavailable: Option<String>,
+}
+
+/// A tool a bundle serves: the tool as the caller sees it, the version that
+/// runs, and the name it goes by in the bundle.
+#[derive(Debug, Clone)]
+pub struct ServedTool {
+    pub name: String,
+    pub tool: Tool,
+    pub version: i64,
+}
+
+/// What a bundle's endpoint serves to one caller.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    pub tools: Vec<ServedTool>,
+    /// Audit targets of every member, served or not: a change to any of them
+    /// may change the bundle's tool list.
+    pub member_targets: Vec<String>,
+}
+
+/// A stored member row, before it is checked against the caller.
+struct ItemRow {
+    tool_id: ToolId,
+    pinned_version: Option<i64>,
+    exposed_name: String,
+}
+
+impl Toolshed {
+    /// Saves the bundle's next version with `members`, in that order. Every
+    /// member must be a tool the author can see, with the version it pins (or
+    /// a published one to follow); exposed names must be unique.
+    pub async fn save_bundle_version(&self, user: &User, id: ToolId, members: &[MemberSpec], changelog: &str) -> Result<i64, ToolError> {
+        let bundle = self.bundle_for_edit(user, id).await?;
+        let changelog = parse_changelog(changelog)?;
+        let checked = self.check_members(user, members).await?;
+        let mut tx = self.db.begin().await?;
+        let version = insert_version(&mut tx, user, id, &Source::empty(), &changelog).await?;
+        for (position, (tool, pinned, name)) in checked.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO bundle_items (bundle_id, version, position, tool_id, pinned_version, exposed_name) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(id.0)
+            .bind(version)
+            .bind(position as i64)
+            .bind(tool.id.0)
+            .bind(*pinned)
+            .bind(name.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(id.0).execute(&mut *tx).await?;
+        let listed: Vec<String> = checked.iter().map(|(t, pinned, name)| member_label(name.as_str(), &t.slug(), *pinned)).collect();
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            &bundle.action("version_saved"),
+            &bundle.audit_target(),
+            None,
+            Some(serde_json::json!({"version": version, "changelog": changelog, "members": listed})),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
+    /// The members of version `n` of a bundle `user` may see, each with what
+    /// it serves to them.
+    pub async fn bundle_members(&self, user: &User, id: ToolId, n: i64) -> Result<Vec<Member>, ToolError> {
+        let bundle = self.tool(user, id).await?;
+        if bundle.kind != ListingKind::Bundle {
+            return Err(ToolError::NotFound);
+        }
+        let items = self.items(id, n).await?;
+        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
+        Ok(items
+            .into_iter()
+            .map(|item| {
+                let tool = tools.get(&item.tool_id).filter(|t| can_see(user, t));
+                let serves = item.pinned_version.or(tool.and_then(|t| t.published_version));
+                let unavailable = match tool {
+                    None => Some("you may not see this tool".to_owned()),
+                    Some(t) if t.status != Status::Active => Some(format!("{} by an administrator", status_word(t.status))),
+                    Some(_) if serves.is_none() => Some("not published".to_owned()),
+                    Some(_) => None,
+                };
+                Member {
+                    tool_id: item.tool_id,
+                    // A member the user may not see stays anonymous.
+                    slug: tool.map(Tool::slug).unwrap_or_else(|| "(not visible to you)".into()),
+                    title: tool.map(|t| t.title.clone()).unwrap_or_default(),
+                    exposed_name: item.exposed_name,
+                    pinned_version: item.pinned_version,
+                    serves,
+                    unavailable,
+                }
+            })
+            .collect())
+    }
+
+    /// What `bundle`'s published version serves to `user` (already checked
+    /// to see the bundle): visible, active members with a version to run.
+    pub async fn served_tools(&self, user: &User, bundle: &Tool) -> Result<Served, ToolError> {
+        let Some(n) = bundle.published_version.filter(|_| bundle.kind == ListingKind::Bundle) else { return Ok(Served::default()) };
+        let items = self.items(bundle.id, n).await?;
+        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
+        let mut served = Served::default();
+        for item in items {
+            let Some(tool) = tools.get(&item.tool_id) else { continue };
+            served.member_targets.push(tool.audit_target());
+            if !can_see(user, tool) || tool.status != Status::Active {
+                continue;
+            }
+            if let Some(version) = item.pinned_version.or(tool.published_version) {
+                served.tools.push(ServedTool { name: item.exposed_name, tool: tool.clone(), version });
+            }
+        }
+        Ok(served)
+    }
+
+    async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+        Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Bundle).ok_or(ToolError::NotFound)
+    }
+
+    /// Checks the editor's members: (tool, pinned version, exposed name) in order.
+    async fn check_members(&self, user: &User, members: &[MemberSpec]) -> Result<Vec<(Tool, Option<i64>, ToolName)>, ToolError> {
+        let bad = |reason: String| ToolError::Invalid(Invalid { field: "Tools", reason });
+        if members.is_empty() {
+            return Err(bad("add at least one tool".into()));
+        }
+        if members.len() > MAX_MEMBERS {
+            return Err(bad(format!("a bundle holds at most {MAX_MEMBERS} tools")));
+        }
+        let mut checked = Vec::with_capacity(members.len());
+        let mut taken: HashMap<String, String> = HashMap::new();
+        for m in members {
+            // The same answer whether the tool does not exist or is not the author's to see.
+            let tool = match self.tool(user, m.tool).await {
+                Ok(t) if t.kind == ListingKind::Tool => t,
+                Ok(_) | Err(ToolError::NotFound) => return Err(bad(format!("there is no tool #{} you can add", m.tool))),
+                Err(e) => return Err(e),
+            };
+            match m.pinned_version {
+                Some(v) => {
+                    self.version_row(tool.id, v).await.map_err(|_| bad(format!("{} has no version {v}", tool.slug())))?;
+                }
+                None if tool.published_version.is_none() => {
+                    return Err(bad(format!("{} has no published version to follow: pin a saved version", tool.slug())));
+                }
+                None => {}
+            }
+            let raw = if m.exposed_name.trim().is_empty() { tool.name.as_str() } else { m.exposed_name.as_str() };
+            let name = ToolName::parse(raw).map_err(|e| bad(format!("{}: {}", tool.slug(), e.reason)))?;
+            if let Some(other) = taken.get(&name.as_str().to_ascii_lowercase()) {
+                let suggestion = format!("{}__{}", tool.department, tool.name);
+                return Err(bad(format!(
+                    "{} and {other} would both be called “{name}”: give one another name, e.g. “{suggestion}”",
+                    tool.slug()
+                )));
+            }
+            taken.insert(name.as_str().to_ascii_lowercase(), tool.slug());
+            checked.push((tool, m.pinned_version, name));
+        }
+        Ok(checked)
+    }
+
+    async fn items(&self, bundle: ToolId, n: i64) -> Result<Vec<ItemRow>, ToolError> {
+        let rows = sqlx::query(
+            "SELECT tool_id, pinned_version, exposed_name FROM bundle_items WHERE bundle_id = $1 AND version = $2 ORDER BY position",
+        )
+        .bind(bundle.0)
+        .bind(n)
+        .fetch_all(self.db.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ItemRow {
+                    tool_id: ToolId(r.try_get("tool_id")?),
+                    pinned_version: r.try_get("pinned_version")?,
+                    exposed_name: r.try_get("exposed_name")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
+    }
+
+    /// Bundles the user may see that contain `tool` in their published version.
+    pub async fn bundles_with(&self, user: &User, tool: ToolId) -> Result<Vec<Tool>, ToolError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT b.id FROM bundle_items i JOIN tools b ON b.id = i.bundle_id AND i.version = b.published_version WHERE i.tool_id = $1",
+        )
+        .bind(tool.0)
+        .fetch_all(self.db.pool())
+        .await?;
+        let ids: HashSet<ToolId> = rows.iter().map(|r| r.try_get("id").map(ToolId)).collect::<Result<_, _>>()?;
+        let mut bundles: Vec<Tool> = self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
+        bundles.sort_by(|a, b| a.slug().cmp(&b.slug()));
+        Ok(bundles)
+    }
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Active => "active",
+        Status::Hidden => "hidden",
+        Status::Disabled => "disabled",
+    }
+}
+
+/// `name = dept/tool@v3` (pinned) or `name = dept/tool@published`, for the audit log.
+fn member_label(name: &str, slug: &str, pinned: Option<i64>) -> String {
+    match pinned {
+        Some(v) => format!("{name} = {slug}@v{v}"),
+        None => format!("{name} = {slug}@published"),
+    }
+}

@@ -1,0 +1,103 @@
+//! Forks: a copy of a listing someone can see, in the forker's department,
+//! that remembers where it came from (`dept/name@vN`) so its page can say
+//! when the source has moved on.
+
+use serde::{Deserialize, Serialize};
+
+use super::versions::{insert_version, Source, VersionDiff};
+use super::{insert_listing, ForkedFrom, ListingKind, NewTool, Tool, ToolError};
+use crate::accounts::User;
+use crate::ids::ToolId;
+use crate::names::{Description, Tags, Title, ToolName};
+use crate::{audit, Toolshed};
+
+/// What a fork's page says about its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Upstream {
+    pub source: Tool,
+    /// The source version the fork copied.
+    pub forked_version: i64,
+    /// Set when the source has published something newer than what was copied:
+    /// the change from the copied version to the source's published one
+    /// (empty code and arguments for bundles).
+    pub newer: Option<VersionDiff>,
+}
+
+impl Toolshed {
+    /// Forks a listing `user` may see into their own department under `name`:
+    /// a new listing of the same kind whose version 1 copies the source's
+    /// published version (code, arguments and test cases; or a bundle's members).
+    /// `$env` values are not copied: they may be another team's secrets.
+    pub async fn fork(&self, user: &User, source: ToolId, name: ToolName) -> Result<Tool, ToolError> {
+        let src = self.tool(user, source).await?;
+        let n = src.published_version.ok_or(ToolError::NotPublished)?;
+        let version = self.version_row(src.id, n).await?;
+        let new = NewTool {
+            name,
+            title: Title::parse(&src.title)?,
+            description: Description::parse(&src.description)?,
+            tags: Tags::parse(&src.tags.join(" "))?,
+            visibility: src.visibility,
+        };
+        let changelog = format!("Forked from {}@v{n}", src.slug());
+        let mut tx = self.db.begin().await?;
+        let id = insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await?;
+        sqlx::query(
+            "UPDATE tools SET read_only_hint = $1, destructive_hint = $2, fetch_allow = $3, timeout_ms = $4, memory_mib = $5 WHERE id = $6",
+        )
+        .bind(i64::from(src.read_only_hint))
+        .bind(i64::from(src.destructive_hint))
+        .bind(src.fetch_allow.join("\n"))
+        .bind(src.timeout_ms)
+        .bind(src.memory_mib)
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await?;
+        let copy = Source::parse(&version.code, version.args, version.output_schema)?;
+        insert_version(&mut tx, user, id, &copy, &changelog).await?;
+        match src.kind {
+            ListingKind::Tool => {
+                sqlx::query(
+                    "INSERT INTO test_cases (tool_id, name, args_json, expected, created_at) \
+                     SELECT $1, name, args_json, expected, $2 FROM test_cases WHERE tool_id = $3",
+                )
+                .bind(id.0)
+                .bind(crate::now_ms())
+                .bind(src.id.0)
+                .execute(&mut *tx)
+                .await?;
+            }
+            ListingKind::Bundle => {
+                sqlx::query(
+                    "INSERT INTO bundle_items (bundle_id, version, position, tool_id, pinned_version, exposed_name) \
+                     SELECT $1, 1, position, tool_id, pinned_version, exposed_name FROM bundle_items WHERE bundle_id = $2 AND version = $3",
+                )
+                .bind(id.0)
+                .bind(src.id.0)
+                .bind(n)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        let target = format!("{}:{}/{}", src.kind.as_str(), user.department.name, new.name);
+        let from = serde_json::json!({"forked_from": format!("{}@v{n}", src.slug())});
+        audit::record(&mut tx, Some(user.id), &src.action("forked"), &target, Some(from), Some(serde_json::json!({"version": 1}))).await?;
+        tx.commit().await?;
+        self.tool(user, id).await
+    }
+
+    /// Where `fork` came from, if it is a fork and `user` may see the source.
+    pub async fn upstream(&self, user: &User, fork: &Tool) -> Result<Option<Upstream>, ToolError> {
+        let Some(from) = fork.forked_from else { return Ok(None) };
+        let source = match self.tool(user, from.id).await {
+            Ok(s) => s,
+            Err(ToolError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let newer = match source.published_version {
+            Some(p) if p > from.version => Some(self.diff_versions(user, source.id, from.version, p).await?),
+            _ => None,
+        };
+        Ok(Some(Upstream { source, forked_version: from.version, newer }))
+    }
+}

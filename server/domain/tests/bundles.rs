@@ -1,0 +1,211 @@
+//! Forks and bundles, on SQLite and on PostgreSQL: what a fork copies and
+//! remembers, what a bundle serves to whom, and the mistakes an author can make.
+
+#[macro_use]
+mod support;
+
+use serde_json::json;
+use toolshed_domain::accounts::Registration;
+use toolshed_domain::bundles::MemberSpec;
+use toolshed_domain::market::{BrowseQuery, ListingKind};
+use toolshed_domain::names::ToolName;
+use toolshed_domain::schema::ArgDef;
+use toolshed_domain::tools::{NewTool, RunSource, Source, Tool, ToolError};
+use toolshed_domain::{Db, Settings, Toolshed, User};
+
+async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
+    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
+}
+
+fn text_arg() -> Vec<ArgDef> {
+    serde_json::from_value(json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()
+}
+
+/// A tool with one version per body in `codes`, the last one published.
+async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, codes: &[&str]) -> Tool {
+    let t = ts.create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap()).await.unwrap();
+    for code in codes {
+        ts.save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
+    }
+    ts.publish(author, t.id, codes.len() as i64).await.unwrap()
+}
+
+fn member(tool: &Tool, pinned: Option<i64>, name: &str) -> MemberSpec {
+    MemberSpec { tool: tool.id, pinned_version: pinned, exposed_name: name.into() }
+}
+
+async fn bundle(ts: &Toolshed, author: &User, name: &str, members: &[MemberSpec]) -> Tool {
+    let b = ts.create_bundle(author, NewTool::parse(name, "A bundle", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
+    ts.save_bundle_version(author, b.id, members, "first").await.unwrap();
+    ts.publish(author, b.id, 1).await.unwrap()
+}
+
+fn name(raw: &str) -> ToolName {
+    ToolName::parse(raw).unwrap()
+}
+
+/// The names a bundle serves to `user`, with the tool and version behind each.
+async fn served(ts: &Toolshed, user: &User, b: &Tool) -> Vec<String> {
+    let b = ts.tool(user, b.id).await.unwrap();
+    ts.served_tools(user, &b).await.unwrap().tools.iter().map(|s| format!("{}={}@v{}", s.name, s.tool.slug(), s.version)).collect()
+}
+
+async fn world(db: Db) -> (Toolshed, User, User, User) {
+    let ts = Toolshed::new(db, Settings::default());
+    let alice = user(&ts, "alice", "finance").await;
+    let bob = user(&ts, "bob", "finance").await;
+    let carol = user(&ts, "carol", "legal").await;
+    (ts, alice, bob, carol)
+}
+
+store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_department, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let src = tool(&ts, &alice, "shout", "everyone", &["return $text;", "return $text.toUpperCase();"]).await;
+    ts.save_test_case(&alice, src.id, "hello", json!({"text": "hi"}), Some("HI".into())).await.unwrap();
+    ts.set_env_var(&alice, src.id, "API_KEY", "s3cret", true).await.unwrap();
+    // A newer saved version that is not published is not what a fork copies.
+    ts.save_version(&alice, src.id, Source::parse("return 'draft';", text_arg(), None).unwrap(), "wip").await.unwrap();
+
+    let fork = ts.fork(&carol, src.id, name("shout")).await.unwrap();
+    assert_eq!(fork.slug(), "legal/shout");
+    assert_eq!(fork.owner_username, "carol");
+    assert_eq!(fork.forked_from.map(|f| (f.id, f.version)), Some((src.id, 2)));
+    assert_eq!(fork.published_version, None, "a fork starts unpublished");
+    let v1 = ts.version(&carol, fork.id, 1).await.unwrap();
+    assert_eq!(v1.code, "return $text.toUpperCase();");
+    assert_eq!(v1.args, text_arg());
+    assert_eq!(v1.changelog, "Forked from finance/shout@v2");
+    let cases = ts.test_cases(&carol, fork.id).await.unwrap();
+    assert_eq!(cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["hello"]);
+    assert!(ts.env_vars(&carol, fork.id).await.unwrap().is_empty(), "another team's $env (and secrets) stay behind");
+
+    ts.publish(&carol, fork.id, 1).await.unwrap();
+    let out = ts.run_tool(&carol, fork.id, RunSource::Published, json!({"text": "ok"}), "test", None).await.unwrap();
+    assert_eq!(out.outcome.result.unwrap(), toolshed_domain::sandbox::ToolValue::Text("OK".into()));
+    let forks = ts.forks(&alice, src.id).await.unwrap();
+    assert_eq!(forks.iter().map(|c| c.slug()).collect::<Vec<_>>(), ["legal/shout"]);
+});
+
+store_test!(forking_what_you_cannot_see_or_into_a_taken_name_is_refused, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let internal = tool(&ts, &alice, "internal", "department", &["return 1;"]).await;
+    assert!(matches!(ts.fork(&carol, internal.id, name("copy")).await, Err(ToolError::NotFound)));
+    // Bob sees it (same department) but the name is taken there.
+    assert!(matches!(ts.fork(&bob, internal.id, name("internal")).await, Err(ToolError::NameTaken(_))));
+    assert!(ts.fork(&bob, internal.id, name("internal-2")).await.is_ok());
+    let unpublished = ts.create_tool(&alice, NewTool::parse("wip", "WIP", "", "", "everyone").unwrap()).await.unwrap();
+    assert!(matches!(ts.fork(&carol, unpublished.id, name("wip")).await, Err(ToolError::NotPublished)));
+});
+
+store_test!(a_fork_learns_when_its_source_publishes_something_newer_and_sees_the_diff, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let src = tool(&ts, &alice, "shout", "everyone", &["return $text;"]).await;
+    let fork = ts.fork(&carol, src.id, name("shout")).await.unwrap();
+    let up = ts.upstream(&carol, &fork).await.unwrap().unwrap();
+    assert_eq!((up.source.slug(), up.forked_version, up.newer.is_none()), ("finance/shout".into(), 1, true));
+
+    ts.save_version(&alice, src.id, Source::parse("return $text + '!';", text_arg(), None).unwrap(), "louder").await.unwrap();
+    ts.publish(&alice, src.id, 2).await.unwrap();
+    let up = ts.upstream(&carol, &fork).await.unwrap().unwrap();
+    let diff = up.newer.expect("v2 is newer than the copied v1");
+    assert_eq!((diff.from, diff.to), (1, 2));
+    assert!(diff.code.contains("-return $text;") && diff.code.contains("+return $text + '!';"), "{}", diff.code);
+
+    // A source that becomes private stops being named to the fork's readers.
+    sqlx::query("UPDATE tools SET visibility = 'private' WHERE id = $1").bind(src.id.0).execute(ts.db.pool()).await.unwrap();
+    assert!(ts.upstream(&carol, &fork).await.unwrap().is_none());
+});
+
+store_test!(a_bundle_serves_pinned_and_following_members_under_their_exposed_names, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let shout = tool(&ts, &alice, "shout", "everyone", &["return $text;", "return $text.toUpperCase();"]).await;
+    let echo = tool(&ts, &carol, "echo", "everyone", &["return $text;"]).await;
+    let b = bundle(&ts, &alice, "kit", &[member(&shout, Some(1), "shout_v1"), member(&shout, None, ""), member(&echo, None, "")]).await;
+    assert_eq!(b.kind, ListingKind::Bundle);
+    assert_eq!(served(&ts, &carol, &b).await, ["shout_v1=finance/shout@v1", "shout=finance/shout@v2", "echo=legal/echo@v1"]);
+
+    // Following means following: a new publish changes what the bundle serves; a pin does not move.
+    ts.save_version(&alice, shout.id, Source::parse("return '3';", text_arg(), None).unwrap(), "").await.unwrap();
+    ts.publish(&alice, shout.id, 3).await.unwrap();
+    assert_eq!(served(&ts, &carol, &b).await[..2], ["shout_v1=finance/shout@v1", "shout=finance/shout@v3"]);
+
+    // The page lists every member with what it serves.
+    let members = ts.bundle_members(&carol, b.id, 1).await.unwrap();
+    assert_eq!(members.iter().map(|m| (m.exposed_name.as_str(), m.pinned_version, m.serves)).collect::<Vec<_>>(), [
+        ("shout_v1", Some(1), Some(1)),
+        ("shout", None, Some(3)),
+        ("echo", None, Some(1)),
+    ]);
+    // A bundle has no code to run or edit as a tool.
+    assert!(matches!(ts.run_tool(&alice, b.id, RunSource::Published, json!({}), "test", None).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.draft(&alice, b.id).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.tool_by_slug(&alice, "finance", "kit").await, Err(ToolError::NotFound)));
+    assert_eq!(ts.listing_by_slug(&alice, ListingKind::Bundle, "finance", "kit").await.unwrap().id, b.id);
+});
+
+store_test!(a_bundle_refuses_duplicate_names_unseen_tools_and_nothing_to_follow, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let shout = tool(&ts, &alice, "shout", "everyone", &["return 1;"]).await;
+    let legal_shout = tool(&ts, &carol, "shout", "everyone", &["return 2;"]).await;
+    let secret = tool(&ts, &carol, "secret", "private", &["return 3;"]).await;
+    let b = ts.create_bundle(&alice, NewTool::parse("kit", "Kit", "", "", "everyone").unwrap()).await.unwrap();
+
+    let err = ts.save_bundle_version(&alice, b.id, &[member(&shout, None, ""), member(&legal_shout, None, "")], "").await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("“shout”") && message.contains("legal__shout"), "{message}");
+    assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, None, ""), member(&legal_shout, None, "legal__shout")], "").await.is_ok());
+
+    // A private tool of someone else's reads exactly like one that does not exist.
+    let unseen = ts.save_bundle_version(&alice, b.id, &[member(&secret, None, "")], "").await.unwrap_err().to_string();
+    let missing = MemberSpec { tool: toolshed_domain::ids::ToolId(999_999), pinned_version: None, exposed_name: String::new() };
+    let nonexistent = ts.save_bundle_version(&alice, b.id, &[missing], "").await.unwrap_err().to_string();
+    assert_eq!(unseen.replace(&secret.id.to_string(), "N"), nonexistent.replace("999999", "N"));
+    assert!(!unseen.contains("secret"), "{unseen}");
+
+    assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, Some(7), "")], "").await.unwrap_err().to_string().contains("no version 7"));
+    assert!(ts.save_bundle_version(&alice, b.id, &[], "").await.unwrap_err().to_string().contains("at least one"));
+    assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, None, "bad name")], "").await.is_err());
+    let draft = ts.create_tool(&alice, NewTool::parse("wip", "WIP", "", "", "everyone").unwrap()).await.unwrap();
+    ts.save_version(&alice, draft.id, Source::parse("return 0;", vec![], None).unwrap(), "").await.unwrap();
+    let err = ts.save_bundle_version(&alice, b.id, &[member(&draft, None, "")], "").await.unwrap_err().to_string();
+    assert!(err.contains("no published version to follow"), "{err}");
+    assert!(ts.save_bundle_version(&alice, b.id, &[member(&draft, Some(1), "")], "").await.is_ok(), "pinning an unpublished version is fine");
+    // Someone outside the department may not change the bundle at all.
+    assert!(matches!(ts.save_bundle_version(&carol, b.id, &[member(&shout, None, "")], "").await, Err(ToolError::Forbidden)));
+});
+
+store_test!(members_the_caller_may_not_see_or_that_are_hidden_are_not_served, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let public = tool(&ts, &alice, "public", "everyone", &["return 1;"]).await;
+    let internal = tool(&ts, &alice, "internal", "department", &["return 2;"]).await;
+    let b = bundle(&ts, &alice, "kit", &[member(&public, None, ""), member(&internal, None, "")]).await;
+    assert_eq!(served(&ts, &bob, &b).await, ["public=finance/public@v1", "internal=finance/internal@v1"]);
+    assert_eq!(served(&ts, &carol, &b).await, ["public=finance/public@v1"], "legal does not see finance's internal tool");
+    let members = ts.bundle_members(&carol, b.id, 1).await.unwrap();
+    assert_eq!(members[1].slug, "(not visible to you)");
+    assert!(members[1].unavailable.is_some());
+
+    sqlx::query("UPDATE tools SET status = 'hidden' WHERE id = $1").bind(public.id.0).execute(ts.db.pool()).await.unwrap();
+    assert_eq!(served(&ts, &bob, &b).await, ["internal=finance/internal@v1"]);
+    // The bundle still names every member as something to watch for changes.
+    let watched = ts.served_tools(&bob, &b).await.unwrap().member_targets;
+    assert_eq!(watched, ["tool:finance/public", "tool:finance/internal"]);
+});
+
+store_test!(bundles_are_listed_searched_and_forked_like_tools, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let shout = tool(&ts, &alice, "shout", "everyone", &["return 1;"]).await;
+    let b = bundle(&ts, &alice, "office_kit", &[member(&shout, None, "")]).await;
+    let only_bundles = BrowseQuery::parse("", "", "", "bundle", "", "").unwrap();
+    let page = ts.browse(&carol, &only_bundles).await.unwrap();
+    assert_eq!(page.cards.iter().map(|c| (c.kind, c.slug())).collect::<Vec<_>>(), [(ListingKind::Bundle, "finance/office_kit".into())]);
+    let found = ts.browse(&carol, &BrowseQuery::parse("office", "", "", "", "", "").unwrap()).await.unwrap();
+    assert_eq!(found.total, 1);
+
+    let fork = ts.fork(&carol, b.id, name("office_kit")).await.unwrap();
+    assert_eq!((fork.kind, fork.slug()), (ListingKind::Bundle, "legal/office_kit".into()));
+    let members = ts.bundle_members(&carol, fork.id, 1).await.unwrap();
+    assert_eq!(members.iter().map(|m| m.slug.as_str()).collect::<Vec<_>>(), ["finance/shout"]);
+    ts.publish(&carol, fork.id, 1).await.unwrap();
+    assert_eq!(ts.browse(&carol, &only_bundles).await.unwrap().cards.iter().find(|c| c.id == b.id.0).unwrap().fork_count, 1);
+});

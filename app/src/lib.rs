@@ -17,8 +17,8 @@ use leptos_router::{path, SsrMode};
 use crate::api::Logout;
 use crate::components::Header;
 use crate::pages::market::Browse;
-use crate::pages::tools::{MyTools, NewTool, ToolEditor, ToolListing};
-use crate::pages::{Account, Admin, Home, LoginPage, NotFound, RegisterPage};
+use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
+use crate::pages::{Account, Admin, BundleEditor, BundleListing, Home, LoginPage, NotFound, RegisterPage};
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -116,6 +116,9 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/tools/new") view=NewTool ssr=SsrMode::Async />
                 <Route path=path!("/tools/:department/:name") view=ToolListing ssr=SsrMode::Async />
                 <Route path=path!("/tools/:department/:name/edit") view=ToolEditor ssr=SsrMode::Async />
+                <Route path=path!("/bundles/new") view=NewBundle ssr=SsrMode::Async />
+                <Route path=path!("/bundles/:department/:name") view=BundleListing ssr=SsrMode::Async />
+                <Route path=path!("/bundles/:department/:name/edit") view=BundleEditor ssr=SsrMode::Async />
             </Routes>
         </main>
         <footer class="footer">"Toolshed · write one function, every agent gains a tool"</footer>

@@ -343,3 +343,79 @@ server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestSe
     let replies = session.request(&call(99, "racer", json!({}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "new");
 });
+
+/// A bundle `research/kit` by `client`, with `members` as (tool id, pinned version, exposed name), published.
+async fn published_bundle(srv: &TestServer, client: &reqwest::Client, members: Value) -> i64 {
+    let form = [("name", "kit"), ("title", "Research kit"), ("description", "Our tools."), ("tags", ""), ("visibility", "everyone"), ("kind", "bundle")];
+    srv.post_form(client, "/api/tools/create", &form).await;
+    let res = client.post(srv.url("/api/bundles/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "kit")]).send().await.unwrap();
+    let id = res.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
+    let (status, version) = srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": members, "changelog": "first"})).await;
+    assert_eq!(status, 200, "{version}");
+    let res = client.post(srv.url("/api/tools/publish")).header("Accept", "application/json").form(&[("tool", id.to_string()), ("version", version.to_string())]).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    id
+}
+
+server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_names, |mut srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+    srv.publish(&client, greeting, "v2 says hello").await;
+    let members = json!([
+        {"tool": greeting, "pinned_version": 1, "exposed_name": "greeting_v1"},
+        {"tool": greeting, "pinned_version": null, "exposed_name": ""},
+    ]);
+    let bundle = published_bundle(&srv, &client, members).await;
+    let token = srv.token("carol");
+    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &token).await;
+    let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    let names: Vec<&str> = listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["greeting_v1", "greeting"]);
+    let text = |replies: Vec<Value>| replies.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(text(session.request(&call(2, "greeting_v1", json!({}))).await), "v1 says hi");
+    assert_eq!(text(session.request(&call(3, "greeting", json!({}))).await), "v2 says hello");
+    let unknown = session.request(&call(4, "nope", json!({}))).await;
+    assert_eq!(unknown.last().unwrap()["error"]["code"], -32602, "{unknown:?}");
+    // The bundle is not a tool endpoint, and a tool's endpoint is not a bundle's.
+    assert_eq!(rpc(&srv, "/mcp/tools/research/kit", Some(&token), INIT).await.0, 404);
+    assert_eq!(rpc(&srv, "/mcp/bundles/research/greeting", Some(&token), INIT).await.0, 404);
+
+    let url = srv.db.url.clone();
+    assert!(srv.stop().await.success());
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let rows: Vec<(i64, Option<i64>, Option<i64>)> =
+        sqlx::query_as("SELECT tool_id, version, bundle_id FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
+    assert_eq!(rows, [(greeting, Some(1), Some(bundle)), (greeting, Some(2), Some(bundle))], "calls count for the tool and the bundle");
+});
+
+server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+    published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
+    let token = srv.token("carol");
+    let other = srv.replica().await;
+    let session = Session::open(other.url("/mcp/bundles/research/kit"), &token).await;
+    let mut events = session.listen().await;
+    srv.publish(&client, greeting, "v2 says hello").await;
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    let replies = session.request(&call(1, "hello", json!({}))).await;
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "v2 says hello");
+});
+
+server_test!(a_bundle_speaks_the_legacy_sse_transport_too, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
+    published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
+    let token = srv.token("carol");
+    let res = reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/sse")).bearer_auth(&token).send().await.unwrap();
+    let mut events = Events { res, buf: String::new() };
+    let (_, endpoint) = events.next().await;
+    assert!(endpoint.starts_with("/mcp/bundles/research/kit/messages?session_id="), "{endpoint}");
+    let post = |body: String| {
+        let (url, token) = (srv.url(&endpoint), token.clone());
+        async move { reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap() }
+    };
+    post(INIT.into()).await;
+    assert_eq!(events.message().await["result"]["serverInfo"]["name"], "research/kit");
+    post(INITIALIZED.into()).await;
+    post(call(1, "hello", json!({}))).await;
+    assert_eq!(events.message().await["result"]["content"][0]["text"], "hi");
+});

@@ -10,7 +10,7 @@ use crate::error::AppError;
 /// A listing as a card, as the browse page and the home page show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListingCardView {
-    /// `tool` (bundles later).
+    /// `tool` or `bundle`.
     pub kind: String,
     pub department: String,
     pub department_title: String,
@@ -49,8 +49,15 @@ pub struct UsageView {
     pub p95_ms: Option<f64>,
 }
 
+impl ListingCardView {
+    /// The listing page: `/tools/dept/name` or `/bundles/dept/name`.
+    pub fn href(&self) -> String {
+        format!("/{}s/{}/{}", self.kind, self.department, self.name)
+    }
+}
+
 #[cfg(feature = "ssr")]
-fn card(c: toolshed_domain::market::ListingCard) -> ListingCardView {
+pub(crate) fn card(c: toolshed_domain::market::ListingCard) -> ListingCardView {
     ListingCardView {
         kind: c.kind.as_str().to_owned(),
         department: c.department,

@@ -3,11 +3,13 @@
 
 mod accounts;
 mod admin;
+mod bundles;
 mod market;
 mod tools;
 
 pub use accounts::*;
 pub use admin::*;
+pub use bundles::*;
 pub use market::*;
 pub use tools::*;
 

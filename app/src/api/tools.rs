@@ -11,6 +11,7 @@ use crate::error::AppError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCard {
+    pub kind: String,
     pub department: String,
     pub name: String,
     pub title: String,
@@ -32,10 +33,31 @@ pub struct VersionRow {
     pub created_at: i64,
 }
 
-/// Everything the listing page and the editor show about a tool.
+/// A link to another listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkView {
+    pub href: String,
+    /// `department/name`.
+    pub slug: String,
+    pub title: String,
+}
+
+/// Where a fork came from, and whether the source has moved on since.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamView {
+    pub source: LinkView,
+    pub forked_version: i64,
+    pub source_published: Option<i64>,
+    /// From the copied version to the source's newer published one.
+    pub newer: Option<DiffView>,
+}
+
+/// Everything the listing page and the editor show about a tool (or a bundle).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
     pub id: i64,
+    /// `tool` or `bundle`.
+    pub kind: String,
     pub department: String,
     pub name: String,
     pub title: String,
@@ -60,6 +82,22 @@ pub struct ToolInfo {
     pub versions: Vec<VersionRow>,
     /// The listing's MCP endpoint, a full URL.
     pub endpoint: String,
+    pub upstream: Option<UpstreamView>,
+    /// Forks the user may see.
+    pub forks: Vec<crate::api::ListingCardView>,
+    /// Bundles the user may see that serve this tool.
+    pub in_bundles: Vec<LinkView>,
+}
+
+impl ToolInfo {
+    pub fn slug(&self) -> String {
+        format!("{}/{}", self.department, self.name)
+    }
+
+    /// The listing page: `/tools/dept/name` or `/bundles/dept/name`.
+    pub fn href(&self) -> String {
+        format!("/{}s/{}", self.kind, self.slug())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +181,9 @@ pub enum RunTarget {
 }
 
 #[cfg(feature = "ssr")]
+pub(crate) use convert::{args_from_domain, detail};
+
+#[cfg(feature = "ssr")]
 mod convert {
     use toolshed_domain::sandbox::{RunError, ToolValue};
     use toolshed_domain::tools::{self, RunReport, Tool};
@@ -158,8 +199,17 @@ mod convert {
         serde_json::to_value(args).and_then(serde_json::from_value).unwrap_or_default()
     }
 
+    pub fn link(t: &Tool) -> LinkView {
+        LinkView { href: format!("/{}/{}", t.kind.plural(), t.slug()), slug: t.slug(), title: t.title.clone() }
+    }
+
+    pub fn diff(d: tools::VersionDiff) -> DiffView {
+        DiffView { from: d.from, to: d.to, code: d.code, args: d.args }
+    }
+
     pub fn card(t: &Tool) -> ToolCard {
         ToolCard {
+            kind: t.kind.as_str().to_owned(),
             department: t.department.clone(),
             name: t.name.clone(),
             title: t.title.clone(),
@@ -180,8 +230,20 @@ mod convert {
             Some(n) => Some(ts.version(user, t.id, n).await.map_err(server::fail)?),
             None => None,
         };
+        let upstream = ts.upstream(user, &t).await.map_err(server::fail)?.map(|u| UpstreamView {
+            source: link(&u.source),
+            forked_version: u.forked_version,
+            source_published: u.source.published_version,
+            newer: u.newer.map(diff),
+        });
+        let forks = ts.forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
+        let in_bundles = ts.bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
         Ok(ToolInfo {
             id: t.id.0,
+            kind: t.kind.as_str().to_owned(),
+            upstream,
+            forks,
+            in_bundles,
             department: t.department.clone(),
             name: t.name.clone(),
             title: t.title.clone(),
@@ -200,12 +262,7 @@ mod convert {
             memory_mib: t.memory_mib,
             can_edit: tools::can_edit(user, &t),
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
-            endpoint: format!(
-                "{}/mcp/tools/{}/{}",
-                use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(),
-                t.department,
-                t.name
-            ),
+            endpoint: format!("{}/mcp/{}/{}", use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(), t.kind.plural(), t.slug()),
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
             versions: versions
                 .into_iter()
@@ -276,13 +333,37 @@ pub async fn my_tools() -> Result<Vec<ToolCard>, AppError> {
     Ok(tools.iter().map(convert::card).collect())
 }
 
+/// Creates a tool, or a bundle when `kind` is `bundle`, and opens its editor.
 #[server(endpoint = "tools/create")]
-pub async fn create_tool(name: String, title: String, description: String, tags: String, visibility: String) -> Result<(), AppError> {
-    use toolshed_domain::tools::NewTool;
+pub async fn create_tool(
+    name: String,
+    title: String,
+    description: String,
+    tags: String,
+    visibility: String,
+    kind: Option<String>,
+) -> Result<(), AppError> {
+    use toolshed_domain::tools::{ListingKind, NewTool};
     let user = server::require_user().await?;
-    let new = NewTool::parse(&name, &title, &description, &tags, &visibility).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let tool = server::toolshed()?.create_tool(&user, new).await.map_err(server::fail)?;
-    leptos_axum::redirect(&format!("/tools/{}/{}/edit", tool.department, tool.name));
+    let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
+    let new = NewTool::parse(&name, &title, &description, &tags, &visibility).map_err(invalid)?;
+    let ts = server::toolshed()?;
+    let listing = match ListingKind::parse(kind.as_deref().unwrap_or("tool")).map_err(invalid)? {
+        ListingKind::Tool => ts.create_tool(&user, new).await,
+        ListingKind::Bundle => ts.create_bundle(&user, new).await,
+    }
+    .map_err(server::fail)?;
+    leptos_axum::redirect(&format!("/{}/{}/edit", listing.kind.plural(), listing.slug()));
+    Ok(())
+}
+
+/// Forks a listing into the user's department as `name` and opens the fork's editor.
+#[server(endpoint = "listings/fork")]
+pub async fn fork_listing(listing: i64, name: String) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    let name = toolshed_domain::names::ToolName::parse(&name).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let fork = server::toolshed()?.fork(&user, tool_id(listing), name).await.map_err(server::fail)?;
+    leptos_axum::redirect(&format!("/{}/{}/edit", fork.kind.plural(), fork.slug()));
     Ok(())
 }
 
@@ -369,7 +450,7 @@ pub async fn load_version(tool: i64, version: i64) -> Result<DraftView, AppError
 pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, AppError> {
     let user = server::require_user().await?;
     let d = server::toolshed()?.diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
-    Ok(DiffView { from: d.from, to: d.to, code: d.code, args: d.args })
+    Ok(convert::diff(d))
 }
 
 /// Runs the tool; `input` is the arguments as JSON text.

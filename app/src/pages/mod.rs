@@ -2,6 +2,7 @@
 
 mod account;
 mod admin;
+mod bundles;
 mod home;
 pub mod market;
 mod not_found;
@@ -10,6 +11,7 @@ pub mod tools;
 
 pub use account::Account;
 pub use admin::Admin;
+pub use bundles::{BundleEditor, BundleListing};
 pub use home::Home;
 pub use not_found::NotFound;
 pub use sign_in::{LoginPage, RegisterPage};

@@ -229,6 +229,19 @@ impl Toolshed {
             .map_err(Into::into)
     }
 
+    /// Version `n`'s members, one `name = dept/tool@vN` line each (for diffs).
+    pub(crate) async fn member_lines(&self, bundle: ToolId, n: i64) -> Result<String, ToolError> {
+        let items = self.items(bundle, n).await?;
+        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
+        Ok(items
+            .iter()
+            .map(|i| {
+                let slug = tools.get(&i.tool_id).map(Tool::slug).unwrap_or_else(|| format!("#{}", i.tool_id));
+                member_label(&i.exposed_name, &slug, i.pinned_version) + "\n"
+            })
+            .collect())
+    }
+
     /// Bundles the user may see that contain `tool` in their published version.
     pub async fn bundles_with(&self, user: &User, tool: ToolId) -> Result<Vec<Tool>, ToolError> {
         let rows = sqlx::query(

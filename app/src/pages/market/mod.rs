@@ -13,12 +13,12 @@ use crate::api::ListingCardView;
 /// A listing as a card: links to the listing page.
 #[component]
 pub fn ListingCard(card: ListingCardView) -> impl IntoView {
-    let href = format!("/tools/{}/{}", card.department, card.name);
+    let href = card.href();
     let plural = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     view! {
         <a class="card tool-card listing-card" href=href data-kind=card.kind.clone()>
             <div class="tool-card-head">
-                <h3>{card.title.clone()}</h3>
+                <h3>{card.title.clone()} {(card.kind == "bundle").then(|| view! { <span class="badge kind">"bundle"</span> })}</h3>
                 <span class="slug">{format!("{}/{}", card.department, card.name)}</span>
             </div>
             <p class="muted">{card.summary.clone()}</p>

@@ -8,9 +8,10 @@ use leptos_router::hooks::use_params_map;
 
 use super::args_editor::ArgsEditor;
 use super::run_panel::RunPanel;
+use super::versions::VersionsPanel;
 use super::{ago, now_ms};
 use crate::api::{
-    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, DiffVersions, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases, SaveDraft,
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases, SaveDraft,
     SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows};
@@ -149,9 +150,6 @@ fn Editor(data: EditorState) -> impl IntoView {
             revision.update(|r| *r += 1);
         }
     });
-    let diff = ServerAction::<DiffVersions>::new();
-    let diff_from = RwSignal::new(0i64);
-    let diff_to = RwSignal::new(0i64);
 
     // --- Test cases. ---
     let run_input = RwSignal::new("{}".to_owned());
@@ -177,8 +175,6 @@ fn Editor(data: EditorState) -> impl IntoView {
     let on_result = Callback::new(move |run: crate::api::RunView| {
         error_line.set(run.error.and_then(|e| e.line));
     });
-    let now = now_ms();
-
     view! {
         <div class="page-head">
             <div>
@@ -258,68 +254,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                         Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
                     })}
                     {move || publish.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
-                    <h3>"Versions"</h3>
-                    {move || {
-                        let t: ToolInfo = tool.get();
-                        if t.versions.is_empty() {
-                            return view! { <p class="muted small">"No versions yet: save one to publish it."</p> }.into_any();
-                        }
-                        view! {
-                            <table class="versions-table">
-                                <tbody>
-                                {t.versions.iter().map(|v| {
-                                    let n = v.version;
-                                    let published = t.published_version == Some(n);
-                                    let label = match t.published_version {
-                                        Some(p) if n < p => "Roll back",
-                                        _ => "Publish",
-                                    };
-                                    view! {
-                                        <tr class:published=published data-version=n>
-                                            <td><strong>{format!("v{n}")}</strong></td>
-                                            <td>{v.changelog.clone()}</td>
-                                            <td class="muted">{format!("{} · {}", v.created_by, ago(v.created_at, now.max(v.created_at)))}</td>
-                                            <td class="actions">
-                                                <button type="button" class="link-button" on:click=move |_| { load_version.dispatch(LoadVersion { tool: id, version: n }); }>"Load"</button>
-                                                {if published {
-                                                    view! { <span class="pill good">"published"</span> }.into_any()
-                                                } else {
-                                                    view! { <button type="button" class="button small publish" on:click=move |_| { publish.dispatch(Publish { tool: id, version: n }); }>{label}</button> }.into_any()
-                                                }}
-                                            </td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                                </tbody>
-                            </table>
-                            <div class="inline-form diff-form">
-                                "Diff"
-                                <select on:change=move |ev| diff_from.set(event_target_value(&ev).parse().unwrap_or(0))>
-                                    <option value="0">"from…"</option>
-                                    {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
-                                </select>
-                                <select on:change=move |ev| diff_to.set(event_target_value(&ev).parse().unwrap_or(0))>
-                                    <option value="0">"to…"</option>
-                                    {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
-                                </select>
-                                <button type="button" class="button secondary small" disabled=move || diff_from.get() == 0 || diff_to.get() == 0
-                                    on:click=move |_| { diff.dispatch(DiffVersions { tool: id, from: diff_from.get_untracked(), to: diff_to.get_untracked() }); }>
-                                    "Show diff"
-                                </button>
-                            </div>
-                        }.into_any()
-                    }}
-                    {move || diff.value().get().map(|r| match r {
-                        Ok(d) => view! {
-                            <div class="diff">
-                                <h4>"Code"</h4>
-                                <DiffText text=d.code />
-                                <h4>"Arguments"</h4>
-                                <DiffText text=d.args />
-                            </div>
-                        }.into_any(),
-                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
-                    })}
+                    <VersionsPanel tool publish load=Callback::new(move |n| { load_version.dispatch(LoadVersion { tool: id, version: n }); }) />
                 </section>
 
                 <SettingsCard tool />
@@ -385,28 +320,6 @@ fn Editor(data: EditorState) -> impl IntoView {
                 </section>
             </aside>
         </div>
-    }
-    .into_any()
-}
-
-/// A unified diff, lines coloured by what happened to them.
-#[component]
-fn DiffText(text: String) -> impl IntoView {
-    if text.trim().is_empty() {
-        return view! { <p class="muted small">"No differences."</p> }.into_any();
-    }
-    view! {
-        <pre class="diff-text mono">
-            {text.lines().map(|l| {
-                let class = match l.chars().next() {
-                    Some('+') if !l.starts_with("+++") => "add",
-                    Some('-') if !l.starts_with("---") => "del",
-                    Some('@') => "hunk",
-                    _ => "",
-                };
-                view! { <span class=class>{format!("{l}\n")}</span> }
-            }).collect_view()}
-        </pre>
     }
     .into_any()
 }

@@ -17,7 +17,7 @@ fn Card(tool: ToolCard, href: String) -> impl IntoView {
     view! {
         <a class="card tool-card" href=href>
             <div class="tool-card-head">
-                <h3>{tool.title.clone()}</h3>
+                <h3>{tool.title.clone()} {(tool.kind == "bundle").then(|| view! { <span class="badge kind">"bundle"</span> })}</h3>
                 <span class="slug">{format!("{}/{}", tool.department, tool.name)}</span>
             </div>
             <p class="muted">{tool.summary.clone()}</p>
@@ -57,7 +57,10 @@ pub fn MyTools() -> impl IntoView {
         <RequireUser>
             <div class="page-head">
                 <h1>"My tools"</h1>
-                <a class="button" href="/tools/new">"New tool"</a>
+                <div class="actions">
+                    <a class="button secondary" href="/bundles/new">"New bundle"</a>
+                    <a class="button" href="/tools/new">"New tool"</a>
+                </div>
             </div>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
@@ -68,7 +71,7 @@ pub fn MyTools() -> impl IntoView {
                             <a class="button" href="/tools/new">"Write your first tool"</a>
                         </div>
                     };
-                    grid(tools.await, |t| format!("/tools/{}/{}/edit", t.department, t.name), empty.into_any())
+                    grid(tools.await, |t| format!("/{}s/{}/{}/edit", t.kind, t.department, t.name), empty.into_any())
                 })}
             </Suspense>
         </RequireUser>

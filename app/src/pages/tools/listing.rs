@@ -1,5 +1,6 @@
 //! The listing page of a tool: what it does, its arguments, its usage, its
-//! versions, and a Run panel on the published version.
+//! versions, its forks, and a Run panel on the published version. The parts
+//! every listing has (head, versions, lineage) serve bundle pages too.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -8,9 +9,10 @@ use leptos_router::hooks::use_params_map;
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
-use crate::api::{listing_usage, tool_detail, RunTarget, ToolInfo, UsageView};
+use super::versions::VersionDiff;
+use crate::api::{listing_usage, tool_detail, ForkListing, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
-use crate::components::RequireUser;
+use crate::components::{FormError, RequireUser};
 use crate::pages::market::UsageChart;
 
 pub fn type_label(t: &ArgType) -> String {
@@ -69,26 +71,118 @@ pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
     .into_any()
 }
 
+/// The top of a listing page: title, address, author, tags, and Edit for editors.
 #[component]
-fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
-    let now = now_ms();
-    let edit_href = format!("/tools/{}/{}/edit", tool.department, tool.name);
-    let args = tool.published_args.clone();
-    let id = tool.id;
+pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
+    let edit_href = format!("{}/edit", tool.href());
     view! {
         <Title text=tool.title.clone() />
         <div class="page-head">
             <div>
-                <h1>{tool.title.clone()}</h1>
+                <h1>{tool.title.clone()} {(tool.kind == "bundle").then(|| view! { <span class="badge kind">"bundle"</span> })}</h1>
                 <p class="muted">
-                    <code>{format!("{}/{}", tool.department, tool.name)}</code>
+                    <code>{tool.slug()}</code>
                     " · by " {tool.owner.clone()}
                     {tool.published_version.map(|v| format!(" · v{v} published"))}
                 </p>
                 <div class="tags">{tool.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</div>
             </div>
-            {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href.clone()>"Edit"</a> })}
+            {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href>"Edit"</a> })}
         </div>
+    }
+}
+
+/// The published version's line and every saved version, newest first.
+#[component]
+pub fn VersionList(tool: ToolInfo) -> impl IntoView {
+    let now = now_ms();
+    view! {
+        <section class="card">
+            <h2>"Versions"</h2>
+            <ul class="versions">
+                {tool.versions.iter().map(|v| {
+                    let published = tool.published_version == Some(v.version);
+                    view! {
+                        <li class:published=published>
+                            <strong>{format!("v{}", v.version)}</strong>
+                            {published.then(|| view! { <span class="pill good">"published"</span> })}
+                            " " {v.changelog.clone()}
+                            <span class="muted">{format!(" · {} · {}", v.created_by, ago(v.created_at, now))}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </section>
+    }
+}
+
+/// Where the listing came from (and what changed there since), its forks,
+/// the bundles serving it, and a form to fork it.
+#[component]
+pub fn Lineage(tool: ToolInfo) -> impl IntoView {
+    let fork = ServerAction::<ForkListing>::new();
+    let error = Signal::derive(move || fork.value().get().and_then(Result::err));
+    let bundle = tool.kind == "bundle";
+    let upstream = tool.upstream.clone().map(|u| {
+        let newer = u.newer.clone().map(|d| {
+            let to = d.to;
+            view! {
+                <div class="alert warn upstream-newer">
+                    {format!("{} has published v{to} since this was forked from v{}.", u.source.slug, u.forked_version)}
+                    <details>
+                        <summary>{format!("What changed from v{} to v{to}", u.forked_version)}</summary>
+                        <VersionDiff diff=d bundle />
+                    </details>
+                </div>
+            }
+        });
+        view! {
+            <p class="forked-from">"Forked from " <a href=u.source.href.clone()>{format!("{}@v{}", u.source.slug, u.forked_version)}</a></p>
+            {newer}
+        }
+    });
+    let published = tool.published_version.is_some();
+    view! {
+        <section class="card lineage">
+            <h2>"Forks"</h2>
+            {upstream}
+            {if tool.forks.is_empty() {
+                view! { <p class="muted small">"No forks yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="fork-list">
+                        {tool.forks.iter().map(|f| view! {
+                            <li><a href=f.href()>{format!("{}/{}", f.department, f.name)}</a> <span class="muted">{format!(" · {} · by {}", f.title, f.author)}</span></li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+            {(!tool.in_bundles.is_empty()).then(|| view! {
+                <h3>"In bundles"</h3>
+                <ul class="bundle-list">
+                    {tool.in_bundles.iter().map(|b| view! { <li><a href=b.href.clone()>{b.slug.clone()}</a> <span class="muted">{format!(" · {}", b.title)}</span></li> }).collect_view()}
+                </ul>
+            })}
+            {published.then(|| view! {
+                <FormError error />
+                <ActionForm action=fork attr:class="inline-form fork-form">
+                    <input type="hidden" name="listing" value=tool.id />
+                    <label class="small">"Fork into your department as"
+                        <input name="name" required maxlength="64" pattern="[A-Za-z0-9_\\-]+" value=tool.name.clone() />
+                    </label>
+                    <button type="submit" class="button secondary" disabled=move || fork.pending().get()>"Fork"</button>
+                </ActionForm>
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
+    let args = tool.published_args.clone();
+    let id = tool.id;
+    view! {
+        <ListingHead tool=tool.clone() />
         <div class="two-col">
             <div>
                 <section class="card">
@@ -102,25 +196,13 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
                     <h2>"Usage, last 30 days"</h2>
                     <UsageChart usage />
                 </section>
-                <section class="card">
-                    <h2>"Versions"</h2>
-                    <ul class="versions">
-                        {tool.versions.iter().map(|v| {
-                            let published = tool.published_version == Some(v.version);
-                            view! {
-                                <li class:published=published>
-                                    <strong>{format!("v{}", v.version)}</strong>
-                                    {published.then(|| view! { <span class="pill good">"published"</span> })}
-                                    " " {v.changelog.clone()}
-                                    <span class="muted">{format!(" · {} · {}", v.created_by, ago(v.created_at, now))}</span>
-                                </li>
-                            }
-                        }).collect_view()}
-                    </ul>
-                </section>
+                <VersionList tool=tool.clone() />
+                <Lineage tool=tool.clone() />
             </div>
             <aside>
-                {tool.published_version.is_some().then(|| view! { <ConnectPanel endpoint=tool.endpoint.clone() name=tool.name.clone() published_args=tool.published_args.clone() /> })}
+                {tool.published_version.is_some().then(|| view! {
+                    <ConnectPanel endpoint=tool.endpoint.clone() name=tool.name.clone() tools=vec![(tool.name.clone(), tool.published_args.clone())] />
+                })}
                 <section class="card">
                 <h2>"Run"</h2>
                 {if tool.published_version.is_some() {

@@ -19,8 +19,10 @@ struct Logged {
 }
 
 /// How to connect an MCP client: the endpoint and ready-to-paste configurations.
+/// `name` names the server in client configs; `tools` are what the endpoint
+/// serves (name and arguments), for the debugger to call.
 #[component]
-pub fn ConnectPanel(endpoint: String, name: String, published_args: Vec<ArgDef>) -> impl IntoView {
+pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
     let tab = RwSignal::new("json");
     let copied = RwSignal::new(false);
     let mcp_json = format!(
@@ -66,7 +68,7 @@ pub fn ConnectPanel(endpoint: String, name: String, published_args: Vec<ArgDef>)
             <pre class="mono snippet">
                 {move || match tab.get() { "cherry" => cherry.clone(), "curl" => curl.clone(), _ => mcp_json.clone() }}
             </pre>
-            <McpDebugger endpoint=endpoint tool=name args=published_args />
+            <McpDebugger endpoint=endpoint tools />
         </section>
     }
 }
@@ -82,7 +84,7 @@ fn copy_to_clipboard(_text: &str) {}
 /// initialize → tools/list → tools/call against the live endpoint, every
 /// message shown.
 #[component]
-fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoView {
+fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
     let log = RwSignal::new(Vec::<Logged>::new());
     let session = RwSignal::new(None::<String>);
     let connected = RwSignal::new(false);
@@ -96,6 +98,14 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
     });
     let next_id = StoredValue::new(1_u64);
     let endpoint = StoredValue::new(endpoint);
+    let tools = StoredValue::new(tools);
+    let chosen = RwSignal::new(0_usize);
+    // Example arguments for the chosen tool, from its argument rows.
+    let fill_arguments = move || {
+        if let Some((_, args)) = tools.with_value(|t| t.get(chosen.get_untracked()).cloned()) {
+            mock.dispatch(MockArguments { args });
+        }
+    };
 
     // Sends one message, logs both ways, returns the reply's JSON-RPC messages.
     let exchange = move |method: &'static str, params: Option<Value>, is_request: bool| async move {
@@ -137,7 +147,7 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
         busy.set(true);
         log.set(Vec::new());
         session.set(None);
-        mock.dispatch(MockArguments { args: args.clone() });
+        fill_arguments();
         leptos::task::spawn_local(async move {
             let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "toolshed-debugger", "version": "1"}});
             if exchange("initialize", Some(init), true).await.is_ok_and(|m| m.iter().any(|m| m.get("result").is_some())) {
@@ -150,7 +160,7 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
     };
     let call = move |_| {
         let arguments = serde_json::from_str::<Value>(&input.get_untracked()).unwrap_or_else(|_| json!({}));
-        let tool = tool.clone();
+        let tool = tools.with_value(|t| t.get(chosen.get_untracked()).map(|(n, _)| n.clone())).unwrap_or_default();
         busy.set(true);
         leptos::task::spawn_local(async move {
             let _ = exchange("tools/call", Some(json!({"name": tool, "arguments": arguments})), true).await;
@@ -169,6 +179,16 @@ fn McpDebugger(endpoint: String, tool: String, args: Vec<ArgDef>) -> impl IntoVi
                 {move || session.get().map(|s| view! { <span class="muted small mono">"session " {s}</span> })}
             </div>
             <Show when=move || connected.get()>
+                {move || (tools.with_value(Vec::len) > 1).then(|| view! {
+                    <label class="small">"Tool"
+                        <select class="debugger-tool" on:change=move |ev| {
+                            chosen.set(event_target_value(&ev).parse().unwrap_or(0));
+                            fill_arguments();
+                        }>
+                            {tools.with_value(|t| t.iter().enumerate().map(|(i, (n, _))| view! { <option value=i>{n.clone()}</option> }).collect_view())}
+                        </select>
+                    </label>
+                })}
                 <label class="small">"Arguments for tools/call"
                     <textarea class="mono debugger-args" rows="4" prop:value=move || input.get() on:input=move |ev| input.set(event_target_value(&ev))></textarea>
                 </label>

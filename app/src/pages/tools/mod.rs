@@ -1,4 +1,5 @@
-//! Tool pages: my tools, new tool, the listing page, the editor.
+//! Tool pages: my tools, new tool, the listing page, the editor; and the
+//! listing parts bundle pages share.
 
 mod args_editor;
 mod editor;
@@ -7,11 +8,14 @@ mod listing;
 mod mcp_debugger;
 mod new;
 mod run_panel;
+mod versions;
 
 pub use editor::ToolEditor;
 pub use list::MyTools;
-pub use listing::ToolListing;
-pub use new::NewTool;
+pub use listing::{Lineage, ListingHead, ToolListing, VersionList};
+pub use mcp_debugger::ConnectPanel;
+pub use new::{NewBundle, NewTool};
+pub use versions::VersionsPanel;
 
 /// "3 minutes ago"-style text for a Unix-ms time, against `now_ms`.
 pub fn ago(at_ms: i64, now_ms: i64) -> String {

@@ -6,21 +6,38 @@ use crate::components::{FormError, RequireUser};
 
 #[component]
 pub fn NewTool() -> impl IntoView {
+    view! { <NewListing bundle=false /> }
+}
+
+#[component]
+pub fn NewBundle() -> impl IntoView {
+    view! { <NewListing bundle=true /> }
+}
+
+/// The form that creates a tool or a bundle in the user's department.
+#[component]
+fn NewListing(bundle: bool) -> impl IntoView {
     let create = ServerAction::<CreateTool>::new();
     let error = Signal::derive(move || create.value().get().and_then(Result::err));
+    let (heading, intro, placeholder) = if bundle {
+        ("New bundle", "It belongs to your department. You pick its tools next.", "e.g. finance_kit")
+    } else {
+        ("New tool", "It belongs to your department. You write the code and arguments next.", "e.g. fx_rate")
+    };
     view! {
-        <Title text="New tool" />
+        <Title text=heading />
         <RequireUser>
             <section class="narrow-wide card form-card">
-                <h1>"New tool"</h1>
-                <p class="muted">"It belongs to your department. You write the code and arguments next."</p>
+                <h1>{heading}</h1>
+                <p class="muted">{intro}</p>
                 <FormError error />
                 <ActionForm action=create attr:class="stack">
+                    <input type="hidden" name="kind" value=if bundle { "bundle" } else { "tool" } />
                     <label>
                         "Name"
-                        <input name="name" required maxlength="64" pattern="[A-Za-z0-9_\\-]+" placeholder="e.g. fx_rate"
+                        <input name="name" required maxlength="64" pattern="[A-Za-z0-9_\\-]+" placeholder=placeholder
                             title="Letters, digits, _ and - (an MCP tool name)" />
-                        <small class="muted">"What models call it. Letters, digits, _ and -."</small>
+                        <small class="muted">{if bundle { "Its address. Letters, digits, _ and -." } else { "What models call it. Letters, digits, _ and -." }}</small>
                     </label>
                     <label>
                         "Title"

@@ -255,9 +255,14 @@ impl Toolshed {
         self.tool(user, id).await
     }
 
+    /// The change from version `from` to `to`: of the code and the argument
+    /// schema for a tool, of the member list (in `code`) for a bundle.
     pub async fn diff_versions(&self, user: &User, id: ToolId, from: i64, to: i64) -> Result<VersionDiff, ToolError> {
-        self.tool(user, id).await?;
-        let (a, b) = (self.version_row(id, from).await?, self.version_row(id, to).await?);
+        let tool = self.tool(user, id).await?;
+        let (mut a, mut b) = (self.version_row(id, from).await?, self.version_row(id, to).await?);
+        if tool.kind == super::ListingKind::Bundle {
+            (a.code, b.code) = (self.member_lines(id, from).await?, self.member_lines(id, to).await?);
+        }
         let unified = |x: &str, y: &str| {
             similar::TextDiff::from_lines(x, y).unified_diff().context_radius(3).header(&format!("v{from}"), &format!("v{to}")).to_string()
         };

@@ -1,0 +1,138 @@
+//! Bundles: the bundle page's and editor's data, and saving a version of members.
+//! (Creating, publishing and forking a bundle use the listing calls in `tools`.)
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use super::server;
+use super::ToolInfo;
+use crate::args::ArgDef;
+use crate::error::AppError;
+
+/// A member of a bundle version, as the bundle page and the editor show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberView {
+    pub tool: i64,
+    pub slug: String,
+    pub title: String,
+    pub exposed_name: String,
+    /// `None`: follows the tool's published version.
+    pub pinned_version: Option<i64>,
+    /// The version calls run, if any.
+    pub serves: Option<i64>,
+    /// Why it is not served to you right now.
+    pub unavailable: Option<String>,
+    /// The arguments of the version it serves.
+    pub args: Vec<ArgDef>,
+    /// Saved versions of the tool, newest first (for pinning).
+    pub versions: Vec<i64>,
+}
+
+/// One member as the editor saves it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberInput {
+    pub tool: i64,
+    pub pinned_version: Option<i64>,
+    pub exposed_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleInfo {
+    pub listing: ToolInfo,
+    /// The members of the published version, or of the latest if none is published.
+    pub members: Vec<MemberView>,
+    /// The members of the latest saved version (what the editor starts from).
+    pub latest_members: Vec<MemberView>,
+}
+
+#[cfg(feature = "ssr")]
+async fn members(ts: &toolshed_domain::Toolshed, user: &toolshed_domain::User, id: i64, version: Option<i64>) -> Result<Vec<MemberView>, AppError> {
+    use toolshed_domain::ids::ToolId;
+    let Some(n) = version else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for m in ts.bundle_members(user, ToolId(id), n).await.map_err(server::fail)? {
+        let visible = !m.slug.starts_with('(');
+        let versions = if visible { ts.versions(user, m.tool_id).await.map_err(server::fail)?.iter().map(|v| v.version).collect() } else { Vec::new() };
+        let args = match m.serves.filter(|_| visible) {
+            Some(v) => ts.version(user, m.tool_id, v).await.map(|v| super::tools::args_from_domain(v.args)).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        out.push(MemberView {
+            tool: m.tool_id.0,
+            slug: m.slug,
+            title: m.title,
+            exposed_name: m.exposed_name,
+            pinned_version: m.pinned_version,
+            serves: m.serves,
+            unavailable: m.unavailable,
+            args,
+            versions,
+        });
+    }
+    Ok(out)
+}
+
+#[server(endpoint = "bundles/detail")]
+pub async fn bundle_detail(department: String, name: String) -> Result<BundleInfo, AppError> {
+    use toolshed_domain::tools::ListingKind;
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let bundle = ts.listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
+    let (id, published, latest) = (bundle.id.0, bundle.published_version, bundle.latest_version);
+    let listing = super::tools::detail(&ts, &user, bundle).await?;
+    let shown = published.or(latest);
+    let members_shown = members(&ts, &user, id, shown).await?;
+    let latest_members = if latest == shown { members_shown.clone() } else { members(&ts, &user, id, latest).await? };
+    Ok(BundleInfo { listing, members: members_shown, latest_members })
+}
+
+/// Tools the author may add: published tools they can see that match `q`.
+#[server(endpoint = "bundles/candidates")]
+pub async fn bundle_candidates(q: String) -> Result<Vec<MemberView>, AppError> {
+    use toolshed_domain::market::BrowseQuery;
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let query = BrowseQuery::parse(&q, "", "", "tool", "", "").map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let found = ts.browse(&user, &query).await.map_err(server::fail)?;
+    let mut out = Vec::new();
+    for card in found.cards {
+        let tool = ts.tool(&user, toolshed_domain::ids::ToolId(card.id)).await.map_err(server::fail)?;
+        let versions = ts.versions(&user, tool.id).await.map_err(server::fail)?.iter().map(|v| v.version).collect();
+        out.push(MemberView {
+            tool: tool.id.0,
+            slug: tool.slug(),
+            title: tool.title.clone(),
+            exposed_name: tool.name.clone(),
+            pinned_version: None,
+            serves: tool.published_version,
+            unavailable: None,
+            args: Vec::new(),
+            versions,
+        });
+    }
+    Ok(out)
+}
+
+/// Saves the bundle's members as its next version; returns the version number.
+#[server(endpoint = "bundles/save_version", input = server_fn::codec::Json)]
+pub async fn save_bundle_version(bundle: i64, members: Vec<MemberInput>, changelog: String) -> Result<i64, AppError> {
+    use toolshed_domain::bundles::MemberSpec;
+    use toolshed_domain::ids::ToolId;
+    let user = server::require_user().await?;
+    let specs: Vec<MemberSpec> = members
+        .into_iter()
+        .map(|m| MemberSpec { tool: ToolId(m.tool), pinned_version: m.pinned_version, exposed_name: m.exposed_name })
+        .collect();
+    server::toolshed()?.save_bundle_version(&user, ToolId(bundle), &specs, &changelog).await.map_err(server::fail)
+}
+
+/// The members of version `version` (the editor's Load button).
+#[server(endpoint = "bundles/version")]
+pub async fn bundle_version_members(department: String, name: String, version: i64) -> Result<Vec<MemberView>, AppError> {
+    use toolshed_domain::tools::ListingKind;
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let bundle = ts.listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
+    members(&ts, &user, bundle.id.0, Some(version)).await
+}

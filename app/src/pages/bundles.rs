@@ -1,0 +1,281 @@
+//! Bundle pages: the listing page (members, usage, versions, forks, Connect
+//! panel) and the editor (search and add tools, pin or follow, order, rename,
+//! save a version, publish or roll back).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::{
+    bundle_detail, listing_usage, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
+};
+use crate::components::RequireUser;
+use crate::pages::market::UsageChart;
+use crate::pages::tools::{ConnectPanel, Lineage, ListingHead, VersionList, VersionsPanel};
+
+/// The bundle named in the URL.
+fn bundle_resource() -> Resource<Result<BundleInfo, crate::error::AppError>> {
+    let params = use_params_map();
+    Resource::new(
+        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
+        |(d, n)| bundle_detail(d, n),
+    )
+}
+
+/// "v3 (pinned)" or "follows published: v4".
+fn version_label(m: &MemberView) -> String {
+    match (m.pinned_version, m.serves) {
+        (Some(p), _) => format!("v{p} (pinned)"),
+        (None, Some(s)) => format!("follows published: v{s}"),
+        (None, None) => "follows published: none yet".into(),
+    }
+}
+
+#[component]
+fn MemberTable(members: Vec<MemberView>) -> impl IntoView {
+    if members.is_empty() {
+        return view! { <p class="muted">"No tools yet."</p> }.into_any();
+    }
+    view! {
+        <table class="member-table">
+            <thead><tr><th>"Name in the bundle"</th><th>"Tool"</th><th>"Version"</th><th></th></tr></thead>
+            <tbody>
+                {members.into_iter().map(|m| {
+                    let label = version_label(&m);
+                    let href = format!("/tools/{}", m.slug);
+                    let visible = m.unavailable.as_deref() != Some("you may not see this tool");
+                    view! {
+                        <tr class:unavailable=m.unavailable.is_some()>
+                            <td><code>{m.exposed_name.clone()}</code></td>
+                            <td>{if visible { view! { <a href=href>{m.slug.clone()}</a> }.into_any() } else { view! { <span class="muted">{m.slug.clone()}</span> }.into_any() }}
+                                <span class="muted">{format!(" {}", m.title)}</span></td>
+                            <td>{label}</td>
+                            <td>{m.unavailable.clone().map(|u| view! { <span class="badge warn">{format!("not served: {u}")}</span> })}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
+    let tool = info.listing.clone();
+    let served: Vec<(String, Vec<crate::args::ArgDef>)> =
+        info.members.iter().filter(|m| m.unavailable.is_none()).map(|m| (m.exposed_name.clone(), m.args.clone())).collect();
+    view! {
+        <ListingHead tool=tool.clone() />
+        <div class="two-col">
+            <div>
+                <section class="card">
+                    <div class="markdown" inner_html=tool.description_html.clone()></div>
+                </section>
+                <section class="card">
+                    <h2>{if tool.published_version.is_some() { "Tools" } else { "Tools (not published yet)" }}</h2>
+                    <MemberTable members=info.members.clone() />
+                </section>
+                <section class="card">
+                    <h2>"Usage through this bundle, last 30 days"</h2>
+                    <UsageChart usage />
+                </section>
+                <VersionList tool=tool.clone() />
+                <Lineage tool=tool.clone() />
+            </div>
+            <aside>
+                {if tool.published_version.is_some() {
+                    view! { <ConnectPanel endpoint=tool.endpoint.clone() name=tool.name.clone() tools=served /> }.into_any()
+                } else {
+                    view! { <section class="card"><p class="muted">"Publish a version to get an MCP endpoint."</p></section> }.into_any()
+                }}
+            </aside>
+        </div>
+    }
+}
+
+#[component]
+pub fn BundleListing() -> impl IntoView {
+    let bundle = bundle_resource();
+    view! {
+        <RequireUser>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let Ok(info) = bundle.await else { return view! { <crate::pages::NotFound /> }.into_any() };
+                    match listing_usage(info.listing.id).await {
+                        Ok(usage) => view! { <BundlePage info usage /> }.into_any(),
+                        Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}
+
+#[component]
+pub fn BundleEditor() -> impl IntoView {
+    let bundle = bundle_resource();
+    view! {
+        <Title text="Bundle editor" />
+        <RequireUser>
+            <Suspense fallback=|| view! { <p class="muted">"Loading the editor…"</p> }>
+                {move || Suspend::new(async move {
+                    match bundle.await {
+                        Ok(info) if info.listing.can_edit => view! { <Editor info /> }.into_any(),
+                        Ok(_) => view! { <p class="alert error">"You may not change this bundle."</p> }.into_any(),
+                        Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </RequireUser>
+    }
+}
+
+#[component]
+fn Editor(info: BundleInfo) -> impl IntoView {
+    let tool: RwSignal<ToolInfo> = RwSignal::new(info.listing.clone());
+    let id = info.listing.id;
+    let members = RwSignal::new(info.latest_members.clone());
+    let changelog = RwSignal::new(String::new());
+    let save = ServerAction::<SaveBundleVersion>::new();
+    let publish = ServerAction::<Publish>::new();
+    let search = ServerAction::<BundleCandidates>::new();
+    let query = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(Ok(fresh)) = publish.value().get() {
+            tool.set(fresh);
+        }
+    });
+    // A saved version shows up in the versions list: reload the listing.
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = save.value().get() {
+            let (d, n) = tool.with_untracked(|t| (t.department.clone(), t.name.clone()));
+            leptos::task::spawn_local(async move {
+                if let Ok(fresh) = bundle_detail(d, n).await {
+                    tool.set(fresh.listing);
+                }
+            });
+        }
+    });
+    search.dispatch(BundleCandidates { q: String::new() });
+    let inputs = move || {
+        members.get_untracked().into_iter().map(|m| MemberInput { tool: m.tool, pinned_version: m.pinned_version, exposed_name: m.exposed_name }).collect()
+    };
+    let move_member = move |i: usize, delta: isize| {
+        members.update(|list| {
+            let j = i as isize + delta;
+            if j >= 0 && (j as usize) < list.len() {
+                list.swap(i, j as usize);
+            }
+        })
+    };
+    let view_href = info.listing.href();
+    view! {
+        <div class="page-head">
+            <div>
+                <h1>{info.listing.title.clone()} <span class="badge kind">"bundle"</span></h1>
+                <p class="muted"><code>{info.listing.slug()}</code></p>
+            </div>
+            <a class="button secondary" href=view_href>"View listing"</a>
+        </div>
+        <div class="two-col">
+            <div>
+                <section class="card bundle-members">
+                    <h2>"Tools in this bundle"</h2>
+                    <p class="muted small">"Each tool follows its published version or is pinned to one. The name is what models see; it must be unique in the bundle."</p>
+                    {move || {
+                        let list = members.get();
+                        if list.is_empty() {
+                            return view! { <p class="muted empty-members">"No tools yet: add some from the search."</p> }.into_any();
+                        }
+                        view! {
+                            <table class="member-table editing">
+                                <thead><tr><th>"Name in the bundle"</th><th>"Tool"</th><th>"Version"</th><th></th></tr></thead>
+                                <tbody>
+                                {list.into_iter().enumerate().map(|(i, m)| {
+                                    let follows = m.serves.map(|v| format!("Follow published (v{v})")).unwrap_or_else(|| "Follow published".into());
+                                    view! {
+                                        <tr data-tool=m.slug.clone()>
+                                            <td><input class="mono exposed-name" maxlength="64" prop:value=m.exposed_name.clone()
+                                                on:change=move |ev| members.update(|l| l[i].exposed_name = event_target_value(&ev)) /></td>
+                                            <td>{m.slug.clone()}</td>
+                                            <td>
+                                                <select class="member-version" on:change=move |ev| {
+                                                    let v = event_target_value(&ev).parse::<i64>().ok();
+                                                    members.update(|l| l[i].pinned_version = v);
+                                                }>
+                                                    <option value="" selected=m.pinned_version.is_none()>{follows}</option>
+                                                    {m.versions.iter().map(|v| view! {
+                                                        <option value=*v selected=m.pinned_version == Some(*v)>{format!("Pin v{v}")}</option>
+                                                    }).collect_view()}
+                                                </select>
+                                            </td>
+                                            <td class="actions">
+                                                <button type="button" class="link-button" title="Move up" on:click=move |_| move_member(i, -1)>"↑"</button>
+                                                <button type="button" class="link-button" title="Move down" on:click=move |_| move_member(i, 1)>"↓"</button>
+                                                <button type="button" class="link-button remove" title="Remove" on:click=move |_| members.update(|l| { l.remove(i); })>"✕"</button>
+                                            </td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }}
+                    <div class="inline-form">
+                        <input placeholder="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
+                            on:input=move |ev| changelog.set(event_target_value(&ev)) />
+                        <button type="button" class="button save-version" disabled=move || save.pending().get()
+                            on:click=move |_| { save.dispatch(SaveBundleVersion { bundle: id, members: inputs(), changelog: changelog.get_untracked() }); }>
+                            "Save version"
+                        </button>
+                    </div>
+                    {move || save.value().get().map(|r| match r {
+                        Ok(n) => view! { <p class="alert ok">{format!("Saved version {n}.")}</p> }.into_any(),
+                        Err(e) => view! { <p class="alert error" role="alert">{e.to_string()}</p> }.into_any(),
+                    })}
+                    {move || publish.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+                    <VersionsPanel tool publish load=Callback::new(move |n| {
+                        let (d, name) = tool.with_untracked(|t| (t.department.clone(), t.name.clone()));
+                        leptos::task::spawn_local(async move {
+                            if let Ok(v) = crate::api::bundle_version_members(d, name, n).await {
+                                members.set(v);
+                            }
+                        });
+                    }) />
+                </section>
+            </div>
+            <aside>
+                <section class="card bundle-search">
+                    <h2>"Add tools"</h2>
+                    <form class="inline-form" on:submit=move |ev| {
+                        ev.prevent_default();
+                        search.dispatch(BundleCandidates { q: query.get_untracked() });
+                    }>
+                        <input type="search" class="candidate-search" placeholder="Search tools you can see…" maxlength="200"
+                            prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
+                        <button type="submit" class="button secondary">"Search"</button>
+                    </form>
+                    {move || search.pending().get().then(|| view! { <p class="muted small">"Searching…"</p> })}
+                    {move || search.value().get().map(|r| match r {
+                        Ok(found) if found.is_empty() => view! { <p class="muted small">"No published tool you can see matches."</p> }.into_any(),
+                        Ok(found) => view! {
+                            <ul class="candidates">
+                                {found.into_iter().map(|c| {
+                                    let add = c.clone();
+                                    view! {
+                                        <li data-tool=c.slug.clone()>
+                                            <div><strong>{c.title.clone()}</strong><br /><code class="small">{c.slug.clone()}</code></div>
+                                            <button type="button" class="button small add-tool" on:click=move |_| members.update(|l| l.push(add.clone()))>"Add"</button>
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </section>
+            </aside>
+        </div>
+    }
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts the release server on a free port with a fresh SQLite database, runs the
 # browser tests in end2end/ (and the MCP SDK clients, Node then Python) against it,
-# and stops it.
+# and stops it. `scripts/e2e.sh bundles tools` runs only those end2end/tests/*.test.mjs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -28,8 +28,12 @@ token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
 
 cd end2end
 mkdir -p output
-TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" node --test --test-concurrency=1 tests/
+files=(tests/)
+[ $# -eq 0 ] || { files=("$@"); files=("${files[@]/#/tests/}"); files=("${files[@]/%/.test.mjs}"); }
+TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" \
+    node --test --test-concurrency=1 "${files[@]}"
 cd ..
+[ $# -eq 0 ] || exit 0
 
 echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 # No .pytest_cache or __pycache__ in the tree.

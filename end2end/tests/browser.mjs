@@ -37,3 +37,27 @@ export async function newPage(browser, options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
   return context.newPage();
 }
+
+/** Replaces the code in the CodeMirror editor, as typing would. */
+export async function setCode(page, code) {
+  await page.waitForSelector('.cm-editor');
+  await page.evaluate((text) => {
+    const view = window.toolshedEditors.get('code');
+    view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+  }, code);
+}
+
+/** Registers a new account in a new `department` with the register form; returns its username. */
+export async function signUp(page, department, displayName) {
+  const username = unique('user');
+  await page.goto(`${BASE}/register`);
+  await hydrated(page);
+  await page.fill('input[name=username]', username);
+  await page.fill('input[name=display_name]', displayName);
+  await page.fill('input[name=new_department]', department);
+  await page.fill('input[name=password]', 'a-long-enough-password');
+  await page.fill('input[name=password_confirm]', 'a-long-enough-password');
+  await page.click('main button[type=submit]');
+  await page.waitForSelector('.user-button');
+  return username;
+}

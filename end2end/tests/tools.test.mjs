@@ -3,20 +3,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, setCode } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
-
-/** Replaces the code in the CodeMirror editor, as typing would. */
-async function setCode(page, code) {
-  await page.waitForSelector('.cm-editor');
-  await page.evaluate((text) => {
-    const view = window.toolshedEditors.get('code');
-    view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
-  }, code);
-}
 
 async function signUp(page) {
   await page.goto(`${BASE}/register`);

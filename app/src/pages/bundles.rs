@@ -13,14 +13,6 @@ use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
 use crate::pages::tools::{ConnectPanel, Lineage, ListingHead, VersionList, VersionsPanel};
 
-/// The bundle named in the URL.
-fn bundle_resource() -> Resource<Result<BundleInfo, crate::error::AppError>> {
-    let params = use_params_map();
-    Resource::new(
-        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
-        |(d, n)| bundle_detail(d, n),
-    )
-}
 
 /// "v3 (pinned)" or "follows published: v4".
 fn version_label(m: &MemberView) -> String {
@@ -96,14 +88,22 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
 
 #[component]
 pub fn BundleListing() -> impl IntoView {
-    let bundle = bundle_resource();
+    let params = use_params_map();
+    // One resource for both, so hydration finds both already loaded.
+    let page = Resource::new(
+        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
+        |(d, n)| async move {
+            let info = bundle_detail(d, n).await?;
+            let usage = listing_usage(info.listing.id).await?;
+            Ok::<_, crate::error::AppError>((info, usage))
+        },
+    );
     view! {
         <RequireUser>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    let Ok(info) = bundle.await else { return view! { <crate::pages::NotFound /> }.into_any() };
-                    match listing_usage(info.listing.id).await {
-                        Ok(usage) => view! { <BundlePage info usage /> }.into_any(),
+                    match page.await {
+                        Ok((info, usage)) => view! { <BundlePage info usage /> }.into_any(),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}
@@ -114,7 +114,11 @@ pub fn BundleListing() -> impl IntoView {
 
 #[component]
 pub fn BundleEditor() -> impl IntoView {
-    let bundle = bundle_resource();
+    let params = use_params_map();
+    let bundle = Resource::new(
+        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
+        |(d, n)| bundle_detail(d, n),
+    );
     view! {
         <Title text="Bundle editor" />
         <RequireUser>

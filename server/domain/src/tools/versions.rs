@@ -104,6 +104,14 @@ pub(super) fn version_from_row(r: &sqlx::any::AnyRow) -> Result<ToolVersion, sql
     })
 }
 
+/// The audit action of serving version `n` where `current` was served.
+pub(crate) fn publish_action(current: Option<i64>, n: i64) -> &'static str {
+    match current {
+        Some(p) if n < p => "tool.rolled_back",
+        _ => "tool.published",
+    }
+}
+
 const VERSION_SELECT: &str = "SELECT v.version, v.code, v.args_json, v.output_schema_json, v.changelog, u.username AS created_by, v.created_at \
      FROM tool_versions v JOIN users u ON u.id = v.created_by";
 
@@ -248,13 +256,15 @@ impl Toolshed {
     }
 
     /// Serves version `n` from now on. Publishing an older version is a roll back.
+    /// In a department that requires review, an editor's publish waits for an
+    /// admin instead (`pending_version`) and the endpoint keeps its version.
     pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
         self.version_row(id, n).await?;
-        let action = match tool.published_version {
-            Some(p) if n < p => "tool.rolled_back",
-            _ => "tool.published",
-        };
+        if !user.is_admin && self.review_required(tool.department_id).await? {
+            return self.request_review(user, &tool, n).await;
+        }
+        let action = publish_action(tool.published_version, n);
         let mut tx = self.db.begin().await?;
         sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
             .bind(n)

@@ -9,7 +9,7 @@ mod sign_in;
 pub mod tools;
 
 pub use account::Account;
-pub use admin::Admin;
+pub use admin::{Admin, AuditLog};
 pub use home::Home;
 pub use not_found::NotFound;
 pub use sign_in::{LoginPage, RegisterPage};

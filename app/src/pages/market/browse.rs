@@ -37,7 +37,7 @@ impl BrowseParams {
 }
 
 /// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
-fn form_encode(s: &str) -> String {
+pub(crate) fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {

@@ -189,7 +189,9 @@ fn Editor(data: EditorState) -> impl IntoView {
                         Some(v) => format!(" · v{v} published"),
                         None => " · not published".to_owned(),
                     })}
+                    {move || tool.with(|t| t.moderation.pending_version.map(|v| format!(" · v{v} waiting for review")))}
                 </p>
+                {move || tool.with(|t| view! { <super::listing::ModerationNotice tool=t.clone() /> })}
             </div>
             <div class="head-actions">
                 <span class="save-state" data-state=move || match save_state.get() {
@@ -270,6 +272,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                                 {t.versions.iter().map(|v| {
                                     let n = v.version;
                                     let published = t.published_version == Some(n);
+                                    let waiting = t.moderation.pending_version == Some(n);
                                     let label = match t.published_version {
                                         Some(p) if n < p => "Roll back",
                                         _ => "Publish",
@@ -283,6 +286,8 @@ fn Editor(data: EditorState) -> impl IntoView {
                                                 <button type="button" class="link-button" on:click=move |_| { load_version.dispatch(LoadVersion { tool: id, version: n }); }>"Load"</button>
                                                 {if published {
                                                     view! { <span class="pill good">"published"</span> }.into_any()
+                                                } else if waiting {
+                                                    view! { <span class="pill warn">"waiting for review"</span> }.into_any()
                                                 } else {
                                                     view! { <button type="button" class="button small publish" on:click=move |_| { publish.dispatch(Publish { tool: id, version: n }); }>{label}</button> }.into_any()
                                                 }}

@@ -8,7 +8,7 @@ use leptos_router::params::ParamsMap;
 
 use crate::api::{admin_audit, AuditPageView};
 use crate::components::RequireUser;
-use crate::pages::market::form_encode;
+use crate::pages::market::page_href;
 use crate::pages::tools::{ago, now_ms};
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -29,9 +29,7 @@ impl AuditParams {
 
     fn href(&self, page: i64) -> String {
         let fields = [("action", &self.action), ("actor", &self.actor), ("target", &self.target), ("from", &self.from), ("to", &self.to)];
-        let mut query: Vec<String> = fields.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
-        query.push(format!("page={page}"));
-        format!("/admin/audit?{}", query.join("&"))
+        page_href("/admin/audit", &fields, page)
     }
 }
 

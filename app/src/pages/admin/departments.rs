@@ -11,13 +11,7 @@ pub fn DepartmentsCard() -> impl IntoView {
     let rename = ServerAction::<RenameDepartment>::new();
     let review = ServerAction::<SetDepartmentReview>::new();
     let list = Resource::new(move || (create.version().get(), rename.version().get(), review.version().get()), |_| admin_departments());
-    let error = move || {
-        [create.value().get().and_then(Result::err), rename.value().get().and_then(Result::err), review.value().get().and_then(Result::err)]
-            .into_iter()
-            .flatten()
-            .next()
-            .map(|e| view! { <p class="alert error">{e.to_string()}</p> })
-    };
+    let error = move || super::first_error([create.value().get().and_then(Result::err), rename.value().get().and_then(Result::err), review.value().get().and_then(Result::err)]);
     view! {
         <section class="card departments">
             <h2>"Departments"</h2>

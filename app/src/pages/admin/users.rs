@@ -61,13 +61,7 @@ pub fn UsersCard() -> impl IntoView {
         move || (role.version().get(), status.version().get(), moved.version().get()),
         |_| async move { Ok::<_, crate::error::AppError>((admin_users().await?, admin_departments().await?)) },
     );
-    let error = move || {
-        [role.value().get().and_then(Result::err), status.value().get().and_then(Result::err), moved.value().get().and_then(Result::err)]
-            .into_iter()
-            .flatten()
-            .next()
-            .map(|e| view! { <p class="alert error">{e.to_string()}</p> })
-    };
+    let error = move || super::first_error([role.value().get().and_then(Result::err), status.value().get().and_then(Result::err), moved.value().get().and_then(Result::err)]);
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {

@@ -14,6 +14,9 @@ pub enum AppError {
     Forbidden,
     #[error("Not found.")]
     NotFound,
+    /// Refused for a reason the person should read (a disabled listing).
+    #[error("{0}")]
+    Refused(String),
     /// Input that does not parse; the text says which field and why.
     #[error("{0}")]
     Invalid(String),
@@ -37,7 +40,7 @@ impl AppError {
     pub fn status(&self) -> u16 {
         match self {
             AppError::NotSignedIn | AppError::BadCredentials(_) => 401,
-            AppError::Forbidden => 403,
+            AppError::Forbidden | AppError::Refused(_) => 403,
             AppError::NotFound => 404,
             AppError::Invalid(_) => 422,
             AppError::Conflict(_) => 409,
@@ -59,6 +62,8 @@ impl FromServerFnError for AppError {
 #[cfg(feature = "ssr")]
 mod from_domain {
     use super::AppError;
+    use toolshed_domain::admin::AdminError;
+    use toolshed_domain::moderation::ModerationError;
     use toolshed_domain::sessions::SessionError;
     use toolshed_domain::tools::ToolError;
     use toolshed_domain::AccountError;
@@ -71,6 +76,7 @@ mod from_domain {
                 ToolError::Forbidden => AppError::Forbidden,
                 ToolError::NameTaken(_) | ToolError::NotPublished => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
+                ToolError::Disabled => AppError::Refused(e.to_string()),
                 ToolError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal
@@ -89,6 +95,35 @@ mod from_domain {
                 AccountError::UnknownUser => AppError::NotSignedIn,
                 AccountError::Forbidden => AppError::Forbidden,
                 AccountError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<ModerationError> for AppError {
+        fn from(e: ModerationError) -> Self {
+            match e {
+                ModerationError::Invalid(_) => AppError::Invalid(e.to_string()),
+                ModerationError::NotFound => AppError::NotFound,
+                ModerationError::Forbidden => AppError::Forbidden,
+                ModerationError::NothingToReview => AppError::Conflict(e.to_string()),
+                ModerationError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<AdminError> for AppError {
+        fn from(e: AdminError) -> Self {
+            match e {
+                AdminError::Invalid(_) | AdminError::UnknownUser(_) | AdminError::UnknownDepartment(_) => AppError::Invalid(e.to_string()),
+                AdminError::Forbidden => AppError::Forbidden,
+                AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf => AppError::Conflict(e.to_string()),
+                AdminError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal
                 }

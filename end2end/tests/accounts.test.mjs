@@ -79,7 +79,7 @@ test('sign-in and registration work as plain forms without JavaScript', async ()
   await page.close();
 });
 
-test('the administrator sees the Admin page with users and the audit log', async () => {
+test('the administrator sees the Admin page with users, and the audit log page', async () => {
   const page = await newPage(browser);
   await page.goto(`${BASE}/login`);
   await hydrated(page);
@@ -88,11 +88,13 @@ test('the administrator sees the Admin page with users and the audit log', async
   await page.click('main button[type=submit]');
   await page.waitForSelector('.user-button');
   await page.click('nav a[href="/admin"]');
-  await page.waitForSelector('.admin-table');
-  assert.match(await page.textContent('.admin-table'), /Administrator/);
+  await page.waitForSelector('.users .admin-table');
+  assert.match(await page.textContent('.users .admin-table'), /Administrator/);
+  await shot(page, '08-admin');
+  await page.click('a[href="/admin/audit"]');
   await page.waitForSelector('.admin-table.audit');
   assert.match(await page.textContent('.admin-table.audit'), /user\.registered/);
-  await shot(page, '08-admin');
+  await shot(page, '08-admin-audit');
   await page.close();
 });
 

@@ -255,6 +255,17 @@ server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_l
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "v2 says hello");
 });
 
+server_test!(disabling_a_listing_tells_its_open_sessions_that_the_tool_list_changed, |srv: TestServer| async move {
+    let (_, tool) = published_tool(&srv, "carol", "greeting", "hi").await;
+    let session = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    let mut events = session.listen().await;
+    let admin = srv.admin().await;
+    let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &tool.to_string()), ("action", "disable"), ("note", "Under review.")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    assert_eq!(session.post(&call(1, "greeting", json!({}))).await.status(), 403, "and its calls are refused from then on");
+});
+
 server_test!(console_output_and_progress_reach_the_client_while_the_tool_runs, |srv: TestServer| async move {
     let token = srv.token("admin");
     let session = Session::open(srv.url("/mcp/tools/demo/countdown"), &token).await;

@@ -1,4 +1,5 @@
-//! Administration: accounts and the audit log (admins only, checked on the server).
+//! Administration: accounts, departments, the tool limits and the audit log
+//! (admins only: checked here before any input is read, and again in the domain).
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,7 @@ pub struct AuditView {
 
 #[server(endpoint = "admin/users")]
 pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
-    let user = server::require_user().await?;
+    let user = server::require_admin().await?;
     let rows = server::toolshed()?.all_users(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
@@ -43,25 +44,149 @@ pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
         .collect())
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPageView {
+    pub entries: Vec<AuditView>,
+    pub page: i64,
+    pub has_more: bool,
+}
+
+/// `from` and `to` are dates (`YYYY-MM-DD`, UTC; `to` inclusive), blank for any.
+#[cfg(feature = "ssr")]
+fn day_ms(field: &'static str, raw: &str, end_of_day: bool) -> Result<Option<i64>, AppError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let bad = || server::fail(AppError::Invalid(format!("{field}: must be a date like 2026-01-31")));
+    let parts: Vec<i64> = raw.split('-').map(|p| p.parse::<i64>().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    let [y, m, d] = parts[..] else { return Err(bad()) };
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return Err(bad());
+    }
+    // Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    Ok(Some((days + i64::from(end_of_day)) * 86_400_000))
+}
+
 #[server(endpoint = "admin/audit")]
-pub async fn admin_audit(action: String) -> Result<Vec<AuditView>, AppError> {
-    let user = server::require_user().await?;
-    let rows = server::toolshed()?.audit_log(&user, &action, 200).await.map_err(server::fail)?;
-    Ok(rows
-        .into_iter()
-        .map(|a| AuditView {
-            at_ms: a.at_ms,
-            actor: a.actor.unwrap_or_else(|| "system".into()),
-            action: a.action,
-            target: a.target,
-            change: match (a.before, a.after) {
-                (Some(b), Some(a)) => format!("{b} → {a}"),
-                (None, Some(a)) => a,
-                (Some(b), None) => format!("was {b}"),
-                (None, None) => String::new(),
-            },
-        })
-        .collect())
+pub async fn admin_audit(action: String, actor: String, target: String, from: String, to: String, page: String) -> Result<AuditPageView, AppError> {
+    let user = server::require_admin().await?;
+    let filter = toolshed_domain::admin::AuditFilter {
+        action,
+        actor,
+        target,
+        from_ms: day_ms("From", &from, false)?,
+        to_ms: day_ms("To", &to, true)?,
+        page: if page.trim().is_empty() { 1 } else { page.trim().parse().map_err(|_| server::fail(AppError::Invalid("Page: must be a whole number".into())))? },
+    };
+    let found = server::toolshed()?.audit_log(&user, &filter).await.map_err(server::fail)?;
+    Ok(AuditPageView {
+        page: found.page,
+        has_more: found.has_more,
+        entries: found
+            .entries
+            .into_iter()
+            .map(|a| AuditView {
+                at_ms: a.at_ms,
+                actor: a.actor.unwrap_or_else(|| "system".into()),
+                action: a.action,
+                target: a.target,
+                change: match (a.before, a.after) {
+                    (Some(b), Some(a)) => format!("{b} → {a}"),
+                    (None, Some(a)) => a,
+                    (Some(b), None) => format!("was {b}"),
+                    (None, None) => String::new(),
+                },
+            })
+            .collect(),
+    })
+}
+
+/// `role`: `admin` or `member`.
+#[server(endpoint = "admin/users/role")]
+pub async fn set_user_role(username: String, role: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let is_admin = match role.as_str() {
+        "admin" => true,
+        "member" => false,
+        _ => return Err(server::fail(AppError::Invalid("Role: must be admin or member".into()))),
+    };
+    server::toolshed()?.set_admin(&user, &username, is_admin).await.map_err(server::fail)?;
+    Ok(())
+}
+
+/// `status`: `active` or `deactivated`. Deactivation ends the user's sessions and tokens at once.
+#[server(endpoint = "admin/users/status")]
+pub async fn set_user_status(username: String, status: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let active = match status.as_str() {
+        "active" => true,
+        "deactivated" => false,
+        _ => return Err(server::fail(AppError::Invalid("Status: must be active or deactivated".into()))),
+    };
+    server::toolshed()?.set_active(&user, &username, active).await.map_err(server::fail)?;
+    Ok(())
+}
+
+#[cfg(feature = "ssr")]
+fn department_name(raw: &str) -> Result<toolshed_domain::names::DepartmentName, AppError> {
+    toolshed_domain::names::DepartmentName::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
+}
+
+#[cfg(feature = "ssr")]
+fn title(raw: &str) -> Result<toolshed_domain::names::Title, AppError> {
+    toolshed_domain::names::Title::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
+}
+
+#[server(endpoint = "admin/users/department")]
+pub async fn move_user(username: String, department: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let department = department_name(&department)?;
+    server::toolshed()?.move_user(&user, &username, &department).await.map_err(server::fail)?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepartmentAdminView {
+    pub name: String,
+    pub title: String,
+    pub review_required: bool,
+    pub members: i64,
+}
+
+#[server(endpoint = "admin/departments")]
+pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
+    let user = server::require_admin().await?;
+    let rows = server::toolshed()?.admin_departments(&user).await.map_err(server::fail)?;
+    Ok(rows.into_iter().map(|d| DepartmentAdminView { name: d.name, title: d.title, review_required: d.review_required, members: d.members }).collect())
+}
+
+#[server(endpoint = "admin/departments/create")]
+pub async fn create_department(name: String, title: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let (name, title) = (department_name(&name)?, self::title(&title)?);
+    server::toolshed()?.create_department(&user, &name, &title).await.map_err(server::fail)
+}
+
+/// Changes the title; the slug (in URLs and endpoints) stays.
+#[server(endpoint = "admin/departments/rename")]
+pub async fn rename_department(name: String, title: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let (name, title) = (department_name(&name)?, self::title(&title)?);
+    server::toolshed()?.rename_department(&user, &name, &title).await.map_err(server::fail)
+}
+
+/// `review`: `required` or `off` (a plain form's select).
+#[server(endpoint = "admin/departments/review")]
+pub async fn set_department_review(name: String, review: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let name = department_name(&name)?;
+    server::toolshed()?.set_review_required(&user, &name, review == "required").await.map_err(server::fail)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,10 +198,7 @@ pub struct PolicyView {
 
 #[server(endpoint = "admin/policy")]
 pub async fn admin_policy() -> Result<PolicyView, AppError> {
-    let user = server::require_user().await?;
-    if !user.is_admin {
-        return Err(server::fail(AppError::Forbidden));
-    }
+    server::require_admin().await?;
     let p = server::toolshed()?.policy().await.map_err(|e| {
         tracing::error!(error = %e, "policy");
         server::fail(AppError::Internal)
@@ -86,7 +208,7 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
 
 #[server(endpoint = "admin/policy/set")]
 pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_hosts: String) -> Result<(), AppError> {
-    let user = server::require_user().await?;
+    let user = server::require_admin().await?;
     let fetch_hosts = toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
     server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)

@@ -5,12 +5,14 @@ mod accounts;
 mod admin;
 mod bundles;
 mod market;
+mod moderation;
 mod tools;
 
 pub use accounts::*;
 pub use admin::*;
 pub use bundles::*;
 pub use market::*;
+pub use moderation::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};
@@ -82,6 +84,17 @@ pub(crate) mod server {
 
     pub async fn require_user() -> Result<User, AppError> {
         current_user().await?.ok_or_else(|| fail(AppError::NotSignedIn))
+    }
+
+    /// The signed-in user if they are an admin; 403 for anyone else, before
+    /// any input is looked at (the domain checks again).
+    pub async fn require_admin() -> Result<User, AppError> {
+        let user = require_user().await?;
+        if user.is_admin {
+            Ok(user)
+        } else {
+            Err(fail(AppError::Forbidden))
+        }
     }
 
     /// The peer address, for rate limiting sign-ins.

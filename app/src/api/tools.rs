@@ -23,6 +23,18 @@ pub struct ToolCard {
     pub published_version: Option<i64>,
     pub latest_version: Option<i64>,
     pub updated_at: i64,
+    pub moderation: Moderation,
+}
+
+/// What admins decided about a listing, as its author and admins see it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Moderation {
+    /// The admin's note on the last status change.
+    pub note: Option<String>,
+    /// A version published in a department that requires review, not served yet.
+    pub pending_version: Option<i64>,
+    /// Why the last version waiting for review was turned down.
+    pub review_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +88,9 @@ pub struct ToolInfo {
     pub timeout_ms: i64,
     pub memory_mib: i64,
     pub can_edit: bool,
+    /// The viewer is an admin: the page offers the moderation actions.
+    pub can_moderate: bool,
+    pub moderation: Moderation,
     /// Arguments and changelog of the published version, if any.
     pub published_args: Vec<ArgDef>,
     pub published_changelog: Option<String>,
@@ -216,12 +231,18 @@ mod convert {
             summary: toolshed_domain::markdown::summary(&t.description, 160),
             tags: t.tags.clone(),
             visibility: t.visibility.as_str().to_owned(),
-            status: format!("{:?}", t.status).to_lowercase(),
+            status: t.status.as_str().to_owned(),
             owner: t.owner_display_name.clone(),
             published_version: t.published_version,
             latest_version: t.latest_version,
             updated_at: t.updated_at,
+            moderation: moderation(t),
         }
+    }
+
+    /// Shown to those who may edit the tool (its authors, admins).
+    fn moderation(t: &Tool) -> Moderation {
+        Moderation { note: t.moderation_note.clone(), pending_version: t.pending_version, review_note: t.review_note.clone() }
     }
 
     pub async fn detail(ts: &toolshed_domain::Toolshed, user: &User, t: Tool) -> Result<ToolInfo, AppError> {
@@ -251,7 +272,7 @@ mod convert {
             description: t.description.clone(),
             tags: t.tags.clone(),
             visibility: t.visibility.as_str().to_owned(),
-            status: format!("{:?}", t.status).to_lowercase(),
+            status: t.status.as_str().to_owned(),
             owner: t.owner_display_name.clone(),
             published_version: t.published_version,
             latest_version: t.latest_version,
@@ -261,6 +282,8 @@ mod convert {
             timeout_ms: t.timeout_ms,
             memory_mib: t.memory_mib,
             can_edit: tools::can_edit(user, &t),
+            can_moderate: user.is_admin,
+            moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
             endpoint: format!("{}/mcp/{}/{}", use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(), t.kind.plural(), t.slug()),
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),

@@ -11,7 +11,7 @@ use crate::api::{
 };
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
-use crate::pages::tools::{ConnectPanel, Lineage, ListingHead, VersionList, VersionsPanel};
+use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, VersionList, VersionsPanel};
 
 
 /// "v3 (pinned)" or "follows published: v4".
@@ -81,6 +81,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
                 } else {
                     view! { <section class="card"><p class="muted">"Publish a version to get an MCP endpoint."</p></section> }.into_any()
                 }}
+                <ListingActions tool=tool.clone() />
             </aside>
         </div>
     }
@@ -182,6 +183,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
             </div>
             <a class="button secondary" href=view_href>"View listing"</a>
         </div>
+        {move || tool.with(|t| view! { <ModerationNotice tool=t.clone() /> })}
         <div class="two-col">
             <div>
                 <section class="card bundle-members">

@@ -1,10 +1,101 @@
-//! What administrators read: every account, and the audit log.
+//! Administration: every account (roles, deactivation, departments), the
+//! departments themselves (create, rename, review before publish), and the
+//! audit log with its filters. Every method checks `is_admin` itself.
+//!
+//! **Renaming a department changes its title only.** Its slug (`name`) is in
+//! every listing's URL, MCP endpoint and token scope, so changing it would break
+//! every client configured with them; the slug is fixed at creation.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::accounts::{AccountError, User};
-use crate::Toolshed;
+use crate::names::{DepartmentName, Invalid, Title};
+use crate::store::StoreError;
+use crate::{audit, now_ms, Toolshed};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("Only administrators may do that.")]
+    Forbidden,
+    #[error("No user “{0}”.")]
+    UnknownUser(String),
+    #[error("No department “{0}”.")]
+    UnknownDepartment(String),
+    #[error("The department “{0}” already exists.")]
+    DepartmentTaken(String),
+    /// Someone must always be able to administer the instance.
+    #[error("The last active administrator cannot be demoted or deactivated.")]
+    LastAdmin,
+    #[error("You cannot deactivate your own account.")]
+    DeactivateSelf,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for AdminError {
+    fn from(e: sqlx::Error) -> Self {
+        AdminError::Store(e.into())
+    }
+}
+
+impl From<AccountError> for AdminError {
+    fn from(e: AccountError) -> Self {
+        match e {
+            AccountError::Store(e) => AdminError::Store(e),
+            AccountError::Invalid(e) => AdminError::Invalid(e),
+            _ => AdminError::Forbidden,
+        }
+    }
+}
+
+/// A department as the admin page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepartmentRow {
+    pub name: String,
+    pub title: String,
+    pub review_required: bool,
+    pub members: i64,
+}
+
+/// Which audit entries to show; blank text and `None` mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Actions starting with this, e.g. `tool.` or `user.deactivated`.
+    pub action: String,
+    /// The acting user's username, exactly.
+    pub actor: String,
+    /// Targets starting with this, e.g. `tool:finance/` or `user:alice`.
+    pub target: String,
+    /// From this instant (Unix ms, inclusive).
+    pub from_ms: Option<i64>,
+    /// Before this instant (Unix ms, exclusive).
+    pub to_ms: Option<i64>,
+    /// From 1.
+    pub page: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub page: i64,
+    pub has_more: bool,
+}
+
+fn require_admin(user: &User) -> Result<(), AdminError> {
+    if user.is_admin {
+        Ok(())
+    } else {
+        Err(AdminError::Forbidden)
+    }
+}
+
+/// `%` and `_` in typed text match themselves in `LIKE … ESCAPE '\'`.
+fn like_prefix(text: &str) -> String {
+    format!("{}%", text.trim().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserRow {
@@ -53,20 +144,28 @@ impl Toolshed {
             .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    /// The newest audit entries, optionally only those whose action starts with `action`.
-    pub async fn audit_log(&self, admin: &User, action: &str, limit: i64) -> Result<Vec<AuditEntry>, AccountError> {
-        if !admin.is_admin {
-            return Err(AccountError::Forbidden);
-        }
+    pub const AUDIT_PAGE: i64 = 50;
+
+    /// One page of the audit log, newest first, filtered. Admins only.
+    pub async fn audit_log(&self, admin: &User, filter: &AuditFilter) -> Result<AuditPage, AdminError> {
+        require_admin(admin)?;
+        let page = filter.page.max(1);
         let rows = sqlx::query(
             "SELECT a.at_ms, u.username AS actor, a.action, a.target, a.before_json, a.after_json FROM audit_log a \
-             LEFT JOIN users u ON u.id = a.actor_id WHERE a.action LIKE $1 ORDER BY a.id DESC LIMIT $2",
+             LEFT JOIN users u ON u.id = a.actor_id \
+             WHERE a.action LIKE $1 ESCAPE '\\' AND a.target LIKE $2 ESCAPE '\\' AND ($3 = '' OR u.username = $3) \
+             AND a.at_ms >= $4 AND a.at_ms < $5 ORDER BY a.id DESC LIMIT $6 OFFSET $7",
         )
-        .bind(format!("{}%", action.replace(['%', '_'], "")))
-        .bind(limit.clamp(1, 500))
+        .bind(like_prefix(&filter.action))
+        .bind(like_prefix(&filter.target))
+        .bind(filter.actor.trim().to_ascii_lowercase())
+        .bind(filter.from_ms.unwrap_or(i64::MIN))
+        .bind(filter.to_ms.unwrap_or(i64::MAX))
+        .bind(Self::AUDIT_PAGE + 1)
+        .bind((page - 1) * Self::AUDIT_PAGE)
         .fetch_all(self.db.pool())
         .await?;
-        Ok(rows
+        let mut entries = rows
             .iter()
             .map(|r| {
                 Ok(AuditEntry {
@@ -78,6 +177,164 @@ impl Toolshed {
                     after: r.try_get("after_json")?,
                 })
             })
-            .collect::<Result<_, sqlx::Error>>()?)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        let has_more = entries.len() as i64 > Self::AUDIT_PAGE;
+        entries.truncate(Self::AUDIT_PAGE as usize);
+        Ok(AuditPage { entries, page, has_more })
     }
+
+    /// The user `username` as an admin acts on them.
+    async fn target_user(&self, username: &str) -> Result<User, AdminError> {
+        self.user_by_username(username).await?.ok_or_else(|| AdminError::UnknownUser(username.trim().to_owned()))
+    }
+
+    /// Fails with `LastAdmin` when `user` is the only active admin.
+    async fn keep_an_admin(&self, tx: &mut sqlx::AnyConnection, user: &User) -> Result<(), AdminError> {
+        if !(user.is_admin && user.is_active) {
+            return Ok(());
+        }
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM users WHERE is_admin = 1 AND is_active = 1 AND id <> $1")
+            .bind(user.id.0)
+            .fetch_one(&mut *tx)
+            .await?;
+        if row.try_get::<i64, _>("n")? == 0 {
+            return Err(AdminError::LastAdmin);
+        }
+        Ok(())
+    }
+
+    /// Promotes a user to admin or demotes them; the last active admin stays one.
+    pub async fn set_admin(&self, admin: &User, username: &str, is_admin: bool) -> Result<User, AdminError> {
+        require_admin(admin)?;
+        let user = self.target_user(username).await?;
+        let mut tx = self.db.begin().await?;
+        if !is_admin {
+            self.keep_an_admin(&mut tx, &user).await?;
+        }
+        sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3").bind(i64::from(is_admin)).bind(now_ms()).bind(user.id.0).execute(&mut *tx).await?;
+        let action = if is_admin { "user.promoted" } else { "user.demoted" };
+        let target = format!("user:{}", user.username);
+        audit::record(&mut tx, Some(admin.id), action, &target, Some(serde_json::json!({"is_admin": user.is_admin})), Some(serde_json::json!({"is_admin": is_admin}))).await?;
+        tx.commit().await?;
+        self.target_user(username).await
+    }
+
+    /// Deactivates an account (its sessions and API tokens stop working at
+    /// once: the session epoch moves on and token checks read `is_active`) or
+    /// reactivates it (old sessions stay dead).
+    pub async fn set_active(&self, admin: &User, username: &str, active: bool) -> Result<User, AdminError> {
+        require_admin(admin)?;
+        let user = self.target_user(username).await?;
+        if !active && user.id == admin.id {
+            return Err(AdminError::DeactivateSelf);
+        }
+        let mut tx = self.db.begin().await?;
+        if !active {
+            self.keep_an_admin(&mut tx, &user).await?;
+        }
+        sqlx::query("UPDATE users SET is_active = $1, session_epoch = session_epoch + $2, updated_at = $3 WHERE id = $4")
+            .bind(i64::from(active))
+            .bind(i64::from(!active))
+            .bind(now_ms())
+            .bind(user.id.0)
+            .execute(&mut *tx)
+            .await?;
+        let action = if active { "user.reactivated" } else { "user.deactivated" };
+        let target = format!("user:{}", user.username);
+        audit::record(&mut tx, Some(admin.id), action, &target, Some(serde_json::json!({"is_active": user.is_active})), Some(serde_json::json!({"is_active": active}))).await?;
+        tx.commit().await?;
+        self.target_user(username).await
+    }
+
+    /// Moves a user to another existing department. Their tools stay where
+    /// they are: a tool belongs to its department, not to its author.
+    pub async fn move_user(&self, admin: &User, username: &str, department: &DepartmentName) -> Result<User, AdminError> {
+        require_admin(admin)?;
+        let user = self.target_user(username).await?;
+        let mut tx = self.db.begin().await?;
+        let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(&mut *tx).await?;
+        let Some(row) = row else { return Err(AdminError::UnknownDepartment(department.to_string())) };
+        let dept_id: i64 = row.try_get("id")?;
+        sqlx::query("UPDATE users SET department_id = $1, updated_at = $2 WHERE id = $3").bind(dept_id).bind(now_ms()).bind(user.id.0).execute(&mut *tx).await?;
+        let target = format!("user:{}", user.username);
+        let (before, after) = (serde_json::json!({"department": user.department.name}), serde_json::json!({"department": department.as_str()}));
+        audit::record(&mut tx, Some(admin.id), "user.department_changed", &target, Some(before), Some(after)).await?;
+        tx.commit().await?;
+        self.target_user(username).await
+    }
+
+    /// Every department with its settings and member count. Admins only.
+    pub async fn admin_departments(&self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
+        require_admin(admin)?;
+        let rows = sqlx::query(
+            "SELECT d.name, d.title, d.review_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+             FROM departments d ORDER BY d.name",
+        )
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.iter().map(department_from_row).collect::<Result<_, _>>()?)
+    }
+
+    pub async fn create_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
+        require_admin(admin)?;
+        let mut tx = self.db.begin().await?;
+        let inserted = sqlx::query("INSERT INTO departments (name, title, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
+            .bind(name.as_str())
+            .bind(title.as_str())
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+        if inserted.rows_affected() == 0 {
+            return Err(AdminError::DepartmentTaken(name.to_string()));
+        }
+        let after = serde_json::json!({"title": title.as_str()});
+        audit::record(&mut tx, Some(admin.id), "department.created", &format!("department:{name}"), None, Some(after)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Changes a department's title; its slug never changes (see the module docs).
+    pub async fn rename_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
+        require_admin(admin)?;
+        let before = self.department_row(name).await?;
+        let mut tx = self.db.begin().await?;
+        sqlx::query("UPDATE departments SET title = $1 WHERE name = $2").bind(title.as_str()).bind(name.as_str()).execute(&mut *tx).await?;
+        let (b, a) = (serde_json::json!({"title": before.title}), serde_json::json!({"title": title.as_str()}));
+        audit::record(&mut tx, Some(admin.id), "department.renamed", &format!("department:{name}"), Some(b), Some(a)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Whether publishes in the department wait for an admin's review.
+    pub async fn set_review_required(&self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
+        require_admin(admin)?;
+        let before = self.department_row(name).await?;
+        let mut tx = self.db.begin().await?;
+        sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2").bind(i64::from(required)).bind(name.as_str()).execute(&mut *tx).await?;
+        let (b, a) = (serde_json::json!({"review_required": before.review_required}), serde_json::json!({"review_required": required}));
+        audit::record(&mut tx, Some(admin.id), "department.review_changed", &format!("department:{name}"), Some(b), Some(a)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn department_row(&self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
+        let row = sqlx::query(
+            "SELECT d.name, d.title, d.review_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+             FROM departments d WHERE d.name = $1",
+        )
+        .bind(name.as_str())
+        .fetch_optional(self.db.pool())
+        .await?;
+        let row = row.ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
+        Ok(department_from_row(&row)?)
+    }
+}
+
+fn department_from_row(r: &sqlx::any::AnyRow) -> Result<DepartmentRow, sqlx::Error> {
+    Ok(DepartmentRow {
+        name: r.try_get("name")?,
+        title: r.try_get("title")?,
+        review_required: r.try_get::<i64, _>("review_required")? != 0,
+        members: r.try_get("members")?,
+    })
 }

@@ -125,7 +125,7 @@ impl Toolshed {
                 let serves = item.pinned_version.or(tool.and_then(|t| t.published_version));
                 let unavailable = match tool {
                     None => Some("you may not see this tool".to_owned()),
-                    Some(t) if t.status != Status::Active => Some(format!("{} by an administrator", status_word(t.status))),
+                    Some(t) if t.status != Status::Active => Some(format!("{} by an administrator", t.status.as_str())),
                     Some(_) if serves.is_none() => Some("not published".to_owned()),
                     Some(_) => None,
                 };
@@ -254,14 +254,6 @@ impl Toolshed {
         let mut bundles: Vec<Tool> = self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
         bundles.sort_by(|a, b| a.slug().cmp(&b.slug()));
         Ok(bundles)
-    }
-}
-
-fn status_word(status: Status) -> &'static str {
-    match status {
-        Status::Active => "active",
-        Status::Hidden => "hidden",
-        Status::Disabled => "disabled",
     }
 }
 

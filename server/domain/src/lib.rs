@@ -13,6 +13,7 @@ pub mod ids;
 pub mod markdown;
 pub mod market;
 pub mod mcp_sessions;
+pub mod moderation;
 pub mod names;
 pub mod passwords;
 pub mod policy;

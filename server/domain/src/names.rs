@@ -224,6 +224,45 @@ impl Title {
     }
 }
 
+/// Text of a paragraph or two: required, bounded, line breaks allowed.
+fn parse_paragraph(field: &'static str, raw: &str, max: usize) -> Result<String, Invalid> {
+    let s = raw.trim().replace("\r\n", "\n");
+    if s.is_empty() {
+        return Err(invalid(field, "is required"));
+    }
+    if s.chars().count() > max {
+        return Err(invalid(field, format!("must be at most {max} characters")));
+    }
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(invalid(field, "must not contain control characters"));
+    }
+    Ok(s)
+}
+
+/// Why someone reports a listing to the admins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportReason(String);
+string_newtype!(ReportReason);
+
+impl ReportReason {
+    pub const MAX: usize = 1000;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        parse_paragraph("Reason", raw, Self::MAX).map(Self)
+    }
+}
+
+/// An admin's note on a moderation action: the author reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModerationNote(String);
+string_newtype!(ModerationNote);
+
+impl ModerationNote {
+    pub const MAX: usize = 1000;
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        parse_paragraph("Note", raw, Self::MAX).map(Self)
+    }
+}
+
 /// Markdown that a model reads; may be empty, must not be a novel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Description(String);

@@ -219,8 +219,9 @@ store_test!(admins_feature_listings_with_an_audit_row_and_the_home_page_shows_vi
     assert_eq!(names(ts.featured(&carol).await.unwrap()), ["nda", "fx_rate"], "a department listing is not featured to outsiders");
     ts.set_featured(&root, tools[3].id, false).await.unwrap();
     assert_eq!(names(ts.featured(&carol).await.unwrap()), ["fx_rate"]);
-    let log = ts.audit_log(&root, "tool.", 10).await.unwrap();
-    let actions: Vec<_> = log.iter().filter(|e| e.action.contains("featured")).map(|e| (e.action.as_str(), e.target.as_str())).collect();
+    let filter = toolshed_domain::admin::AuditFilter { action: "tool.".into(), ..Default::default() };
+    let log = ts.audit_log(&root, &filter).await.unwrap();
+    let actions: Vec<_> = log.entries.iter().filter(|e| e.action.contains("featured")).map(|e| (e.action.as_str(), e.target.as_str())).collect();
     assert_eq!(actions[..2], [("tool.unfeatured", "tool:legal/nda"), ("tool.featured", "tool:finance/team_only")]);
     let kinds: Vec<_> = ts.featured(&carol).await.unwrap().into_iter().map(|c| (c.kind, c.featured)).collect();
     assert_eq!(kinds, [(ListingKind::Tool, true)]);

@@ -170,6 +170,27 @@ impl TestServer {
         (status, res.json().await.unwrap_or(serde_json::Value::Null))
     }
 
+    /// Calls a server function with form fields (its default encoding), the way
+    /// the wasm does: JSON back; returns status and body.
+    pub async fn call(&self, client: &reqwest::Client, endpoint: &str, form: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        let res = client.post(self.url(&format!("/api/{endpoint}"))).header("Accept", "application/json").form(form).send().await.unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// A client signed in as the first-start admin.
+    pub async fn admin(&self) -> reqwest::Client {
+        let client = self.browser();
+        let res = self.post_form(&client, "/api/login", &[("username", "admin"), ("password", &self.admin_password)]).await;
+        assert!(res.status().is_redirection() && redirected_error(&res).is_none(), "the admin signs in");
+        client
+    }
+
+    /// Signs `client` in as `username` (with the password `member` registers).
+    pub async fn sign_in(&self, client: &reqwest::Client, username: &str) -> reqwest::Response {
+        self.post_form(client, "/api/login", &[("username", username), ("password", "a-long-enough-password")]).await
+    }
+
     /// Creates a tool with a plain form post and returns its ID.
     pub async fn create_tool(&self, client: &reqwest::Client, name: &str, visibility: &str) -> i64 {
         self.create_tool_titled(client, name, name, visibility).await

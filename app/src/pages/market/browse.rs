@@ -30,10 +30,15 @@ impl BrowseParams {
     /// This search at page `page`, as a link.
     fn href(&self, page: i64) -> String {
         let fields = [("q", &self.q), ("department", &self.department), ("tag", &self.tag), ("kind", &self.kind), ("sort", &self.sort)];
-        let mut query: Vec<String> = fields.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
-        query.push(format!("page={page}"));
-        format!("/browse?{}", query.join("&"))
+        page_href("/browse", &fields, page)
     }
+}
+
+/// `path?field=value&…&page=N`: a GET form's `fields` (blank ones left out) at page `page`.
+pub(crate) fn page_href(path: &str, fields: &[(&str, &String)], page: i64) -> String {
+    let mut query: Vec<String> = fields.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
+    query.push(format!("page={page}"));
+    format!("{path}?{}", query.join("&"))
 }
 
 /// `application/x-www-form-urlencoded`, as a browser encodes a GET form.

@@ -6,6 +6,7 @@ mod usage_chart;
 use leptos::prelude::*;
 
 pub use browse::Browse;
+pub(crate) use browse::page_href;
 pub use usage_chart::UsageChart;
 
 use crate::api::ListingCardView;

@@ -185,7 +185,9 @@ fn Editor(data: EditorState) -> impl IntoView {
                         Some(v) => format!(" · v{v} published"),
                         None => " · not published".to_owned(),
                     })}
+                    {move || tool.with(|t| t.moderation.pending_version.map(|v| format!(" · v{v} waiting for review")))}
                 </p>
+                {move || tool.with(|t| view! { <super::listing::ModerationNotice tool=t.clone() /> })}
             </div>
             <div class="head-actions">
                 <span class="save-state" data-state=move || match save_state.get() {

@@ -10,7 +10,7 @@ use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
 use super::versions::VersionDiff;
-use crate::api::{listing_usage, tool_detail, ForkListing, RunTarget, ToolInfo, UsageView};
+use crate::api::{listing_usage, tool_detail, ForkListing, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
 use crate::pages::market::UsageChart;
@@ -71,7 +71,81 @@ pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
     .into_any()
 }
 
-/// The top of a listing page: title, address, author, tags, and Edit for editors.
+/// What admins decided about a tool, for its authors (and admins): its status
+/// with the admin's note, and the state of its review.
+#[component]
+pub fn ModerationNotice(tool: ToolInfo) -> impl IntoView {
+    let m = tool.moderation.clone();
+    let status = match tool.status.as_str() {
+        "hidden" => Some("Hidden by an administrator: it is out of browse and search, and only its authors and admins can open it or call its endpoint."),
+        "disabled" => Some("Disabled by an administrator: the listing is visible, but its endpoint refuses calls."),
+        "deleted" => Some("Deleted by an administrator: only admins can see it."),
+        _ => None,
+    };
+    view! {
+        {status.map(|text| view! {
+            <div class="alert warn moderation-notice" data-status=tool.status.clone()>
+                <strong>{text}</strong>
+                {m.note.clone().map(|n| view! { <p class="moderation-note">"Administrator’s note: " {n}</p> })}
+            </div>
+        })}
+        {m.pending_version.map(|v| view! {
+            <p class="alert warn review-notice">{format!("v{v} is waiting for an administrator’s review; ")}
+                {match tool.published_version { Some(p) => format!("the endpoint serves v{p} until then."), None => "nothing is served until then.".to_owned() }}
+            </p>
+        })}
+        {m.review_note.clone().map(|n| view! { <p class="alert error review-notice">"The last version sent for review was not approved: " {n}</p> })}
+    }
+}
+
+/// Any reader can report a listing to the admins, with a reason.
+#[component]
+fn ReportForm(tool: i64) -> impl IntoView {
+    let report = ServerAction::<ReportListing>::new();
+    view! {
+        <details class="card report">
+            <summary>"Report this listing"</summary>
+            <ActionForm action=report attr:class="stack">
+                <input type="hidden" name="tool" value=tool />
+                <label>"What is wrong with it?"
+                    <textarea name="reason" rows="3" required maxlength="1000"></textarea>
+                </label>
+                <button type="submit" class="button secondary">"Send report"</button>
+            </ActionForm>
+            {move || report.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="alert ok" role="status">"Thank you: the administrators will look at it."</p> }.into_any(),
+                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+            })}
+        </details>
+    }
+}
+
+/// Admins' moderation form (for admins), and the report form (for everyone).
+#[component]
+pub fn ListingActions(tool: ToolInfo) -> impl IntoView {
+    let id = tool.id;
+    view! {
+        {tool.can_moderate.then(|| {
+            let act = ServerAction::<Moderate>::new();
+            // The status and note at the top come from the page's data: read them again.
+            Effect::new(move |_| {
+                if matches!(act.value().get(), Some(Ok(()))) {
+                    let _ = window().location().reload();
+                }
+            });
+            view! {
+                <section class="card">
+                    <h2>"Moderate"</h2>
+                    <crate::pages::admin::ModerateForm action=act tool=id status=tool.status.clone() />
+                </section>
+            }
+        })}
+        <ReportForm tool=id />
+    }
+}
+
+/// The top of a listing page: title, address, author, tags, Edit for
+/// editors, and what admins decided about it.
 #[component]
 pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
     let edit_href = format!("{}/edit", tool.href());
@@ -89,6 +163,7 @@ pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
             </div>
             {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href>"Edit"</a> })}
         </div>
+        <ModerationNotice tool=tool.clone() />
     }
 }
 
@@ -205,12 +280,15 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
                 })}
                 <section class="card">
                 <h2>"Run"</h2>
-                {if tool.published_version.is_some() {
+                {if tool.status == "disabled" {
+                    view! { <p class="alert error run-refused">"This listing has been disabled by an administrator; it refuses calls."</p> }.into_any()
+                } else if tool.published_version.is_some() {
                     view! { <RunPanel tool=id args=Signal::stored(args) target=Callback::new(|_| RunTarget::Published) /> }.into_any()
                 } else {
                     view! { <p class="muted">"Not published yet."</p> }.into_any()
                 }}
                 </section>
+                <ListingActions tool=tool.clone() />
             </aside>
         </div>
     }

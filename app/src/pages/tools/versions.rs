@@ -27,6 +27,7 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
                     {t.versions.iter().map(|v| {
                         let n = v.version;
                         let published = t.published_version == Some(n);
+                        let waiting = t.moderation.pending_version == Some(n);
                         let label = match t.published_version {
                             Some(p) if n < p => "Roll back",
                             _ => "Publish",
@@ -40,6 +41,8 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
                                     <button type="button" class="link-button" on:click=move |_| load.run(n)>"Load"</button>
                                     {if published {
                                         view! { <span class="pill good">"published"</span> }.into_any()
+                                    } else if waiting {
+                                        view! { <span class="pill warn">"waiting for review"</span> }.into_any()
                                     } else {
                                         view! { <button type="button" class="button small publish" on:click=move |_| { publish.dispatch(Publish { tool: id, version: n }); }>{label}</button> }.into_any()
                                     }}

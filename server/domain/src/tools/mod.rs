@@ -99,15 +99,29 @@ pub struct ForkedFrom {
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Active,
+    /// Out of browse and search; its page and endpoint answer its owner and admins only.
     Hidden,
+    /// Listed, but its endpoint and Run panel refuse calls.
     Disabled,
+    /// Soft-deleted: seen by admins only (who may restore it); the name stays taken.
+    Deleted,
 }
 
 impl Status {
-    fn parse(raw: &str) -> Self {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Hidden => "hidden",
+            Status::Disabled => "disabled",
+            Status::Deleted => "deleted",
+        }
+    }
+
+    pub(crate) fn parse(raw: &str) -> Self {
         match raw {
             "hidden" => Status::Hidden,
             "disabled" => Status::Disabled,
+            "deleted" => Status::Deleted,
             _ => Status::Active,
         }
     }
@@ -129,6 +143,12 @@ pub struct Tool {
     pub owner_username: String,
     pub owner_display_name: String,
     pub published_version: Option<i64>,
+    /// Published by an editor, waiting for an admin's review (departments that require it).
+    pub pending_version: Option<i64>,
+    /// Why the last version waiting for review was rejected.
+    pub review_note: Option<String>,
+    /// The admin's note on the last moderation action (hide, disable, …), for the author.
+    pub moderation_note: Option<String>,
     pub latest_version: Option<i64>,
     pub read_only_hint: bool,
     pub destructive_hint: bool,
@@ -149,6 +169,14 @@ impl Tool {
     /// How the audit log and the change feed name this listing: `tool:dept/name` or `bundle:dept/name`.
     pub fn audit_target(&self) -> String {
         format!("{}:{}", self.kind.as_str(), self.slug())
+    }
+
+    /// The audit action of serving version `n` instead of the published one.
+    pub fn publish_action(&self, n: i64) -> String {
+        self.action(match self.published_version {
+            Some(p) if n < p => "rolled_back",
+            _ => "published",
+        })
     }
 
     /// The audit action for `verb` done to this listing, e.g. `bundle.published`.
@@ -172,6 +200,8 @@ pub enum ToolError {
     NoSuchVersion(i64),
     #[error("This tool has no published version yet.")]
     NotPublished,
+    #[error("This listing has been disabled by an administrator; it refuses calls.")]
+    Disabled,
     #[error("{0}")]
     BadArguments(String),
     #[error("The sandbox is busy; try again in a moment.")]
@@ -227,6 +257,7 @@ pub const STARTER_CODE: &str = "// The body of an async function. Arguments are 
 
 const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept, t.name, t.title, t.description, t.tags, t.visibility, t.status, \
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
+     t.pending_version, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
      t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
@@ -253,6 +284,9 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         owner_username: r.try_get("owner_username")?,
         owner_display_name: r.try_get("owner_display_name")?,
         published_version: r.try_get("published_version")?,
+        pending_version: r.try_get("pending_version")?,
+        review_note: r.try_get("review_note")?,
+        moderation_note: r.try_get("moderation_note")?,
         latest_version: r.try_get("latest_version")?,
         read_only_hint: r.try_get::<i64, _>("read_only_hint")? != 0,
         destructive_hint: r.try_get::<i64, _>("destructive_hint")? != 0,
@@ -267,13 +301,16 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
 
 /// Who may see a tool: everyone for public ones, the department for
 /// department ones, the owner for private ones; admins see everything.
-/// Hidden tools are seen by their owners and admins only.
+/// Hidden tools are seen by their owners and admins only, deleted ones by admins only.
 pub fn can_see(user: &User, tool: &Tool) -> bool {
-    if user.is_admin || tool.owner_id == user.id {
+    if user.is_admin {
         return true;
     }
-    if tool.status == Status::Hidden {
-        return false;
+    match tool.status {
+        Status::Deleted => return false,
+        _ if tool.owner_id == user.id => return true,
+        Status::Hidden => return false,
+        Status::Active | Status::Disabled => {}
     }
     match tool.visibility {
         Visibility::Everyone => true,
@@ -308,7 +345,7 @@ pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
 }
 
 impl Toolshed {
-    async fn tool_row(&self, id: ToolId) -> Result<Option<Tool>, ToolError> {
+    pub(crate) async fn tool_row(&self, id: ToolId) -> Result<Option<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE t.id = $1");
         let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.db.pool()).await?;
         Ok(row.as_ref().map(tool_from_row).transpose()?)
@@ -363,7 +400,7 @@ impl Toolshed {
         let sql = format!("{TOOL_SELECT} WHERE t.department_id = $1 OR t.owner_id = $2 ORDER BY t.updated_at DESC");
         let rows = sqlx::query(&sql).bind(user.department.id.0).bind(user.id.0).fetch_all(self.db.pool()).await?;
         let tools: Vec<Tool> = rows.iter().map(tool_from_row).collect::<Result<_, _>>()?;
-        Ok(tools.into_iter().filter(|t| can_edit(user, t)).collect())
+        Ok(tools.into_iter().filter(|t| can_see(user, t) && can_edit(user, t)).collect())
     }
 
     /// Creates a tool in the user's own department (never another: the

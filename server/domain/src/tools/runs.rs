@@ -228,6 +228,9 @@ impl Toolshed {
             }
             RunSource::Version(n) => (Some(n), self.runnable(id, n).await?),
             RunSource::Published => {
+                if tool.status == super::Status::Disabled {
+                    return Err(ToolError::Disabled);
+                }
                 let n = tool.published_version.ok_or(ToolError::NotPublished)?;
                 (Some(n), self.runnable(id, n).await?)
             }

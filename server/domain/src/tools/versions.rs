@@ -227,13 +227,15 @@ impl Toolshed {
     }
 
     /// Serves version `n` from now on. Publishing an older version is a roll back.
+    /// In a department that requires review, an editor's publish waits for an
+    /// admin instead (`pending_version`) and the endpoint keeps its version.
     pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
         self.version_row(id, n).await?;
-        let action = tool.action(match tool.published_version {
-            Some(p) if n < p => "rolled_back",
-            _ => "published",
-        });
+        if !user.is_admin && self.review_required(tool.department_id).await? {
+            return self.request_review(user, &tool, n).await;
+        }
+        let action = tool.publish_action(n);
         let mut tx = self.db.begin().await?;
         sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
             .bind(n)

@@ -1,0 +1,93 @@
+//! Moderation: reporting a listing (anyone signed in), the admins' queue, their
+//! actions on a listing and their reviews (admins only, checked in the domain).
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use super::server;
+use crate::error::AppError;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportView {
+    pub reporter: String,
+    pub reason: String,
+    pub at_ms: i64,
+}
+
+/// A listing in the moderation queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueItemView {
+    pub tool: i64,
+    pub department: String,
+    pub name: String,
+    pub title: String,
+    pub owner: String,
+    pub status: String,
+    pub published_version: Option<i64>,
+    pub pending_version: Option<i64>,
+    pub reports: Vec<ReportView>,
+}
+
+#[cfg(feature = "ssr")]
+fn tool_id(id: i64) -> toolshed_domain::ids::ToolId {
+    toolshed_domain::ids::ToolId(id)
+}
+
+#[cfg(feature = "ssr")]
+fn note(raw: &str) -> Result<toolshed_domain::names::ModerationNote, AppError> {
+    toolshed_domain::names::ModerationNote::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
+}
+
+/// Reports a listing the user can see to the admins.
+#[server(endpoint = "moderation/report")]
+pub async fn report_listing(tool: i64, reason: String) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    let reason = toolshed_domain::names::ReportReason::parse(&reason).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    server::toolshed()?.report(&user, tool_id(tool), &reason).await.map_err(server::fail)
+}
+
+#[server(endpoint = "moderation/queue")]
+pub async fn moderation_queue() -> Result<Vec<QueueItemView>, AppError> {
+    let user = server::require_admin().await?;
+    let items = server::toolshed()?.moderation_queue(&user).await.map_err(server::fail)?;
+    Ok(items
+        .into_iter()
+        .map(|i| QueueItemView {
+            tool: i.tool.id.0,
+            department: i.tool.department.clone(),
+            name: i.tool.name.clone(),
+            title: i.tool.title.clone(),
+            owner: i.tool.owner_display_name.clone(),
+            status: i.tool.status.as_str().to_owned(),
+            published_version: i.tool.published_version,
+            pending_version: i.tool.pending_version,
+            reports: i.reports.into_iter().map(|r| ReportView { reporter: r.reporter, reason: r.reason, at_ms: r.at_ms }).collect(),
+        })
+        .collect())
+}
+
+/// hide, disable, restore, delete, feature, unfeature or dismiss, with a required note.
+#[server(endpoint = "moderation/act")]
+pub async fn moderate(tool: i64, action: String, note: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let action = toolshed_domain::moderation::Action::parse(&action).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let note = self::note(&note)?;
+    server::toolshed()?.moderate(&user, tool_id(tool), action, &note).await.map_err(server::fail)?;
+    Ok(())
+}
+
+/// `decision`: approve or reject the version waiting for review, with a required note.
+#[server(endpoint = "moderation/review")]
+pub async fn review_version(tool: i64, decision: String, note: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let note = self::note(&note)?;
+    let ts = server::toolshed()?;
+    match decision.as_str() {
+        "approve" => ts.approve_version(&user, tool_id(tool), &note).await,
+        "reject" => ts.reject_version(&user, tool_id(tool), &note).await,
+        _ => return Err(server::fail(AppError::Invalid("Decision: must be approve or reject".into()))),
+    }
+    .map_err(server::fail)?;
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Departments: create, retitle (the slug in URLs never changes), and
+//! whether publishes wait for an admin's review.
+
+use leptos::prelude::*;
+
+use crate::api::{admin_departments, CreateDepartment, RenameDepartment, SetDepartmentReview};
+
+#[component]
+pub fn DepartmentsCard() -> impl IntoView {
+    let create = ServerAction::<CreateDepartment>::new();
+    let rename = ServerAction::<RenameDepartment>::new();
+    let review = ServerAction::<SetDepartmentReview>::new();
+    let list = Resource::new(move || (create.version().get(), rename.version().get(), review.version().get()), |_| admin_departments());
+    let error = move || super::first_error([create.value().get().and_then(Result::err), rename.value().get().and_then(Result::err), review.value().get().and_then(Result::err)]);
+    view! {
+        <section class="card departments">
+            <h2>"Departments"</h2>
+            <p class="muted small">"A department's name is part of its listings' URLs and MCP endpoints, so it never changes; its title can."</p>
+            {error}
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let rows = list.await.unwrap_or_default();
+                    view! {
+                        <table class="admin-table">
+                            <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th></tr></thead>
+                            <tbody>
+                                {rows.into_iter().map(|d| {
+                                    let (for_rename, for_review, title) = (d.name.clone(), d.name.clone(), d.title.clone());
+                                    view! {
+                                    <tr data-department=d.name.clone()>
+                                        <td><code>{d.name.clone()}</code></td>
+                                        <td>
+                                            <ActionForm action=rename attr:class="inline-form">
+                                                <input type="hidden" name="name" value=for_rename />
+                                                <input name="title" value=title required maxlength="120" aria-label="Title" />
+                                                <button type="submit" class="link-button">"Rename"</button>
+                                            </ActionForm>
+                                        </td>
+                                        <td>{d.members}</td>
+                                        <td>
+                                            <ActionForm action=review attr:class="inline-form">
+                                                <input type="hidden" name="name" value=for_review />
+                                                <select name="review" aria-label="Review before publish">
+                                                    <option value="off" selected=!d.review_required>"off"</option>
+                                                    <option value="required" selected=d.review_required>"required"</option>
+                                                </select>
+                                                <button type="submit" class="link-button">"Save"</button>
+                                            </ActionForm>
+                                        </td>
+                                    </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                })}
+            </Transition>
+            <ActionForm action=create attr:class="inline-form create-department">
+                <input name="name" required maxlength="32" placeholder="name (e.g. finance-ops)" aria-label="Name" />
+                <input name="title" required maxlength="120" placeholder="Title" aria-label="Title" />
+                <button type="submit" class="button secondary small">"Create department"</button>
+            </ActionForm>
+        </section>
+    }
+}

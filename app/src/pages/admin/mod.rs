@@ -1,0 +1,70 @@
+//! The admin pages: the moderation queue, users, departments and tool limits
+//! on `/admin`; the audit log with its filters on `/admin/audit`.
+
+mod audit;
+mod departments;
+mod moderation;
+mod users;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+pub use audit::AuditLog;
+pub(crate) use moderation::ModerateForm;
+
+use crate::api::{admin_policy, SetAdminPolicy};
+use crate::components::RequireUser;
+
+/// The first error among a card's actions, as an alert.
+fn first_error(errors: impl IntoIterator<Item = Option<crate::error::AppError>>) -> Option<impl IntoView> {
+    errors.into_iter().flatten().next().map(|e| view! { <p class="alert error">{e.to_string()}</p> })
+}
+
+#[component]
+pub fn Admin() -> impl IntoView {
+    view! {
+        <Title text="Admin" />
+        <RequireUser>
+            <div class="page-head">
+                <h1>"Administration"</h1>
+                <a class="button secondary" href="/admin/audit">"Audit log"</a>
+            </div>
+            <moderation::Queue />
+            <users::UsersCard />
+            <departments::DepartmentsCard />
+            <PolicyCard />
+        </RequireUser>
+    }
+}
+
+/// The limits every tool works within.
+#[component]
+fn PolicyCard() -> impl IntoView {
+    let set = ServerAction::<SetAdminPolicy>::new();
+    let policy = Resource::new(move || set.version().get(), |_| admin_policy());
+    view! {
+        <section class="card">
+            <h2>"Tool limits"</h2>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    policy.await.ok().map(|p| view! {
+                        <ActionForm action=set attr:class="stack">
+                            <div class="row">
+                                <label>"Most time a tool may ask for (ms)" <input name="max_timeout_ms" type="number" min="100" value=p.max_timeout_ms /></label>
+                                <label>"Most memory a tool may ask for (MiB)" <input name="max_memory_mib" type="number" min="1" value=p.max_memory_mib /></label>
+                            </div>
+                            <label>"Hosts tools may reach with $fetch (one per line, *.example.com allowed; empty: any host a tool lists)"
+                                <textarea name="fetch_hosts" rows="3" class="mono">{p.fetch_hosts.join("\n")}</textarea>
+                            </label>
+                            <button type="submit" class="button secondary">"Save limits"</button>
+                        </ActionForm>
+                    })
+                })}
+            </Suspense>
+            {move || set.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="alert ok">"Limits saved."</p> }.into_any(),
+                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+            })}
+        </section>
+    }
+}

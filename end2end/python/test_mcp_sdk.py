@@ -88,6 +88,21 @@ def test_lists_and_calls_the_published_echo_tool(mode: str) -> None:
 
 
 @protocol_modes
+def test_a_bundle_serves_its_member_tools_at_one_endpoint(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/bundles/demo/text_kit", mode=mode) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "demo/text_kit"
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["echo", "table", "word_stats"]
+            assert text_of(await client.call_tool("echo", {"text": "through the bundle"})) == "through the bundle"
+            stats = await client.call_tool("word_stats", {"text": "a b a"})
+            assert stats.structured_content is not None and stats.structured_content["words"] == 3
+
+    run(scenario())
+
+
+@protocol_modes
 def test_json_results_come_back_as_structured_content(mode: str) -> None:
     async def scenario() -> None:
         async with connect("/mcp/tools/demo/word_stats", mode=mode) as client:

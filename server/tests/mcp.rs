@@ -430,3 +430,35 @@ server_test!(a_bundle_speaks_the_legacy_sse_transport_too, |srv: TestServer| asy
     post(call(1, "hello", json!({}))).await;
     assert_eq!(events.message().await["result"]["content"][0]["text"], "hi");
 });
+
+server_test!(a_member_hidden_by_an_admin_leaves_the_bundle_and_its_sessions_hear_of_it, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
+    let farewell = srv.create_tool(&client, "farewell", "everyone").await;
+    srv.publish(&client, farewell, "bye").await;
+    published_bundle(&srv, &client, json!([
+        {"tool": greeting, "pinned_version": null, "exposed_name": ""},
+        {"tool": farewell, "pinned_version": 1, "exposed_name": ""},
+    ]))
+    .await;
+    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
+    let mut events = session.listen().await;
+    let admin = srv.admin().await;
+    let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &farewell.to_string()), ("action", "hide"), ("note", "Spam.")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    let names: Vec<&str> = listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["greeting"], "a hidden tool is served by no bundle, pinned or not");
+    let refused = session.request(&call(2, "farewell", json!({}))).await;
+    assert_eq!(refused.last().unwrap()["error"]["code"], -32602);
+
+    // Disabling the bundle itself refuses its endpoint, with a clear message.
+    let res = client.post(srv.url("/api/bundles/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "kit")]).send().await.unwrap();
+    let bundle = res.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
+    let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &bundle.to_string()), ("action", "disable"), ("note", "Broken.")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    let res = session.post(&call(3, "greeting", json!({}))).await;
+    assert_eq!(res.status(), 403);
+    assert!(res.text().await.unwrap().contains("disabled by an administrator"));
+});

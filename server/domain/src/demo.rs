@@ -1,9 +1,11 @@
 //! Demo data for a new instance: a `demo` department with published tools that
-//! show what Toolshed does. Seeded once, on the first start of an empty database.
+//! show what Toolshed does, and a bundle of some of them. Seeded once, on the
+//! first start of an empty database.
 
 use serde_json::json;
 
 use crate::accounts::{AccountError, Registration};
+use crate::bundles::MemberSpec;
 use crate::names::Invalid;
 use crate::schema::ArgDef;
 use crate::tools::{NewTool, Source, ToolError};
@@ -99,6 +101,7 @@ impl Toolshed {
         // The demo tools' author: an account nobody knows the password of.
         let reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
         let owner = self.register(reg, None).await.map_err(account_err)?;
+        let mut text_tools = Vec::new();
         for t in demo_tools() {
             let tool = self.create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
             let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
@@ -108,7 +111,24 @@ impl Toolshed {
                 let args = serde_json::from_str(args).expect("demo test cases are JSON");
                 self.save_test_case(&owner, tool.id, name, args, expected.map(str::to_owned)).await?;
             }
+            if ["echo", "word_stats", "table"].contains(&t.name) {
+                text_tools.push(MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() });
+            }
         }
+        let kit = self
+            .create_bundle(
+                &owner,
+                NewTool::parse(
+                    "text_kit",
+                    "Text kit",
+                    "Three demo tools at one MCP endpoint: echo a text, count its words, lay records out as a Markdown table.",
+                    "demo bundle text",
+                    "everyone",
+                )?,
+            )
+            .await?;
+        let version = self.save_bundle_version(&owner, kit.id, &text_tools, "First version").await?;
+        self.publish(&owner, kit.id, version).await?;
         tracing::info!("seeded the demo department");
         Ok(())
     }

@@ -147,7 +147,10 @@ store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async mov
         .unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("| name | value |\n| --- | --- |\n| a | 1 |".into())));
     assert_eq!(run.outcome.console[0].message, "formatting 1 rows");
-    let demo = BrowseQuery::parse("", "demo", "", "", "", "").unwrap();
+    let kit = ts.listing_by_slug(&alice, toolshed_domain::tools::ListingKind::Bundle, "demo", "text_kit").await.unwrap();
+    let served: Vec<String> = ts.served_tools(&alice, &kit).await.unwrap().tools.into_iter().map(|s| s.name).collect();
+    assert_eq!(served, ["echo", "table", "word_stats"]);
+    let demo = BrowseQuery::parse("", "demo", "", "tool", "", "").unwrap();
     for t in ts.browse(&alice, &demo).await.unwrap().cards {
         let results = ts.run_test_cases(&alice, ToolId(t.id), RunSource::Published).await.unwrap();
         assert!(results.iter().all(|r| r.passed), "{}: {results:?}", t.slug());

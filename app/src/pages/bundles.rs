@@ -11,7 +11,7 @@ use crate::api::{
 };
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
-use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, VersionList, VersionsPanel};
+use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, SettingsCard, VersionList, VersionsPanel};
 
 
 /// "v3 (pinned)" or "follows published: v4".
@@ -250,6 +250,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         });
                     }) />
                 </section>
+                <SettingsCard tool />
             </div>
             <aside>
                 <section class="card bundle-search">

@@ -326,9 +326,10 @@ fn Editor(data: EditorState) -> impl IntoView {
     .into_any()
 }
 
-/// Title, description, tags, visibility, hints, the $fetch allow-list and limits.
+/// Title, description, tags, visibility; for tools also hints, the $fetch
+/// allow-list and limits.
 #[component]
-fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
+pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
     let update = ServerAction::<UpdateToolSettings>::new();
     Effect::new(move |_| {
         if let Some(Ok(fresh)) = update.value().get() {
@@ -355,17 +356,28 @@ fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                         </select>
                     </label>
                 </div>
-                <div class="row">
-                    <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="100" max="30000" value=t.timeout_ms /></label>
-                    <label>"Memory limit (MiB)" <input name="memory_mib" type="number" min="1" max="256" value=t.memory_mib /></label>
-                </div>
-                <label>"Hosts $fetch may reach (one per line, *.example.com allowed)"
-                    <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
-                </label>
-                <div class="row">
-                    <label class="inline"><input type="checkbox" name="read_only_hint" value="true" checked=t.read_only_hint /> "Read-only (hint for clients)"</label>
-                    <label class="inline"><input type="checkbox" name="destructive_hint" value="true" checked=t.destructive_hint /> "Destructive (hint for clients)"</label>
-                </div>
+                {if t.kind == "bundle" {
+                    // A bundle runs no code: keep the code settings as they are.
+                    view! {
+                        <input type="hidden" name="timeout_ms" value=t.timeout_ms />
+                        <input type="hidden" name="memory_mib" value=t.memory_mib />
+                        <input type="hidden" name="fetch_allow" value=t.fetch_allow.join("\n") />
+                    }.into_any()
+                } else {
+                    view! {
+                        <div class="row">
+                            <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="100" max="30000" value=t.timeout_ms /></label>
+                            <label>"Memory limit (MiB)" <input name="memory_mib" type="number" min="1" max="256" value=t.memory_mib /></label>
+                        </div>
+                        <label>"Hosts $fetch may reach (one per line, *.example.com allowed)"
+                            <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
+                        </label>
+                        <div class="row">
+                            <label class="inline"><input type="checkbox" name="read_only_hint" value="true" checked=t.read_only_hint /> "Read-only (hint for clients)"</label>
+                            <label class="inline"><input type="checkbox" name="destructive_hint" value="true" checked=t.destructive_hint /> "Destructive (hint for clients)"</label>
+                        </div>
+                    }.into_any()
+                }}
                 <button type="submit" class="button secondary">"Save settings"</button>
                 {move || update.value().get().map(|r| match r {
                     Ok(_) => view! { <p class="alert ok">"Settings saved."</p> }.into_any(),

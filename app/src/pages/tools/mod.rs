@@ -10,7 +10,7 @@ mod new;
 mod run_panel;
 mod versions;
 
-pub use editor::ToolEditor;
+pub use editor::{SettingsCard, ToolEditor};
 pub use list::MyTools;
 pub use listing::{Lineage, ListingActions, ListingHead, ModerationNotice, ToolListing, VersionList};
 pub use mcp_debugger::ConnectPanel;

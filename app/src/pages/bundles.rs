@@ -7,11 +7,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, listing_usage, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
+    bundle_detail, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
 };
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
-use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, SettingsCard, VersionList, VersionsPanel};
+use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, SettingsCard, VersionList, VersionsPanel};
 
 
 /// "v3 (pinned)" or "follows published: v4".
@@ -89,27 +89,8 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
 
 #[component]
 pub fn BundleListing() -> impl IntoView {
-    let params = use_params_map();
-    // One resource for both, so hydration finds both already loaded.
-    let page = Resource::new(
-        move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
-        |(d, n)| async move {
-            let info = bundle_detail(d, n).await?;
-            let usage = listing_usage(info.listing.id).await?;
-            Ok::<_, crate::error::AppError>((info, usage))
-        },
-    );
     view! {
-        <RequireUser>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Ok((info, usage)) => view! { <BundlePage info usage /> }.into_any(),
-                        Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
-                    }
-                })}
-            </Suspense>
-        </RequireUser>
+        <ListingPage load=bundle_detail id=|b: &BundleInfo| b.listing.id render=|info, usage| view! { <BundlePage info usage /> }.into_any() />
     }
 }
 

@@ -4,7 +4,11 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use std::future::Future;
+
 use leptos_router::hooks::use_params_map;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
@@ -13,6 +17,7 @@ use super::versions::VersionDiff;
 use crate::api::{listing_usage, tool_detail, ForkListing, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
+use crate::error::AppError;
 use crate::pages::market::UsageChart;
 
 pub fn type_label(t: &ArgType) -> String {
@@ -294,27 +299,39 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
     }
 }
 
+/// A listing page: the listing the URL names (`:department/:name`) and its
+/// usage, loaded in one resource so hydration finds both ready; "not found" for
+/// anything the user may not see.
 #[component]
-pub fn ToolListing() -> impl IntoView {
+pub fn ListingPage<T, Fut>(load: fn(String, String) -> Fut, id: fn(&T) -> i64, render: fn(T, UsageView) -> AnyView) -> impl IntoView
+where
+    T: Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+{
     let params = use_params_map();
-    let detail = Resource::new(
+    let page = Resource::new(
         move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
-        |(d, n)| async move {
-            let tool = tool_detail(d, n).await?;
-            let usage = listing_usage(tool.id).await?;
-            Ok::<_, crate::error::AppError>((tool, usage))
+        move |(d, n)| async move {
+            let listing = load(d, n).await?;
+            let usage = listing_usage(id(&listing)).await?;
+            Ok::<_, AppError>((listing, usage))
         },
     );
     view! {
         <RequireUser>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok((tool, usage)) => view! { <Listing tool usage /> }.into_any(),
+                    match page.await {
+                        Ok((listing, usage)) => render(listing, usage),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}
             </Suspense>
         </RequireUser>
     }
+}
+
+#[component]
+pub fn ToolListing() -> impl IntoView {
+    view! { <ListingPage load=tool_detail id=|t: &ToolInfo| t.id render=|tool, usage| view! { <Listing tool usage /> }.into_any() /> }
 }

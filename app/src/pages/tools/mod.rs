@@ -12,7 +12,7 @@ mod versions;
 
 pub use editor::{SettingsCard, ToolEditor};
 pub use list::MyTools;
-pub use listing::{Lineage, ListingActions, ListingHead, ModerationNotice, ToolListing, VersionList};
+pub use listing::{Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, ToolListing, VersionList};
 pub use mcp_debugger::ConnectPanel;
 pub use new::{NewBundle, NewTool};
 pub use versions::VersionsPanel;

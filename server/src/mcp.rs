@@ -81,7 +81,7 @@ pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>,
         SessionMode::Stateless => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default() };
-    let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts) };
+    let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts), stateful: mode == SessionMode::Stateful };
     let mut router = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
@@ -134,6 +134,8 @@ struct Gate {
     site_origin: String,
     /// Host names requests may be addressed to (DNS-rebinding protection).
     allowed_hosts: Arc<Vec<String>>,
+    /// Sessions are kept (in the database), so a DELETE can name an unknown one.
+    stateful: bool,
 }
 
 impl Gate {
@@ -193,6 +195,19 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
     };
     if listing.status == Status::Disabled {
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
+    }
+    // rmcp answers the DELETE of a session it never had with 202; the spec says 404.
+    if gate.stateful && req.method() == axum::http::Method::DELETE {
+        if let Some(id) = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            match ts.load_mcp_session(id).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return (StatusCode::NOT_FOUND, "No such session.\n").into_response(),
+                Err(e) => {
+                    tracing::error!(error = %e, "session lookup failed");
+                    return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+                }
+            }
+        }
     }
     req.extensions_mut().insert(Caller { user, token, listing });
     next.run(req).await

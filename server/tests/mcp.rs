@@ -305,6 +305,8 @@ server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| 
     let session = Session::open(url.clone(), &token).await;
     let replies = session.request(r#"{"jsonrpc":"2.0","id":5,"method":"no/such/method"}"#).await;
     assert_eq!(replies.last().unwrap()["error"]["code"], -32601, "{replies:?}");
+    let res = reqwest::Client::new().delete(&url).bearer_auth(&token).header("Mcp-Session-Id", "no-such-session").send().await.unwrap();
+    assert_eq!(res.status(), 404, "deleting an unknown session");
     assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok");
 });
 

@@ -256,6 +256,11 @@ impl TestServer {
     }
 }
 
+/// Runs a test body, failing it (instead of hanging the run) when a request never gets an answer.
+pub async fn within_time_limit(body: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(120), body).await.expect("the test finishes within two minutes");
+}
+
 /// `server_test!(name, |srv: TestServer| async move { … })` runs on SQLite and on PostgreSQL;
 /// `server_test!(name, ["--flag", "value"], |srv| …)` passes `serve` flags.
 #[macro_export]
@@ -271,13 +276,13 @@ macro_rules! server_test {
             #[tokio::test]
             async fn sqlite() {
                 let srv = common::TestServer::start_with(toolshed_domain::store::Backend::Sqlite, &[$($arg),*]).await;
-                ($body)(srv).await;
+                common::within_time_limit(($body)(srv)).await;
             }
 
             #[tokio::test]
             async fn postgres() {
                 let srv = common::TestServer::start_with(toolshed_domain::store::Backend::Postgres, &[$($arg),*]).await;
-                ($body)(srv).await;
+                common::within_time_limit(($body)(srv)).await;
             }
         }
     };

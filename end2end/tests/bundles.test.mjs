@@ -76,7 +76,7 @@ test('search, open a listing, fork it into my department, edit and publish the f
   await page.click('.upstream-newer summary');
   assert.match(await page.textContent('.upstream-newer .diff'), /Good day/);
   assert.match(await page.textContent('.page-head'), /v2 published/);
-  await shot(page, '30-fork-listing');
+  await shot(page, '40-fork-listing');
 
   await source.goto(`${BASE}/tools/${sourceDept}/greet`);
   assert.match(await source.textContent('.fork-list'), new RegExp(`${myDept}/my_greet`));
@@ -128,7 +128,7 @@ test('a bundle with a pinned and a following tool serves both names over MCP', a
   await page.waitForSelector('tr[data-version="1"]');
   await page.click('tr[data-version="1"] button.publish');
   await page.waitForSelector('tr[data-version="1"].published');
-  await shot(page, '31-bundle-editor');
+  await shot(page, '41-bundle-editor');
 
   await page.goto(`${BASE}/bundles/${dept}/greetings`);
   await hydrated(page);
@@ -142,7 +142,7 @@ test('a bundle with a pinned and a following tool serves both names over MCP', a
   await page.fill('.debugger-args', '{"who": "page"}');
   await page.click('.debugger-call');
   await page.waitForFunction(() => document.querySelector('.debugger-log')?.textContent.includes('bye page'));
-  await shot(page, '32-bundle-listing');
+  await shot(page, '42-bundle-listing');
 
   const client = new Client({ name: 'toolshed-e2e', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp/bundles/${dept}/greetings`), {

@@ -60,7 +60,7 @@ pub fn UsageChart(usage: UsageView) -> impl IntoView {
     view! {
         <div class="usage">
             <svg class="usage-chart" viewBox="0 0 300 104" role="img" aria-label=label>
-                <text class="axis" x="0" y="8">{format!("{max} calls")}</text>
+                <text class="axis" x="0" y="8">{if max == 1 { "1 call".to_owned() } else { format!("{max} calls") }}</text>
                 <line class="axis-line" x1="0" y1=PLOT_TOP.to_string() x2="300" y2=PLOT_TOP.to_string() />
                 {bars}
                 <line class="axis-line" x1="0" y1=BASELINE.to_string() x2="300" y2=BASELINE.to_string() />

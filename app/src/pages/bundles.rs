@@ -7,11 +7,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, listing_usage, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
+    bundle_detail, listing_api, listing_usage, ListingApiView, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
 };
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
-use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, VersionList, VersionsPanel};
+use crate::pages::tools::{ApiCard, ConnectPanel, Lineage, ListingActions, ListingHead, ModerationNotice, VersionList, VersionsPanel};
 
 
 /// "v3 (pinned)" or "follows published: v4".
@@ -53,7 +53,7 @@ fn MemberTable(members: Vec<MemberView>) -> impl IntoView {
 }
 
 #[component]
-fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
+fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let tool = info.listing.clone();
     let served: Vec<(String, Vec<crate::args::ArgDef>)> =
         info.members.iter().filter(|m| m.unavailable.is_none()).map(|m| (m.exposed_name.clone(), m.args.clone())).collect();
@@ -68,6 +68,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
                     <h2>{if tool.published_version.is_some() { "Tools" } else { "Tools (not published yet)" }}</h2>
                     <MemberTable members=info.members.clone() />
                 </section>
+                {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
                     <h2>"Usage through this bundle, last 30 days"</h2>
                     <UsageChart usage />
@@ -96,7 +97,8 @@ pub fn BundleListing() -> impl IntoView {
         |(d, n)| async move {
             let info = bundle_detail(d, n).await?;
             let usage = listing_usage(info.listing.id).await?;
-            Ok::<_, crate::error::AppError>((info, usage))
+            let api = if info.listing.published_version.is_some() { Some(listing_api(info.listing.id).await?) } else { None };
+            Ok::<_, crate::error::AppError>((info, usage, api))
         },
     );
     view! {
@@ -104,7 +106,7 @@ pub fn BundleListing() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match page.await {
-                        Ok((info, usage)) => view! { <BundlePage info usage /> }.into_any(),
+                        Ok((info, usage, api)) => view! { <BundlePage info usage api /> }.into_any(),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}

@@ -6,11 +6,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+use super::api_card::ApiCard;
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
 use super::versions::VersionDiff;
-use crate::api::{listing_usage, tool_detail, ForkListing, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
+use crate::api::{listing_api, listing_usage, tool_detail, ListingApiView, ForkListing, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
 use crate::pages::market::UsageChart;
@@ -253,7 +254,7 @@ pub fn Lineage(tool: ToolInfo) -> impl IntoView {
 }
 
 #[component]
-fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
+fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let args = tool.published_args.clone();
     let id = tool.id;
     view! {
@@ -267,6 +268,7 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
                     <h2>"Arguments"</h2>
                     <ArgTable args=args.clone() />
                 </section>
+                {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
                     <h2>"Usage, last 30 days"</h2>
                     <UsageChart usage />
@@ -302,7 +304,8 @@ pub fn ToolListing() -> impl IntoView {
         |(d, n)| async move {
             let tool = tool_detail(d, n).await?;
             let usage = listing_usage(tool.id).await?;
-            Ok::<_, crate::error::AppError>((tool, usage))
+            let api = if tool.published_version.is_some() { Some(listing_api(tool.id).await?) } else { None };
+            Ok::<_, crate::error::AppError>((tool, usage, api))
         },
     );
     view! {
@@ -310,7 +313,7 @@ pub fn ToolListing() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match detail.await {
-                        Ok((tool, usage)) => view! { <Listing tool usage /> }.into_any(),
+                        Ok((tool, usage, api)) => view! { <Listing tool usage api /> }.into_any(),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}

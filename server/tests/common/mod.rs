@@ -237,8 +237,18 @@ impl TestServer {
 
     /// Creates an API token for `username` with the operator command.
     pub fn token(&self, username: &str) -> String {
+        self.token_with(username, &[])
+    }
+
+    /// Creates an API token for `username` that may also publish (`/api/v1`).
+    pub fn publish_token(&self, username: &str) -> String {
+        self.token_with(username, &["--publish"])
+    }
+
+    fn token_with(&self, username: &str, extra: &[&str]) -> String {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .args(["admin", "create-token", "--username", username, "--name", "tests"])
+            .args(extra)
             .env("DATABASE_URL", &self.db.url)
             .env("TOOLSHED_DATA_DIR", self.data_dir.path())
             .output()

@@ -3,6 +3,7 @@
 
 mod env;
 mod fork;
+mod push;
 mod runs;
 mod test_cases;
 mod versions;
@@ -12,6 +13,7 @@ use sqlx::Row;
 
 pub use env::EnvVar;
 pub use fork::Upstream;
+pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::RunnableCache;
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};

@@ -31,19 +31,6 @@ fn shout(code: &str, expected: &str) -> String {
     .to_string()
 }
 
-async fn mcp_tools_list(srv: &TestServer, path: &str, token: &str) -> u16 {
-    let res = reqwest::Client::new()
-        .post(srv.url(path))
-        .bearer_auth(token)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
-        .send()
-        .await
-        .unwrap();
-    res.status().as_u16()
-}
-
 server_test!(pushing_needs_a_token_with_the_publish_scope_for_that_listing, |srv: TestServer| async move {
     let client = srv.member("carol", "research").await;
     let file = shout("return $text.toUpperCase();", "HELLO");
@@ -93,7 +80,7 @@ server_test!(a_failing_test_case_saves_the_version_but_does_not_publish_it, |srv
     let mut result = body["test_results"][0].clone();
     result.as_object_mut().unwrap().remove("duration_ms");
     assert_eq!(result, json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO"}));
-    assert_eq!(mcp_tools_list(&srv, "/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
 });
 
 server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file_saves_nothing, |srv: TestServer| async move {
@@ -106,7 +93,7 @@ server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file
         (&json!("research/shout"), &json!(true), &json!(1), &json!(true), &json!("published"))
     );
     assert_eq!(body["test_results"][0]["passed"], true);
-    assert_eq!(mcp_tools_list(&srv, "/mcp/tools/research/shout", &srv.token("carol")).await, 200);
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 200);
     let detail = client.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "shout")]).send().await.unwrap();
     let detail: Value = detail.json().await.unwrap();
     assert_eq!((&detail["title"], &detail["visibility"], &detail["tags"]), (&json!("Shout"), &json!("everyone"), &json!(["text"])));
@@ -150,4 +137,17 @@ server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test
     assert!(!out.status.success());
     assert!(stdout.contains("  FAIL ada") && stdout.contains("expected: Hello, Ada!") && stdout.contains("actual:   Hi, Ada"), "{stdout}");
     assert!(stderr.contains("1 of 1 test cases failed; version 2 was saved but not published. (422 Unprocessable Entity, tests_failed)"), "{stderr}");
+});
+
+server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slugify.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["push", example.to_str().unwrap(), "--url", &srv.base, "--token", &srv.publish_token("carol")])
+        .output()
+        .expect("run toolshed push");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.matches("  pass ").count(), 3, "{stdout}");
+    assert!(stdout.ends_with("research/slugify v1: created, version saved; published.\n"), "{stdout}");
 });

@@ -34,6 +34,22 @@ async function publishTool(page, department, name, title, description, codes) {
   return tool.id;
 }
 
+/**
+ * Clicks the bundle editor's Save and returns the answer to the request it sent.
+ * Rarely (about one run in ten, cause not found yet) a click right after adding
+ * members sends nothing: that click is repeated once, and the log says so.
+ */
+async function saveBundle(page) {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const answer = page.waitForResponse((r) => r.url().includes('/api/bundles/save_version'), { timeout: 5000 }).catch(() => null);
+    await page.click('button.save-version');
+    const res = await answer;
+    if (res) return res;
+    console.log('# the Save click sent no request: clicking again');
+  }
+  throw new Error('Save sent no request twice');
+}
+
 test('search, open a listing, fork it into my department, edit and publish the fork', async () => {
   const word = unique('zf');
   const source = await newPage(browser);
@@ -117,14 +133,14 @@ test('a bundle with a pinned and a following tool serves both names over MCP', a
   const rows = page.locator('.member-table.editing tbody tr');
   assert.equal(await rows.count(), 3);
   // Same name twice: saving says so and suggests a way out.
-  await page.click('button.save-version');
+  assert.equal((await saveBundle(page)).status(), 422);
   await page.waitForSelector('.bundle-members .alert.error');
   assert.match(await page.textContent('.bundle-members .alert.error'), /would both be called “hello”/);
   await rows.nth(0).locator('.member-version').selectOption('1');
   await rows.nth(0).locator('.exposed-name').fill('hello_v1');
   await rows.nth(0).locator('.exposed-name').dispatchEvent('change');
   await page.fill('input[placeholder^="What changed"]', 'hello pinned and following, and bye');
-  await page.click('button.save-version');
+  assert.equal((await saveBundle(page)).status(), 200);
   await page.waitForSelector('tr[data-version="1"]');
   await page.click('tr[data-version="1"] button.publish');
   await page.waitForSelector('tr[data-version="1"].published');

@@ -98,6 +98,23 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   assert.match(await page.textContent('.run-result .result'), /Hi world, Hi world/);
   await shot(page, '12-listing-run');
 
+  // The API card: the code-mode TypeScript API (the same text as …/api.d.ts),
+  // OpenAI function definitions, and both token costs.
+  await page.click('.api-card summary');
+  const typescript = await page.textContent('.api-card .api-code');
+  assert.match(typescript, new RegExp(`declare const tools: \\{[\\s\\S]*${name}\\(input: \\w+Input\\): Promise<\\w+Output>;`));
+  assert.match(typescript, /\* How many greetings\n\s*\* @default 2\n\s*\*\/\n\s*times: number;/);
+  const served = await fetch(`${BASE}/mcp/tools/platform/${name}/api.d.ts`, { headers: { Authorization: `Bearer ${process.env.TOOLSHED_TOKEN}` } });
+  assert.equal(served.headers.get('content-type'), 'application/typescript; charset=utf-8');
+  assert.equal(await served.text(), typescript);
+  assert.match(await page.textContent('.token-cost [data-form=tools-list]'), /^\d+tokens: MCP tools\/list JSON$/);
+  assert.match(await page.textContent('.token-cost [data-form=typescript]'), /^\d+tokens: TypeScript API \(code mode\)$/);
+  await page.click('.api-card button:has-text("OpenAI functions")');
+  const functions = JSON.parse(await page.textContent('.api-card .api-code'));
+  assert.equal(functions[0].function.name, name);
+  assert.deepEqual(functions[0].function.parameters.required, ['who', 'times']);
+  await shot(page, '13-listing-api');
+
   // The MCP debugger: initialize → tools/list → tools/call against the live endpoint.
   await page.click('.debugger-connect');
   await page.waitForSelector('.debugger-call');

@@ -31,6 +31,9 @@ pub enum AdminCommand {
         name: String,
         #[arg(long)]
         expires_in_days: Option<u32>,
+        /// Let the token publish tools from CI (`toolshed push`, `/api/v1`).
+        #[arg(long)]
+        publish: bool,
     },
 }
 
@@ -54,13 +57,14 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        AdminCommand::CreateToken { username, name, expires_in_days } => {
+        AdminCommand::CreateToken { username, name, expires_in_days, publish } => {
             let user = toolshed
                 .user_by_username(&username)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
-            let (info, token) = toolshed.create_token(&user, &name, expires_in_days, Vec::new()).await?;
-            println!("created token {} ({}) for {}", info.name, info.prefix, user.username);
+            let (info, token) = toolshed.create_token(&user, &name, expires_in_days, Vec::new(), publish).await?;
+            let grant = if publish { ", may publish" } else { "" };
+            println!("created token {} ({}{grant}) for {}", info.name, info.prefix, user.username);
             println!("{token}");
             Ok(())
         }

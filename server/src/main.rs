@@ -1,9 +1,12 @@
-//! `toolshed`: the one binary. `serve` (default) runs the web app and MCP
-//! endpoints; `migrate` and `admin …` are for operators and scripts.
+//! `toolshed`: the one binary. `serve` (default) runs the web app, the MCP
+//! endpoints and the REST API; `migrate` and `admin …` are for operators and
+//! scripts; `push` publishes a tool file to a server (CI).
 
 mod admin;
 mod config;
 mod mcp;
+mod push;
+mod rest;
 mod web;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +32,9 @@ enum Command {
     /// Operator commands.
     #[command(subcommand)]
     Admin(admin::AdminCommand),
+    /// Save, test and publish a tool from a file on a Toolshed server (needs a
+    /// token with the publish scope; no database).
+    Push(push::PushArgs),
 }
 
 #[tokio::main]
@@ -52,16 +58,21 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let command = match cli.command {
+        Some(Command::Push(args)) => return push::run(args).await,
+        other => other.unwrap_or(Command::Serve(web::ServeArgs::default())),
+    };
     let config = cli.config;
     let db = Db::connect(&config.database_url()).await?;
     db.migrate().await?;
     let toolshed = Toolshed::new(db, Settings::default());
-    match cli.command.unwrap_or(Command::Serve(web::ServeArgs::default())) {
+    match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {
             println!("database is up to date");
             Ok(())
         }
         Command::Admin(cmd) => admin::run(cmd, &toolshed).await,
+        Command::Push(_) => unreachable!("push runs before the database is opened"),
     }
 }

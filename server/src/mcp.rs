@@ -87,10 +87,27 @@ pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>,
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
         router = router
             .route(&base, streamable.clone())
+            .route(&format!("{base}/api.d.ts"), get(typescript_api))
             .route(&format!("{base}/sse"), get(sse::open_stream))
             .route(&format!("{base}/messages"), post(sse::post_message));
     }
     router.with_state(state).route_layer(axum::middleware::from_fn_with_state(gate, authorize))
+}
+
+/// `GET …/api.d.ts`: the code-mode TypeScript API of what the listing serves
+/// this caller, generated from its tools' JSON Schemas.
+async fn typescript_api(State(state): State<McpState>, axum::Extension(caller): axum::Extension<Caller>) -> Response {
+    match state.toolshed.tool_defs(&caller.user, &caller.listing).await {
+        Ok(defs) => (
+            [(header::CONTENT_TYPE, "application/typescript; charset=utf-8")],
+            toolshed_domain::codegen::typescript_api(&caller.listing.slug(), &defs),
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "generating the TypeScript API failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 /// A fresh, unguessable session id.

@@ -121,9 +121,12 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     // MCP clients are not browsers: no cross-site check (a signed-in browser may
     // only call from our own origin, see `mcp::authorize`), and rmcp limits bodies.
     let site_origin = base_url.origin().ascii_serialization();
-    let mcp = crate::mcp::routes(toolshed, mcp_sessions, allowed_hosts(config), site_origin);
+    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin);
+    // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
+    let rest = crate::rest::routes(toolshed);
     let app = pages
         .merge(mcp)
+        .merge(rest)
         .layer(sessions)
         // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
         .layer(CompressionLayer::new())

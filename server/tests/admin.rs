@@ -30,21 +30,8 @@ server_test!(deactivating_a_user_ends_their_sessions_and_tokens_at_once, |srv: T
     let bob = srv.member("bob", "sales").await;
     let token = srv.token("bob");
     let admin = srv.admin().await;
-    let mcp = |token: String| {
-        let url = srv.url("/mcp/tools/demo/echo");
-        async move {
-            let res = reqwest::Client::new()
-                .post(url)
-                .bearer_auth(token)
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, text/event-stream")
-                .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
-                .send()
-                .await
-                .unwrap();
-            res.status().as_u16()
-        }
-    };
+    let srv_ref = &srv;
+    let mcp = |token: String| async move { srv_ref.mcp_initialize_status("/mcp/tools/demo/echo", &token).await };
     assert_eq!(srv.call(&bob, "tools/mine", &[]).await.0, 200);
     assert_eq!(mcp(token.clone()).await, 200);
 

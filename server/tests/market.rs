@@ -40,7 +40,7 @@ server_test!(the_browse_page_searches_from_its_url_and_shows_only_what_the_reade
 
     let (_, html) = srv.page(&alice, "/browse?q=fx&department=finance").await;
     assert!(html.contains("3 listings"), "the author sees all three");
-    let (_, html) = srv.page(&carol, "/browse?kind=bundle").await;
+    let (_, html) = srv.page(&carol, "/browse?q=fx&kind=bundle").await;
     assert!(html.contains("Nothing found"));
 });
 

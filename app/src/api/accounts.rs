@@ -88,6 +88,8 @@ pub struct TokenView {
     pub name: String,
     pub prefix: String,
     pub scope: Vec<String>,
+    /// May publish through the REST API.
+    pub publish: bool,
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub revoked: bool,
@@ -105,6 +107,7 @@ pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
             name: t.name,
             prefix: t.prefix,
             scope: t.scope,
+            publish: t.publish,
             expires_at: t.expires_at,
             last_used_at: t.last_used_at,
             revoked: t.revoked_at.is_some(),
@@ -115,14 +118,15 @@ pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
 
 /// Creates a token and returns it: the only time it is ever shown.
 #[server(endpoint = "tokens/create")]
-pub async fn create_token(name: String, expires_in_days: String, scope: String) -> Result<String, AppError> {
+/// `publish` is the checkbox: present ("on") when ticked.
+pub async fn create_token(name: String, expires_in_days: String, scope: String, publish: Option<String>) -> Result<String, AppError> {
     let user = server::require_user().await?;
     let days = match expires_in_days.trim() {
         "" | "never" => None,
         d => Some(d.parse::<u32>().map_err(|_| server::fail(AppError::Invalid("Expiry: a number of days".into())))?),
     };
     let scope: Vec<String> = scope.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
-    let (_, token) = server::toolshed()?.create_token(&user, &name, days, scope).await.map_err(server::fail)?;
+    let (_, token) = server::toolshed()?.create_token(&user, &name, days, scope, publish.is_some()).await.map_err(server::fail)?;
     Ok(token)
 }
 

@@ -605,3 +605,34 @@ pub async fn delete_env_var(tool: i64, name: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     server::toolshed()?.delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
 }
+
+/// A listing's generated interfaces, for the listing page's API card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListingApiView {
+    /// The code-mode TypeScript API.
+    pub typescript: String,
+    /// OpenAI function-calling definitions (JSON).
+    pub openai: String,
+    pub tools_list_tokens: usize,
+    pub typescript_tokens: usize,
+    /// Where the TypeScript API is served (`…/api.d.ts`).
+    pub typescript_url: String,
+}
+
+/// The TypeScript API, OpenAI definitions and token costs of what a published
+/// listing serves the signed-in user.
+#[server(endpoint = "listings/api")]
+pub async fn listing_api(listing: i64) -> Result<ListingApiView, AppError> {
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let t = ts.tool(&user, toolshed_domain::ids::ToolId(listing)).await.map_err(server::fail)?;
+    let api = ts.listing_api(&user, &t).await.map_err(server::fail)?;
+    let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
+    Ok(ListingApiView {
+        typescript: api.typescript,
+        openai: api.openai,
+        tools_list_tokens: api.tools_list_tokens,
+        typescript_tokens: api.typescript_tokens,
+        typescript_url: format!("{base}/mcp/{}/{}/api.d.ts", t.kind.plural(), t.slug()),
+    })
+}

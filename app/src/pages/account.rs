@@ -91,6 +91,10 @@ fn TokensCard() -> impl IntoView {
                 <label>"Only these listings (department/name, one per line; empty: everything you can see)"
                     <textarea name="scope" rows="2" class="mono"></textarea>
                 </label>
+                <label class="inline">
+                    <input type="checkbox" name="publish" value="on" />
+                    " May publish: save, test and publish tools from CI (" <code>"toolshed push"</code> ", " <code>"/api/v1"</code> ")"
+                </label>
                 <button type="submit" class="button secondary">"Create token"</button>
             </ActionForm>
             <Transition fallback=|| ()>
@@ -101,7 +105,10 @@ fn TokensCard() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().map(|t| {
                                     let id = t.id;
-                                    let scope = if t.scope.is_empty() { "all listings".to_owned() } else { t.scope.join(", ") };
+                                    let mut scope = if t.scope.is_empty() { "all listings".to_owned() } else { t.scope.join(", ") };
+                                    if t.publish {
+                                        scope.push_str(" · may publish");
+                                    }
                                     view! {
                                         <tr class:revoked=t.revoked>
                                             <td><strong>{t.name.clone()}</strong><br /><code class="small">{t.prefix.clone()}</code></td>

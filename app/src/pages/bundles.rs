@@ -7,11 +7,13 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, BundleCandidates, BundleInfo, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
+    bundle_detail, BundleCandidates, BundleInfo, ListingApiView, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
 };
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
-use crate::pages::tools::{ConnectPanel, Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, SettingsCard, VersionList, VersionsPanel};
+use crate::pages::tools::{
+    ApiCard, ConnectPanel, Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, SettingsCard, VersionList, VersionsPanel,
+};
 
 
 /// "v3 (pinned)" or "follows published: v4".
@@ -53,7 +55,7 @@ fn MemberTable(members: Vec<MemberView>) -> impl IntoView {
 }
 
 #[component]
-fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
+fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let tool = info.listing.clone();
     let served: Vec<(String, Vec<crate::args::ArgDef>)> =
         info.members.iter().filter(|m| m.unavailable.is_none()).map(|m| (m.exposed_name.clone(), m.args.clone())).collect();
@@ -68,6 +70,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
                     <h2>{if tool.published_version.is_some() { "Tools" } else { "Tools (not published yet)" }}</h2>
                     <MemberTable members=info.members.clone() />
                 </section>
+                {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
                     <h2>"Usage through this bundle, last 30 days"</h2>
                     <UsageChart usage />
@@ -90,7 +93,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView) -> impl IntoView {
 #[component]
 pub fn BundleListing() -> impl IntoView {
     view! {
-        <ListingPage load=bundle_detail id=|b: &BundleInfo| b.listing.id render=|info, usage| view! { <BundlePage info usage /> }.into_any() />
+        <ListingPage load=bundle_detail listing=|b: &BundleInfo| &b.listing render=|info, usage, api| view! { <BundlePage info usage api /> }.into_any() />
     }
 }
 
@@ -143,7 +146,11 @@ fn Editor(info: BundleInfo) -> impl IntoView {
             });
         }
     });
-    search.dispatch(BundleCandidates { q: String::new() });
+    // Effects run in the browser only: dispatching while rendering on the server
+    // would race the render, and the page could hydrate against other HTML.
+    Effect::new(move |_| {
+        search.dispatch(BundleCandidates { q: String::new() });
+    });
     let inputs = move || {
         members.get_untracked().into_iter().map(|m| MemberInput { tool: m.tool, pinned_version: m.pinned_version, exposed_name: m.exposed_name }).collect()
     };

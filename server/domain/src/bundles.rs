@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::accounts::User;
+use crate::codegen::{ListingApi, ToolDef};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
-use crate::tools::{can_see, insert_version, parse_changelog, ListingKind, Source, Status, Tool, ToolError};
+use crate::tools::{can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
 use crate::{audit, now_ms, Toolshed};
 
 /// The most members a bundle version may have.
@@ -80,7 +81,10 @@ impl Toolshed {
         let changelog = parse_changelog(changelog)?;
         let checked = self.check_members(user, members).await?;
         let mut tx = self.db.begin().await?;
-        let version = insert_version(&mut tx, user, id, &Source::empty(), &changelog).await?;
+        let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {
+            Ok(v) => v,
+            Err(e) => return Err(rolled_back(tx, e).await),
+        };
         for (position, (tool, pinned, name)) in checked.iter().enumerate() {
             sqlx::query(
                 "INSERT INTO bundle_items (bundle_id, version, position, tool_id, pinned_version, exposed_name) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -161,6 +165,51 @@ impl Toolshed {
             }
         }
         Ok(served)
+    }
+
+    /// The tools `listing` serves to `user`: the tool itself at its published
+    /// version, or the bundle's members as [`Toolshed::served_tools`] decides.
+    pub async fn served_by(&self, user: &User, listing: &Tool) -> Result<Vec<ServedTool>, ToolError> {
+        match listing.kind {
+            ListingKind::Tool => Ok(listing
+                .published_version
+                .map(|version| ServedTool { name: listing.name.clone(), tool: listing.clone(), version })
+                .into_iter()
+                .collect()),
+            ListingKind::Bundle => Ok(self.served_tools(user, listing).await?.tools),
+        }
+    }
+
+    /// What `listing` serves to `user`, as the generated APIs describe it.
+    pub async fn tool_defs(&self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+        let mut defs = Vec::new();
+        for s in self.served_by(user, listing).await? {
+            let v = self.version_row(s.tool.id, s.version).await?;
+            defs.push(ToolDef {
+                name: s.name,
+                title: s.tool.title,
+                description: s.tool.description,
+                input_schema: crate::schema::to_json_schema(&v.args),
+                output_schema: v.output_schema,
+                read_only: s.tool.read_only_hint,
+                destructive: s.tool.destructive_hint,
+            });
+        }
+        Ok(defs)
+    }
+
+    /// The TypeScript API, OpenAI definitions and token costs of what
+    /// `listing` serves to `user` (a bundle's OpenAI names are `bundle__tool`).
+    pub async fn listing_api(&self, user: &User, listing: &Tool) -> Result<ListingApi, ToolError> {
+        let defs = self.tool_defs(user, listing).await?;
+        let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
+        // Counting tokens is CPU work (milliseconds for a large bundle): off the reactor.
+        let slug = listing.slug();
+        let prefix = prefix.map(str::to_owned);
+        match tokio::task::spawn_blocking(move || ListingApi::build(&slug, prefix.as_deref(), &defs)).await {
+            Ok(api) => Ok(api),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
 
     async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {

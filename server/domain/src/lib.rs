@@ -8,6 +8,7 @@ pub mod admin;
 pub mod audit;
 pub mod bundles;
 pub mod changes;
+pub mod codegen;
 mod demo;
 pub mod ids;
 pub mod markdown;

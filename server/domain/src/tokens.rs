@@ -22,6 +22,8 @@ pub struct TokenInfo {
     pub prefix: String,
     /// Empty: every listing the user can see; else `department/name` slugs.
     pub scope: Vec<String>,
+    /// May save and publish versions through the REST API (`/api/v1`), within `scope`.
+    pub publish: bool,
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
@@ -46,6 +48,7 @@ fn info_from_row(r: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {
         name: r.try_get("token_name")?,
         prefix: r.try_get("prefix")?,
         scope: scope.lines().map(str::to_owned).collect(),
+        publish: r.try_get::<i64, _>("can_publish")? != 0,
         expires_at: r.try_get("expires_at")?,
         last_used_at: r.try_get("last_used_at")?,
         revoked_at: r.try_get("revoked_at")?,
@@ -54,7 +57,7 @@ fn info_from_row(r: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {
 }
 
 /// Aliased so a token row can be read beside its user's (`accounts::USER_COLUMNS`).
-const TOKEN_COLUMNS: &str = "t.id AS token_id, t.name AS token_name, t.prefix, t.scope, t.expires_at, t.last_used_at, t.revoked_at, \
+const TOKEN_COLUMNS: &str = "t.id AS token_id, t.name AS token_name, t.prefix, t.scope, t.can_publish, t.expires_at, t.last_used_at, t.revoked_at, \
      t.created_at AS token_created_at";
 
 /// Why a presented token was not accepted; all answer 401 the same way.
@@ -68,12 +71,15 @@ pub enum TokenRejected {
 
 impl Toolshed {
     /// Creates a token; the returned string is the only time it exists in clear.
+    /// `scope` limits it to those listings (empty: all the user sees); `publish`
+    /// lets it save and publish versions through the REST API.
     pub async fn create_token(
         &self,
         user: &User,
         name: &str,
         expires_in_days: Option<u32>,
         scope: Vec<String>,
+        publish: bool,
     ) -> Result<(TokenInfo, String), AccountError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 80 {
@@ -91,21 +97,23 @@ impl Toolshed {
         let expires_at = expires_in_days.map(|d| now + i64::from(d) * 86_400_000);
         let mut tx = self.db.begin().await?;
         let row = sqlx::query(
-            "INSERT INTO api_tokens (user_id, name, prefix, token_hash, scope, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            "INSERT INTO api_tokens (user_id, name, prefix, token_hash, scope, can_publish, expires_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         )
         .bind(user.id.0)
         .bind(name)
         .bind(&prefix)
         .bind(hash(&token))
         .bind(scope.join("\n"))
+        .bind(i64::from(publish))
         .bind(expires_at)
         .bind(now)
         .fetch_one(&mut *tx)
         .await?;
         let id: i64 = row.try_get("id")?;
-        audit::record(&mut tx, Some(user.id), "token.created", &format!("token:{id}"), None, Some(serde_json::json!({"name": name, "scope": scope}))).await?;
+        audit::record(&mut tx, Some(user.id), "token.created", &format!("token:{id}"), None, Some(serde_json::json!({"name": name, "scope": scope, "publish": publish}))).await?;
         tx.commit().await?;
-        let info = TokenInfo { id, name: name.to_owned(), prefix, scope, expires_at, last_used_at: None, revoked_at: None, created_at: now };
+        let info = TokenInfo { id, name: name.to_owned(), prefix, scope, publish, expires_at, last_used_at: None, revoked_at: None, created_at: now };
         Ok((info, token))
     }
 

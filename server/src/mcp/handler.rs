@@ -83,15 +83,7 @@ impl ListingHandler {
     /// The tools the caller's listing serves them: the tool itself, or the
     /// bundle's members they may see, each at the version that runs.
     async fn served(&self, c: &Caller) -> Result<Vec<ServedTool>, McpError> {
-        match c.listing.kind {
-            ListingKind::Tool => Ok(c
-                .listing
-                .published_version
-                .map(|version| ServedTool { name: c.listing.name.clone(), tool: c.listing.clone(), version })
-                .into_iter()
-                .collect()),
-            ListingKind::Bundle => Ok(self.toolshed.served_tools(&c.user, &c.listing).await.map_err(internal)?.tools),
-        }
+        self.toolshed.served_by(&c.user, &c.listing).await.map_err(internal)
     }
 
     /// A served tool as MCP describes it, under the name it has in this listing.

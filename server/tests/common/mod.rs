@@ -235,10 +235,34 @@ impl TestServer {
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     }
 
+    /// The HTTP status an MCP `initialize` at `path` gets with `token`.
+    pub async fn mcp_initialize_status(&self, path: &str, token: &str) -> u16 {
+        let res = reqwest::Client::new()
+            .post(self.url(path))
+            .bearer_auth(token)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+            .send()
+            .await
+            .unwrap();
+        res.status().as_u16()
+    }
+
     /// Creates an API token for `username` with the operator command.
     pub fn token(&self, username: &str) -> String {
+        self.token_with(username, &[])
+    }
+
+    /// Creates an API token for `username` that may also publish (`/api/v1`).
+    pub fn publish_token(&self, username: &str) -> String {
+        self.token_with(username, &["--publish"])
+    }
+
+    fn token_with(&self, username: &str, extra: &[&str]) -> String {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .args(["admin", "create-token", "--username", username, "--name", "tests"])
+            .args(extra)
             .env("DATABASE_URL", &self.db.url)
             .env("TOOLSHED_DATA_DIR", self.data_dir.path())
             .output()

@@ -2,19 +2,20 @@
 //! versions, its forks, and a Run panel on the published version. The parts
 //! every listing has (head, versions, lineage) serve bundle pages too.
 
-use leptos::prelude::*;
-use leptos_meta::Title;
 use std::future::Future;
 
+use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::api_card::ApiCard;
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
 use super::{ago, now_ms};
 use super::versions::VersionDiff;
-use crate::api::{listing_usage, tool_detail, ForkListing, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
+use crate::api::{listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
 use crate::error::AppError;
@@ -258,7 +259,7 @@ pub fn Lineage(tool: ToolInfo) -> impl IntoView {
 }
 
 #[component]
-fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
+fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let args = tool.published_args.clone();
     let id = tool.id;
     view! {
@@ -272,6 +273,7 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
                     <h2>"Arguments"</h2>
                     <ArgTable args=args.clone() />
                 </section>
+                {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
                     <h2>"Usage, last 30 days"</h2>
                     <UsageChart usage />
@@ -299,11 +301,15 @@ fn Listing(tool: ToolInfo, usage: UsageView) -> impl IntoView {
     }
 }
 
-/// A listing page: the listing the URL names (`:department/:name`) and its
-/// usage, loaded in one resource so hydration finds both ready; "not found" for
-/// anything the user may not see.
+/// A listing page: the listing the URL names (`:department/:name`), its usage
+/// and (once published) its API, loaded in one resource so hydration finds them
+/// ready; "not found" for anything the user may not see.
 #[component]
-pub fn ListingPage<T, Fut>(load: fn(String, String) -> Fut, id: fn(&T) -> i64, render: fn(T, UsageView) -> AnyView) -> impl IntoView
+pub fn ListingPage<T, Fut>(
+    load: fn(String, String) -> Fut,
+    listing: fn(&T) -> &ToolInfo,
+    render: fn(T, UsageView, Option<ListingApiView>) -> AnyView,
+) -> impl IntoView
 where
     T: Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
     Fut: Future<Output = Result<T, AppError>> + Send + 'static,
@@ -312,9 +318,11 @@ where
     let page = Resource::new(
         move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
         move |(d, n)| async move {
-            let listing = load(d, n).await?;
-            let usage = listing_usage(id(&listing)).await?;
-            Ok::<_, AppError>((listing, usage))
+            let page = load(d, n).await?;
+            let (id, published) = { let l = listing(&page); (l.id, l.published_version.is_some()) };
+            let usage = listing_usage(id).await?;
+            let api = if published { Some(listing_api(id).await?) } else { None };
+            Ok::<_, AppError>((page, usage, api))
         },
     );
     view! {
@@ -322,7 +330,7 @@ where
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match page.await {
-                        Ok((listing, usage)) => render(listing, usage),
+                        Ok((listing, usage, api)) => render(listing, usage, api),
                         Err(_) => view! { <crate::pages::NotFound /> }.into_any(),
                     }
                 })}
@@ -333,5 +341,5 @@ where
 
 #[component]
 pub fn ToolListing() -> impl IntoView {
-    view! { <ListingPage load=tool_detail id=|t: &ToolInfo| t.id render=|tool, usage| view! { <Listing tool usage /> }.into_any() /> }
+    view! { <ListingPage load=tool_detail listing=|t: &ToolInfo| t render=|tool, usage, api| view! { <Listing tool usage api /> }.into_any() /> }
 }

@@ -74,12 +74,12 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
 }
 
 #[cfg(feature = "hydrate")]
-fn copy_to_clipboard(text: &str) {
+pub(super) fn copy_to_clipboard(text: &str) {
     let _ = window().navigator().clipboard().write_text(text);
 }
 
 #[cfg(not(feature = "hydrate"))]
-fn copy_to_clipboard(_text: &str) {}
+pub(super) fn copy_to_clipboard(_text: &str) {}
 
 /// initialize → tools/list → tools/call against the live endpoint, every
 /// message shown.

@@ -1,6 +1,7 @@
 //! Tool pages: my tools, new tool, the listing page, the editor; and the
 //! listing parts bundle pages share.
 
+mod api_card;
 mod args_editor;
 mod editor;
 mod list;
@@ -10,6 +11,7 @@ mod new;
 mod run_panel;
 mod versions;
 
+pub use api_card::ApiCard;
 pub use editor::{SettingsCard, ToolEditor};
 pub use list::MyTools;
 pub use listing::{Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, ToolListing, VersionList};

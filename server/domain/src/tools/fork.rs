@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::versions::{insert_version, Source, VersionDiff};
-use super::{insert_listing, ForkedFrom, ListingKind, NewTool, Tool, ToolError};
+use super::{insert_listing, rolled_back, ForkedFrom, ListingKind, NewTool, Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::{Description, Tags, Title, ToolName};
@@ -41,7 +41,10 @@ impl Toolshed {
         };
         let changelog = format!("Forked from {}@v{n}", src.slug());
         let mut tx = self.db.begin().await?;
-        let id = insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await?;
+        let id = match insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await {
+            Ok(id) => id,
+            Err(e) => return Err(rolled_back(tx, e).await),
+        };
         sqlx::query(
             "UPDATE tools SET read_only_hint = $1, destructive_hint = $2, fetch_allow = $3, timeout_ms = $4, memory_mib = $5 WHERE id = $6",
         )

@@ -3,6 +3,7 @@
 
 mod env;
 mod fork;
+mod push;
 mod runs;
 mod test_cases;
 mod versions;
@@ -12,6 +13,7 @@ use sqlx::Row;
 
 pub use env::EnvVar;
 pub use fork::Upstream;
+pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::RunnableCache;
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};
@@ -416,7 +418,10 @@ impl Toolshed {
 
     async fn create_listing(&self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
         let mut tx = self.db.begin().await?;
-        let id = insert_listing(&mut tx, user, kind, &new, None).await?;
+        let id = match insert_listing(&mut tx, user, kind, &new, None).await {
+            Ok(id) => id,
+            Err(e) => return Err(rolled_back(tx, e).await),
+        };
         let target = format!("{}:{}/{}", kind.as_str(), user.department.name, new.name);
         let action = format!("{}.created", kind.as_str());
         audit::record(&mut tx, Some(user.id), &action, &target, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
@@ -465,6 +470,18 @@ impl Toolshed {
         .await?;
         tx.commit().await?;
         self.tool(user, id).await
+    }
+}
+
+/// Ends `tx` now and hands back `e`. A dropped transaction rolls back only
+/// later, and until then SQLite's write lock makes the next writer fail.
+pub(crate) async fn rolled_back(tx: sqlx::Transaction<'static, sqlx::Any>, e: ToolError) -> ToolError {
+    match tx.rollback().await {
+        Ok(()) => e,
+        Err(rollback) => {
+            tracing::warn!(error = %rollback, "could not roll back after an error");
+            e
+        }
     }
 }
 

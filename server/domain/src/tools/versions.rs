@@ -177,7 +177,10 @@ impl Toolshed {
         let changelog = parse_changelog(changelog)?;
         let now = now_ms();
         let mut tx = self.db.begin().await?;
-        let version = insert_version(&mut tx, user, id, &source, &changelog).await?;
+        let version = match insert_version(&mut tx, user, id, &source, &changelog).await {
+            Ok(v) => v,
+            Err(e) => return Err(super::rolled_back(tx, e).await),
+        };
         sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(&mut *tx).await?;
         sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now).bind(id.0).execute(&mut *tx).await?;
         audit::record(

@@ -1,0 +1,194 @@
+//! Publishing from CI: a tool file (code, arguments, metadata, test cases)
+//! becomes a tool in the caller's department. The tool is created or updated,
+//! a version saved (unless code, arguments and output schema are those of the
+//! latest version already), the test cases run against that version, and the
+//! version published only if every one passes. The REST API (`/api/v1`) and
+//! `toolshed push` are its callers; README "Publishing from CI" has the format.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ListingKind, NewTool, RunSource, Source, TestCaseResult, Tool, ToolError, ToolSettings, Visibility};
+use crate::accounts::User;
+use crate::names::{Description, Invalid, Tags, Title};
+use crate::schema::ArgDef;
+use crate::Toolshed;
+
+/// A tool as a file in a repository. Unknown fields are refused, so a typo
+/// does not silently drop a setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFile {
+    /// The tool's name in the caller's department.
+    pub name: String,
+    /// Default on creation: the name. Left as it is on update when absent.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Markdown. Left as it is on update when absent.
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// `everyone`, `department` (default on creation) or `private`.
+    #[serde(default)]
+    pub visibility: Option<String>,
+    /// The body of the async function.
+    pub code: String,
+    /// Argument rows (as the editor saves them), or a JSON Schema object.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// Created or replaced by name; the tool's other test cases run too.
+    #[serde(default)]
+    pub test_cases: Vec<FileTestCase>,
+    #[serde(default)]
+    pub changelog: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileTestCase {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    /// The result text expected (JSON results compare as compact JSON); absent: any success.
+    #[serde(default)]
+    pub expected: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// What became of a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PushOutcome {
+    /// The version is what the endpoint serves now.
+    Published,
+    /// The department requires review: the version waits for an admin.
+    PendingReview,
+    /// A test case failed: the version was saved, not published.
+    TestsFailed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PushReport {
+    /// `department/name`.
+    pub tool: String,
+    pub created: bool,
+    pub version: i64,
+    /// False when the file matched the latest version, which was used again.
+    pub new_version: bool,
+    pub outcome: PushOutcome,
+    pub test_results: Vec<TestCaseResult>,
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> ToolError {
+    Invalid { field, reason: reason.into() }.into()
+}
+
+/// Rows as the editor saves them, or a JSON Schema loaded back into rows.
+fn parse_arguments(raw: Option<Value>) -> Result<Vec<ArgDef>, ToolError> {
+    match raw {
+        None => Ok(Vec::new()),
+        Some(rows @ Value::Array(_)) => serde_json::from_value(rows).map_err(|e| invalid("arguments", e.to_string())),
+        Some(schema @ Value::Object(_)) => crate::schema::from_json_schema(&schema).map_err(|e| invalid("arguments", e.to_string())),
+        Some(_) => Err(invalid("arguments", "must be a list of argument rows or a JSON Schema object")),
+    }
+}
+
+impl Toolshed {
+    /// Creates or updates the tool `file` describes in `user`'s department,
+    /// saves its version, runs its test cases and publishes it if they all pass.
+    pub async fn push_tool(&self, user: &User, file: ToolFile) -> Result<PushReport, ToolError> {
+        let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
+        let tags = file.tags.as_ref().map(|t| Tags::parse(&t.join(" "))).transpose()?;
+        let (tool, created) = match self.listing_by_slug(user, ListingKind::Tool, &user.department.name, &file.name).await {
+            Ok(tool) => (self.update_from_file(user, tool, &file, tags).await?, false),
+            Err(ToolError::NotFound) => {
+                let new = NewTool::parse(
+                    &file.name,
+                    file.title.as_deref().unwrap_or(&file.name),
+                    file.description.as_deref().unwrap_or(""),
+                    &tags.map(|t| t.joined()).unwrap_or_default(),
+                    file.visibility.as_deref().unwrap_or(Visibility::Department.as_str()),
+                )?;
+                (self.create_tool(user, new).await?, true)
+            }
+            Err(e) => return Err(e),
+        };
+        let latest = match tool.latest_version {
+            Some(n) => Some(self.version_row(tool.id, n).await?),
+            None => None,
+        };
+        let unchanged = latest.filter(|v| v.code == source.code.as_str() && v.args == source.args && v.output_schema == source.output_schema);
+        let (version, new_version) = match unchanged {
+            Some(v) => (v.version, false),
+            None => (self.save_version(user, tool.id, source, &file.changelog).await?, true),
+        };
+        for case in file.test_cases {
+            self.save_test_case(user, tool.id, &case.name, case.args, case.expected).await?;
+        }
+        let test_results = self.run_test_cases(user, tool.id, RunSource::Version(version)).await?;
+        let outcome = if !test_results.iter().all(|r| r.passed) {
+            PushOutcome::TestsFailed
+        } else if tool.published_version == Some(version) {
+            PushOutcome::Published
+        } else {
+            match self.publish(user, tool.id, version).await?.published_version {
+                Some(p) if p == version => PushOutcome::Published,
+                _ => PushOutcome::PendingReview,
+            }
+        };
+        Ok(PushReport { tool: tool.slug(), created, version, new_version, outcome, test_results })
+    }
+
+    /// Applies the file's title, description, tags and visibility where given
+    /// and different; the rest of the settings stay as they are.
+    async fn update_from_file(&self, user: &User, tool: Tool, file: &ToolFile, tags: Option<Tags>) -> Result<Tool, ToolError> {
+        let tool = self.code_tool_for_edit(user, tool.id).await?;
+        let title = file.title.clone().unwrap_or_else(|| tool.title.clone());
+        let description = file.description.clone().unwrap_or_else(|| tool.description.clone());
+        let visibility = file.visibility.as_deref().map(Visibility::parse).transpose()?.unwrap_or(tool.visibility);
+        let tags = tags.unwrap_or(Tags::parse(&tool.tags.join(" "))?);
+        if title == tool.title && description == tool.description && visibility == tool.visibility && tags.as_slice() == tool.tags.as_slice() {
+            return Ok(tool);
+        }
+        let settings = ToolSettings {
+            title: Title::parse(&title)?,
+            description: Description::parse(&description)?,
+            tags,
+            visibility,
+            read_only_hint: tool.read_only_hint,
+            destructive_hint: tool.destructive_hint,
+            fetch_allow: tool.fetch_allow.clone(),
+            timeout_ms: tool.timeout_ms,
+            memory_mib: tool.memory_mib,
+        };
+        self.update_tool_settings(user, tool.id, settings).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_tool_file_refuses_unknown_fields() {
+        let e = serde_json::from_value::<ToolFile>(json!({"name": "x", "code": "return 1;", "colour": "blue"})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn arguments_are_rows_or_a_json_schema() {
+        let rows = parse_arguments(Some(json!([{"name": "text", "type": {"kind": "string"}, "required": true}]))).unwrap();
+        let schema = parse_arguments(Some(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))).unwrap();
+        assert_eq!(rows, schema);
+        assert!(parse_arguments(Some(json!("text"))).is_err());
+        assert_eq!(parse_arguments(None).unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,153 @@
+//! Publishing from CI: `POST /api/v1/tools` with a publish-scoped token, and
+//! `toolshed push` against a real server.
+
+mod common;
+
+use common::TestServer;
+use serde_json::{json, Value};
+
+async fn push(srv: &TestServer, token: Option<&str>, body: &str) -> (u16, Value) {
+    let mut req = reqwest::Client::new().post(srv.url("/api/v1/tools")).header("Content-Type", "application/json").body(body.to_owned());
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let res = req.send().await.unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+}
+
+/// A tool file: `shout` upper-cases its text, with one test case.
+fn shout(code: &str, expected: &str) -> String {
+    json!({
+        "name": "shout",
+        "title": "Shout",
+        "description": "Upper-cases a text.",
+        "tags": ["text"],
+        "visibility": "everyone",
+        "code": code,
+        "arguments": [{"name": "text", "type": {"kind": "string"}, "description": "What to shout", "required": true}],
+        "test_cases": [{"name": "hello", "args": {"text": "hello"}, "expected": expected}],
+        "changelog": "from CI",
+    })
+    .to_string()
+}
+
+server_test!(pushing_needs_a_token_with_the_publish_scope_for_that_listing, |srv: TestServer| async move {
+    let client = srv.member("carol", "research").await;
+    let file = shout("return $text.toUpperCase();", "HELLO");
+    let (status, body) = push(&srv, None, &file).await;
+    assert_eq!((status, &body["error"]["code"]), (401, &json!("unauthorized")), "{body}");
+    let (status, body) = push(&srv, Some("tsk_wrong"), &file).await;
+    assert_eq!((status, &body["error"]["code"]), (401, &json!("unauthorized")), "{body}");
+
+    let plain = srv.token("carol");
+    let (status, body) = push(&srv, Some(&plain), &file).await;
+    assert_eq!(status, 403);
+    assert_eq!(body["error"]["code"], "missing_scope");
+    assert!(body["error"]["message"].as_str().unwrap().contains("publish scope"), "{body}");
+
+    let (status, scoped) =
+        srv.call(&client, "tokens/create", &[("name", "ci for another tool"), ("expires_in_days", ""), ("scope", "research/other"), ("publish", "on")]).await;
+    assert_eq!(status, 200, "{scoped}");
+    let (status, body) = push(&srv, Some(scoped.as_str().unwrap()), &file).await;
+    assert_eq!((status, &body["error"]["code"]), (403, &json!("out_of_scope")), "{body}");
+    let (_, tokens) = srv.call(&client, "tokens", &[]).await;
+    assert_eq!(tokens[0]["publish"], true, "the Account page shows the grant: {tokens}");
+});
+
+server_test!(a_file_that_is_not_a_valid_tool_gets_400_invalid_file, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let token = srv.publish_token("carol");
+    for (file, says) in [
+        ("not json".to_owned(), "not valid"),
+        (json!({"name": "x", "code": "return 1;", "colour": "blue"}).to_string(), "unknown field `colour`"),
+        (json!({"name": "bad name!", "code": "return 1;"}).to_string(), "Name"),
+        (json!({"name": "x", "code": "return 1;", "arguments": [{"name": "1st", "type": {"kind": "string"}}]}).to_string(), "argument name"),
+    ] {
+        let (status, body) = push(&srv, Some(&token), &file).await;
+        assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_file")), "{file}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(says), "{file}: {body}");
+    }
+});
+
+server_test!(a_failing_test_case_saves_the_version_but_does_not_publish_it, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let token = srv.publish_token("carol");
+    let (status, body) = push(&srv, Some(&token), &shout("return $text;", "HELLO")).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "tests_failed");
+    assert_eq!(body["error"]["message"], "1 of 1 test cases failed; version 1 was saved but not published.");
+    assert_eq!(body["outcome"], "tests_failed");
+    let mut result = body["test_results"][0].clone();
+    result.as_object_mut().unwrap().remove("duration_ms");
+    assert_eq!(result, json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO"}));
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
+});
+
+server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file_saves_nothing, |srv: TestServer| async move {
+    let client = srv.member("carol", "research").await;
+    let token = srv.publish_token("carol");
+    let (status, body) = push(&srv, Some(&token), &shout("return $text.toUpperCase();", "HELLO")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (&body["tool"], &body["created"], &body["version"], &body["new_version"], &body["outcome"]),
+        (&json!("research/shout"), &json!(true), &json!(1), &json!(true), &json!("published"))
+    );
+    assert_eq!(body["test_results"][0]["passed"], true);
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 200);
+    let detail = client.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "shout")]).send().await.unwrap();
+    let detail: Value = detail.json().await.unwrap();
+    assert_eq!((&detail["title"], &detail["visibility"], &detail["tags"]), (&json!("Shout"), &json!("everyone"), &json!(["text"])));
+
+    let (status, again) = push(&srv, Some(&token), &shout("return $text.toUpperCase();", "HELLO")).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!((&again["created"], &again["version"], &again["new_version"], &again["outcome"]), (&json!(false), &json!(1), &json!(false), &json!("published")));
+
+    let (status, changed) = push(&srv, Some(&token), &shout("return $text.toUpperCase() + '';", "HELLO")).await;
+    assert_eq!((status, &changed["version"], &changed["outcome"]), (200, &json!(2), &json!("published")), "{changed}");
+});
+
+server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test_fails, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let token = srv.publish_token("carol");
+    let dir = common::TempDir::new();
+    let file = json!({
+        "name": "greet", "description": "Greets someone.",
+        "code_file": "greet.js",
+        "arguments": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        "test_cases": [{"name": "ada", "args": {"name": "Ada"}, "expected": "Hello, Ada!"}],
+    });
+    std::fs::write(dir.path().join("greet.json"), file.to_string()).unwrap();
+    let run = |code: &str| {
+        std::fs::write(dir.path().join("greet.js"), code).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["push", dir.path().join("greet.json").to_str().unwrap(), "--url", &srv.base])
+            .env("TOOLSHED_TOKEN", &token)
+            .output()
+            .expect("run toolshed push")
+    };
+    let out = run("return `Hello, ${$name}!`;");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("  pass ada"), "{stdout}");
+    assert!(stdout.ends_with("research/greet v1: created, version saved; published.\n"), "{stdout}");
+
+    let out = run("return `Hi, ${$name}`;");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stdout.contains("  FAIL ada") && stdout.contains("expected: Hello, Ada!") && stdout.contains("actual:   Hi, Ada"), "{stdout}");
+    assert!(stderr.contains("1 of 1 test cases failed; version 2 was saved but not published. (422 Unprocessable Entity, tests_failed)"), "{stderr}");
+});
+
+server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slugify.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["push", example.to_str().unwrap(), "--url", &srv.base, "--token", &srv.publish_token("carol")])
+        .output()
+        .expect("run toolshed push");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.matches("  pass ").count(), 3, "{stdout}");
+    assert!(stdout.ends_with("research/slugify v1: created, version saved; published.\n"), "{stdout}");
+});

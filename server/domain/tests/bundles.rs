@@ -5,21 +5,12 @@
 mod support;
 
 use serde_json::json;
-use toolshed_domain::accounts::Registration;
+use support::{finance_and_legal as world, text_arg};
 use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::market::{BrowseQuery, ListingKind};
 use toolshed_domain::names::ToolName;
-use toolshed_domain::schema::ArgDef;
 use toolshed_domain::tools::{NewTool, RunSource, Source, Tool, ToolError};
-use toolshed_domain::{Db, Settings, Toolshed, User};
-
-async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
-    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
-}
-
-fn text_arg() -> Vec<ArgDef> {
-    serde_json::from_value(json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()
-}
+use toolshed_domain::{Db, Toolshed, User};
 
 /// A tool with one version per body in `codes`, the last one published.
 async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, codes: &[&str]) -> Tool {
@@ -48,14 +39,6 @@ fn name(raw: &str) -> ToolName {
 async fn served(ts: &Toolshed, user: &User, b: &Tool) -> Vec<String> {
     let b = ts.tool(user, b.id).await.unwrap();
     ts.served_tools(user, &b).await.unwrap().tools.iter().map(|s| format!("{}={}@v{}", s.name, s.tool.slug(), s.version)).collect()
-}
-
-async fn world(db: Db) -> (Toolshed, User, User, User) {
-    let ts = Toolshed::new(db, Settings::default());
-    let alice = user(&ts, "alice", "finance").await;
-    let bob = user(&ts, "bob", "finance").await;
-    let carol = user(&ts, "carol", "legal").await;
-    (ts, alice, bob, carol)
 }
 
 store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_department, |db: Db| async move {

@@ -4,32 +4,16 @@
 mod support;
 
 use serde_json::json;
+use support::{finance_and_legal as world, text_arg};
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::sandbox::{RunError, ToolValue};
-use toolshed_domain::schema::ArgDef;
 use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, Visibility};
-use toolshed_domain::{Db, Settings, Toolshed, User};
-
-async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
-    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
-}
-
-fn text_arg() -> Vec<ArgDef> {
-    serde_json::from_value(json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()
-}
+use toolshed_domain::Db;
 
 fn source(code: &str) -> Source {
     Source::parse(code, text_arg(), None).unwrap()
-}
-
-async fn world(db: Db) -> (Toolshed, User, User, User) {
-    let ts = Toolshed::new(db, Settings::default());
-    let alice = user(&ts, "alice", "finance").await;
-    let bob = user(&ts, "bob", "finance").await;
-    let carol = user(&ts, "carol", "legal").await;
-    (ts, alice, bob, carol)
 }
 
 store_test!(versions_are_numbered_and_publishing_an_older_one_rolls_back, |db: Db| async move {

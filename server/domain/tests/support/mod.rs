@@ -8,7 +8,10 @@
 
 #![allow(dead_code)]
 
+use toolshed_domain::accounts::Registration;
+use toolshed_domain::schema::ArgDef;
 use toolshed_domain::store::{Backend, Db};
+use toolshed_domain::{Settings, Toolshed, User};
 
 pub const POSTGRES_URL_VAR: &str = "TOOLSHED_TEST_POSTGRES_URL";
 
@@ -76,6 +79,25 @@ impl TestDb {
         db.migrate().await.expect("migrate");
         db
     }
+}
+
+/// Registers `name` in `department` (created when new).
+pub async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
+    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
+}
+
+/// A Toolshed on `db` with Alice and Bob in finance and Carol in legal.
+pub async fn finance_and_legal(db: Db) -> (Toolshed, User, User, User) {
+    let ts = Toolshed::new(db, Settings::default());
+    let alice = user(&ts, "alice", "finance").await;
+    let bob = user(&ts, "bob", "finance").await;
+    let carol = user(&ts, "carol", "legal").await;
+    (ts, alice, bob, carol)
+}
+
+/// One required string argument, `text`.
+pub fn text_arg() -> Vec<ArgDef> {
+    serde_json::from_value(serde_json::json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()
 }
 
 /// Declares a test that runs once on SQLite and once on PostgreSQL:

@@ -68,10 +68,11 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
         let _ = tcp.set_nodelay(true);
     });
     tokio::spawn(sweep_expired_sessions(toolshed.clone()));
+    let shutdown = shutdown_signal();
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await?;
     // Calls answered before the shutdown are recorded before the pool closes.
     toolshed.usage().flush().await;
@@ -204,19 +205,26 @@ async fn sweep_expired_sessions(toolshed: Toolshed) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
+/// Resolves on the first SIGINT or SIGTERM. The handlers are installed when this
+/// is called, not when it is first polled: a signal that arrives between
+/// "serving" and the server's first poll must stop it gracefully, not kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    async fn next(s: Option<&mut Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
         }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
     }
-    tracing::info!("shutting down");
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        tokio::select! {
+            _ = next(interrupt.as_mut()) => {},
+            _ = next(terminate.as_mut()) => {},
+        }
+        tracing::info!("shutting down");
+    }
 }

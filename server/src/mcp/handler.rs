@@ -22,8 +22,9 @@ use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
 use toolshed_domain::bundles::ServedTool;
+use toolshed_domain::codegen::ToolDef;
 use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
-use toolshed_domain::{Toolshed, User};
+use toolshed_domain::Toolshed;
 
 use super::Caller;
 
@@ -86,23 +87,6 @@ impl ListingHandler {
         self.toolshed.served_by(&c.user, &c.listing).await.map_err(internal)
     }
 
-    /// A served tool as MCP describes it, under the name it has in this listing.
-    async fn describe(&self, user: &User, s: &ServedTool) -> Result<McpTool, McpError> {
-        let v = self.toolshed.version(user, s.tool.id, s.version).await.map_err(internal)?;
-        let schema = match toolshed_domain::schema::to_json_schema(&v.args) {
-            serde_json::Value::Object(map) => map,
-            _ => Default::default(),
-        };
-        let t = &s.tool;
-        let mut tool = McpTool::new(s.name.clone(), t.description.clone(), Arc::new(schema))
-            .with_title(t.title.clone())
-            .with_annotations(ToolAnnotations::new().read_only(t.read_only_hint).destructive(t.destructive_hint));
-        if let Some(serde_json::Value::Object(out)) = v.output_schema {
-            tool = tool.with_raw_output_schema(Arc::new(out));
-        }
-        Ok(tool)
-    }
-
     /// Tells the client whenever what its listing serves changes (publish,
     /// roll back, settings, moderation; for a bundle, of any member too), on
     /// any replica, until the session ends.
@@ -151,6 +135,21 @@ async fn watched_targets(toolshed: &Toolshed, c: &Caller) -> HashSet<String> {
         }
     }
     watched
+}
+
+/// A served tool as MCP describes it, under the name it has in this listing.
+fn mcp_tool(t: ToolDef) -> McpTool {
+    let schema = match t.input_schema {
+        serde_json::Value::Object(map) => map,
+        _ => Default::default(),
+    };
+    let mut tool = McpTool::new(t.name, t.description, Arc::new(schema))
+        .with_title(t.title)
+        .with_annotations(ToolAnnotations::new().read_only(t.read_only).destructive(t.destructive));
+    if let Some(serde_json::Value::Object(out)) = t.output_schema {
+        tool = tool.with_raw_output_schema(Arc::new(out));
+    }
+    tool
 }
 
 fn internal(e: ToolError) -> McpError {
@@ -284,11 +283,8 @@ impl ServerHandler for ListingHandler {
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
-        let mut tools = Vec::new();
-        for s in self.served(&c).await? {
-            tools.push(self.describe(&c.user, &s).await?);
-        }
-        Ok(ListToolsResult::with_all_items(tools))
+        let defs = self.toolshed.tool_defs(&c.user, &c.listing).await.map_err(internal)?;
+        Ok(ListToolsResult::with_all_items(defs.into_iter().map(mcp_tool).collect()))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {

@@ -32,6 +32,12 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_SESSION_KEY", hide_env_values = true, global = true)]
     pub session_key: Option<String>,
 
+    /// Base64 of 32 random bytes that seals stored credentials (external MCP
+    /// servers, LLM endpoints). All replicas must share it; losing it makes the
+    /// stored credentials unreadable. Default: generated once into DATA_DIR/secrets.key.
+    #[arg(long, env = "TOOLSHED_SECRETS_KEY", hide_env_values = true, global = true)]
+    pub secrets_key: Option<String>,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]
@@ -61,22 +67,34 @@ impl Config {
 
     /// The cookie-signing key: configured, or read from (or first written to) the data dir.
     pub fn session_key(&self) -> anyhow::Result<Vec<u8>> {
+        self.key("session", self.session_key.as_deref(), 64)
+    }
+
+    /// The key that seals stored credentials (see `toolshed_domain::secrets`).
+    pub fn secrets_key(&self) -> anyhow::Result<[u8; toolshed_domain::secrets::KEY_LEN]> {
+        let key = self.key("secrets", self.secrets_key.as_deref(), toolshed_domain::secrets::KEY_LEN)?;
+        Ok(key[..toolshed_domain::secrets::KEY_LEN].try_into().expect("the length was checked"))
+    }
+
+    /// A key given in configuration, or else read from (or first generated
+    /// into) `DATA_DIR/NAME.key`.
+    fn key(&self, name: &str, configured: Option<&str>, min_len: usize) -> anyhow::Result<Vec<u8>> {
         let engine = base64::engine::general_purpose::STANDARD;
         let decode = |s: &str| -> anyhow::Result<Vec<u8>> {
-            let key = engine.decode(s.trim()).context("the session key is not base64")?;
-            if key.len() < 64 {
-                anyhow::bail!("the session key must be at least 64 bytes");
+            let key = engine.decode(s.trim()).with_context(|| format!("the {name} key is not base64"))?;
+            if key.len() < min_len {
+                anyhow::bail!("the {name} key must be at least {min_len} bytes");
             }
             Ok(key)
         };
-        if let Some(k) = &self.session_key {
+        if let Some(k) = configured {
             return decode(k);
         }
-        let path = self.data_dir.join("session.key");
+        let path = self.data_dir.join(format!("{name}.key"));
         if let Ok(existing) = std::fs::read_to_string(&path) {
             return decode(&existing);
         }
-        let key: Vec<u8> = (0..64).map(|_| rand::random::<u8>()).collect();
+        let key: Vec<u8> = (0..min_len).map(|_| rand::random::<u8>()).collect();
         std::fs::create_dir_all(&self.data_dir).with_context(|| format!("cannot create {}", self.data_dir.display()))?;
         write_private(&path, &engine.encode(&key)).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(key)

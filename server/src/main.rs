@@ -65,7 +65,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.config;
     let db = Db::connect(&config.database_url()).await?;
     db.migrate().await?;
-    let toolshed = Toolshed::new(db, Settings::default());
+    let secrets = toolshed_domain::secrets::SecretBox::new(&config.secrets_key()?);
+    let toolshed = Toolshed::new(db, Settings { secrets, ..Settings::default() });
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

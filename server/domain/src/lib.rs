@@ -20,6 +20,7 @@ pub mod passwords;
 pub mod policy;
 pub mod sandbox;
 pub mod schema;
+pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod tokens;
@@ -59,6 +60,8 @@ pub struct Settings {
     pub login_failures_per_client: i64,
     pub login_window_ms: i64,
     pub sandbox: SandboxConfig,
+    /// Seals stored credentials; all replicas must share its key.
+    pub secrets: secrets::SecretBox,
 }
 
 impl Default for Settings {
@@ -68,6 +71,7 @@ impl Default for Settings {
             login_failures_per_client: 20,
             login_window_ms: 15 * 60 * 1000,
             sandbox: SandboxConfig::default(),
+            secrets: secrets::SecretBox::ephemeral(),
         }
     }
 }
@@ -102,6 +106,10 @@ impl Toolshed {
 
     pub fn sandbox(&self) -> &Sandbox {
         &self.inner.sandbox
+    }
+
+    pub fn secrets(&self) -> &secrets::SecretBox {
+        &self.inner.settings.secrets
     }
 }
 

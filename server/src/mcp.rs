@@ -202,7 +202,7 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
     let kind = if req.uri().path().starts_with("/mcp/bundles/") { ListingKind::Bundle } else { ListingKind::Tool };
-    let listing = match ts.listing_by_slug(&user, kind, &department, &name).await {
+    let listing = match ts.listing_for_call(&user, kind, &department, &name).await {
         Ok(t) if t.published_version.is_some() && token.as_ref().is_none_or(|tk| tk.allows(&t.slug())) => t,
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {

@@ -58,6 +58,23 @@ server_test!(deactivating_a_user_ends_their_sessions_and_tokens_at_once, |srv: T
     assert_eq!((change["target"].clone(), change["change"].clone()), (json!("user:bob"), json!(r#"{"is_active":true} → {"is_active":false}"#)));
 });
 
+server_test!(a_user_deactivated_on_one_replica_loses_their_token_on_the_others_within_a_second, |srv: TestServer| async move {
+    srv.member("bob", "sales").await;
+    let token = srv.token("bob");
+    let other = srv.replica().await;
+    let url = other.url("/mcp/tools/demo/echo");
+    assert_eq!(common::mcp_initialize_status(&url, &token).await, 200, "the other replica now holds bob's token in its call cache");
+
+    let admin = srv.admin().await;
+    let (status, _) = srv.call(&admin, "admin/users/status", &[("username", "bob"), ("status", "deactivated")]).await;
+    assert_eq!(status, 200);
+    let since = std::time::Instant::now();
+    while common::mcp_initialize_status(&url, &token).await != 401 {
+        assert!(since.elapsed() < std::time::Duration::from_secs(2), "the other replica still accepts the token");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+});
+
 server_test!(admins_promote_and_demote_but_the_last_admin_cannot_demote_themself, |srv: TestServer| async move {
     let admin = srv.admin().await;
     let (status, body) = srv.call(&admin, "admin/users/role", &[("username", "admin"), ("role", "member")]).await;

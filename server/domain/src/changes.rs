@@ -2,13 +2,12 @@
 //!
 //! Every change that alters what a listing serves (publish, roll back, settings,
 //! moderation) already writes an audit row in its own transaction, so the audit
-//! log *is* the change feed: one poller per process reads new rows of those
-//! actions and broadcasts their targets. A change made on any replica
-//! reaches sessions on every replica, and nothing lives only in memory. The
-//! poller runs only while someone listens.
+//! log *is* the change feed: one poller per process reads new audit rows,
+//! broadcasts the targets of those actions, and empties the call cache
+//! ([`crate::cache`]) on any. A change made on any replica reaches sessions on
+//! every replica, and nothing lives only in memory.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use tokio::sync::broadcast;
 
 use crate::store::{Db, StoreError};
 
-/// How often the poller looks for new audit rows while sessions listen.
+/// How often the poller looks for new audit rows.
 const POLL: Duration = Duration::from_millis(250);
 /// PostgreSQL may commit sequence values out of order: re-read this many ids
 /// below the highest one seen, and skip the ones already delivered.
@@ -33,57 +32,73 @@ pub type Changed = Arc<str>;
 
 #[derive(Clone)]
 pub struct ListingChanges {
-    db: Db,
     tx: broadcast::Sender<Changed>,
-    polling: Arc<AtomicBool>,
 }
 
 impl ListingChanges {
-    pub fn new(db: Db) -> Self {
+    /// Starts the poller, for the life of the runtime: besides the sessions'
+    /// list changes it keeps the call cache true to writes made elsewhere.
+    pub fn start(db: Db) -> Self {
         let (tx, _) = broadcast::channel(256);
-        Self { db, tx, polling: Arc::new(AtomicBool::new(false)) }
-    }
-
-    /// Listens for changes from now on; starts the poller if it is not running.
-    pub fn subscribe(&self) -> broadcast::Receiver<Changed> {
-        let rx = self.tx.subscribe();
-        if !self.polling.swap(true, Ordering::AcqRel) {
-            let this = self.clone();
-            tokio::spawn(async move {
-                if let Err(e) = this.poll().await {
-                    tracing::warn!(error = %e, "listing change poller stopped");
+        let this = Self { tx };
+        let feed = this.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = feed.poll(&db).await {
+                    tracing::warn!(error = %e, "listing change poller failed; restarting");
                 }
-                this.polling.store(false, Ordering::Release);
-            });
-        }
-        rx
+                // Rows may have been missed meanwhile.
+                crate::cache::invalidate_all();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        this
     }
 
-    async fn poll(&self) -> Result<(), StoreError> {
-        let row = sqlx::query("SELECT COALESCE(MAX(id), 0) AS id FROM audit_log").fetch_one(self.db.pool()).await?;
-        // Changes from before anyone listened are nobody's news.
+    /// Listens for changes from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Changed> {
+        self.tx.subscribe()
+    }
+
+    async fn poll(&self, db: &Db) -> Result<(), StoreError> {
+        let row = sqlx::query("SELECT COALESCE(MAX(id), 0) AS id FROM audit_log").fetch_one(db.pool()).await?;
+        // Changes from before the poller started are nobody's news.
         let start: i64 = row.try_get("id")?;
         let mut high = start;
         let mut delivered = BTreeSet::new();
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        while self.tx.receiver_count() > 0 {
+        loop {
             tick.tick().await;
-            let rows = sqlx::query(&format!("SELECT id, target FROM audit_log WHERE id > $1 AND ({LIST_CHANGING}) ORDER BY id"))
+            let rows = sqlx::query(&format!(
+                "SELECT id, target, CASE WHEN {LIST_CHANGING} THEN 1 ELSE 0 END AS lists FROM audit_log WHERE id > $1 ORDER BY id"
+            ))
             .bind(high - REORDER_WINDOW)
-            .fetch_all(self.db.pool())
+            .fetch_all(db.pool())
             .await?;
+            let mut seen_any = false;
+            let mut changed = Vec::new();
             for r in rows {
                 let id: i64 = r.try_get("id")?;
                 if id <= start || id <= high - REORDER_WINDOW || !delivered.insert(id) {
                     continue;
                 }
                 high = high.max(id);
-                let target: String = r.try_get("target")?;
+                seen_any = true;
+                if r.try_get::<i64, _>("lists")? != 0 {
+                    changed.push(r.try_get::<String, _>("target")?);
+                }
+            }
+            if seen_any {
+                // Written here (already invalidated, but maybe before its commit) or on
+                // another replica; before the news goes out, so a session told of a
+                // change and calling at once sees it.
+                crate::cache::invalidate_all();
+            }
+            for target in changed {
                 let _ = self.tx.send(target.into());
             }
             delivered = delivered.split_off(&(high - REORDER_WINDOW));
         }
-        Ok(())
     }
 }

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod admin;
 pub mod audit;
 pub mod bundles;
+mod cache;
 pub mod changes;
 pub mod codegen;
 mod demo;
@@ -49,6 +50,7 @@ struct Inner {
     usage: UsageRecorder,
     changes: ListingChanges,
     runnables: tools::RunnableCache,
+    calls: cache::CallCache,
 }
 
 /// Knobs the domain needs from configuration.
@@ -83,8 +85,8 @@ impl Toolshed {
     pub fn new(db: Db, settings: Settings) -> Self {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
         let usage = UsageRecorder::start(db.clone());
-        let changes = ListingChanges::new(db.clone());
-        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default() }) }
+        let changes = ListingChanges::start(db.clone());
+        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default(), calls: Default::default() }) }
     }
 
     pub fn usage(&self) -> &UsageRecorder {
@@ -98,6 +100,10 @@ impl Toolshed {
 
     pub(crate) fn runnables(&self) -> &tools::RunnableCache {
         &self.inner.runnables
+    }
+
+    pub(crate) fn call_cache(&self) -> &cache::CallCache {
+        &self.inner.calls
     }
 
     pub fn settings(&self) -> &Settings {

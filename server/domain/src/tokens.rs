@@ -150,11 +150,20 @@ impl Toolshed {
             "SELECT {TOKEN_COLUMNS}, {USER_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
              JOIN departments d ON d.id = u.department_id WHERE t.token_hash = $1"
         );
-        let Some(row) = sqlx::query(&sql).bind(hash(token)).fetch_optional(self.db.pool()).await? else {
-            return Ok(Err(TokenRejected::Unknown));
+        let key = hash(token);
+        let cache = &self.call_cache().tokens;
+        let (user, info) = match cache.get(&key) {
+            Some(found) => found,
+            None => {
+                let at = cache.epoch();
+                let Some(row) = sqlx::query(&sql).bind(&key).fetch_optional(self.db.pool()).await? else {
+                    return Ok(Err(TokenRejected::Unknown));
+                };
+                let found = (user_from_row(&row)?, info_from_row(&row)?);
+                cache.insert(key.clone(), found.clone(), at);
+                found
+            }
         };
-        let info = info_from_row(&row)?;
-        let user = user_from_row(&row)?;
         let now = now_ms();
         if info.revoked_at.is_some() {
             return Ok(Err(TokenRejected::Revoked));
@@ -168,6 +177,7 @@ impl Toolshed {
         // Last use is for people, to the minute: no write on every call.
         if info.last_used_at.is_none_or(|t| now - t > 60_000) {
             sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2").bind(now).bind(info.id).execute(self.db.pool()).await?;
+            cache.update(&key, |(_, cached)| cached.last_used_at = Some(now));
         }
         Ok(Ok((user, info)))
     }

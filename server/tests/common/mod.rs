@@ -237,16 +237,7 @@ impl TestServer {
 
     /// The HTTP status an MCP `initialize` at `path` gets with `token`.
     pub async fn mcp_initialize_status(&self, path: &str, token: &str) -> u16 {
-        let res = reqwest::Client::new()
-            .post(self.url(path))
-            .bearer_auth(token)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
-            .send()
-            .await
-            .unwrap();
-        res.status().as_u16()
+        mcp_initialize_status(&self.url(path), token).await
     }
 
     /// Creates an API token for `username` with the operator command.
@@ -310,6 +301,20 @@ macro_rules! server_test {
             }
         }
     };
+}
+
+/// The HTTP status an MCP `initialize` at `url` gets with `token`.
+pub async fn mcp_initialize_status(url: &str, token: &str) -> u16 {
+    let res = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    res.status().as_u16()
 }
 
 /// The error a no-JS form post was redirected back with, decoded from `__err`.

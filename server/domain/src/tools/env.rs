@@ -1,6 +1,8 @@
 //! Per-tool configuration, exposed to the code as `$env`. Secret values are
 //! write-only: never listed back, and blanked out of results and console lines.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -21,7 +23,7 @@ pub struct EnvVar {
 }
 
 /// What the sandbox gets: every value, and which ones to blank out afterwards.
-pub(super) struct Env {
+pub(crate) struct Env {
     pub values: std::collections::BTreeMap<String, String>,
     pub secrets: Vec<String>,
 }
@@ -66,8 +68,22 @@ impl Env {
 
 impl Toolshed {
     /// What a run needs besides its code: the tool's `$env` and the admin's
-    /// policy, read fresh in one statement (this is on every call's path).
-    pub(super) async fn env_and_policy(&self, id: ToolId) -> Result<(Env, Policy), ToolError> {
+    /// policy (on every call's path, so through the call cache; both change
+    /// only by audited writes).
+    pub(super) async fn env_and_policy(&self, id: ToolId) -> Result<(Arc<Env>, Policy), ToolError> {
+        let cache = &self.call_cache().envs;
+        if let Some(found) = cache.get(&id) {
+            return Ok(found);
+        }
+        let at = cache.epoch();
+        let (env, policy) = self.load_env_and_policy(id).await?;
+        let found = (Arc::new(env), policy);
+        cache.insert(id, found.clone(), at);
+        Ok(found)
+    }
+
+    /// One statement for both.
+    async fn load_env_and_policy(&self, id: ToolId) -> Result<(Env, Policy), ToolError> {
         let sql = format!(
             "SELECT 0 AS is_policy, name, value, secret FROM tool_env WHERE tool_id = $1 \
              UNION ALL SELECT 1, key, value, 0 FROM settings WHERE {POLICY_ROWS}"

@@ -11,6 +11,7 @@ mod versions;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+pub(crate) use env::Env;
 pub use env::EnvVar;
 pub use fork::Upstream;
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
@@ -386,9 +387,30 @@ impl Toolshed {
 
     /// A listing of `kind` the user may see, by `department/name`.
     pub async fn listing_by_slug(&self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
+        self.listing_row(kind, department, name).await?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
+    }
+
+    /// [`Toolshed::listing_by_slug`] for the MCP endpoints, through the call
+    /// cache: what they read of a listing changes only by audited writes.
+    pub async fn listing_for_call(&self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
+        let key = (kind, department.to_owned(), name.to_owned());
+        let cache = &self.call_cache().listings;
+        let tool = match cache.get(&key) {
+            Some(t) => t,
+            None => {
+                let at = cache.epoch();
+                let t = self.listing_row(kind, department, name).await?.ok_or(ToolError::NotFound)?;
+                cache.insert(key, t.clone(), at);
+                t
+            }
+        };
+        Some(tool).filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
+    }
+
+    async fn listing_row(&self, kind: ListingKind, department: &str, name: &str) -> Result<Option<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE d.name = $1 AND t.name = $2 AND t.kind = $3");
         let row = sqlx::query(&sql).bind(department).bind(name).bind(kind.as_str()).fetch_optional(self.db.pool()).await?;
-        row.as_ref().map(tool_from_row).transpose()?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
+        Ok(row.as_ref().map(tool_from_row).transpose()?)
     }
 
     /// A tool with code of its own (not a bundle) the user may change: what

@@ -59,6 +59,9 @@ pub struct UsageRecorder {
 }
 
 const BATCH: usize = 500;
+/// Parameters a row: 900 a statement stays far below SQLite's and PostgreSQL's limits.
+const COLUMNS: usize = 9;
+const ROWS_PER_INSERT: usize = 100;
 const INTERVAL: Duration = Duration::from_millis(250);
 
 impl UsageRecorder {
@@ -115,22 +118,31 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
     }
     let result: Result<(), sqlx::Error> = async {
         let mut tx = db.pool().begin().await?;
-        for r in batch.iter() {
-            sqlx::query(
-                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(r.at_ms)
-            .bind(r.tool_id)
-            .bind(r.version)
-            .bind(r.user_id)
-            .bind(r.token_id)
-            .bind(r.bundle_id)
-            .bind(&r.transport)
-            .bind(r.duration_us)
-            .bind(r.outcome.as_str())
-            .execute(&mut *tx)
-            .await?;
+        // Many rows per statement: each statement is a round trip to the database.
+        // (Written out because sqlx's QueryBuilder gives `Any` `?` placeholders,
+        // which PostgreSQL refuses.)
+        for rows in batch.chunks(ROWS_PER_INSERT) {
+            let values: Vec<String> = (0..rows.len())
+                .map(|i| format!("({})", (1..=COLUMNS).map(|c| format!("${}", i * COLUMNS + c)).collect::<Vec<_>>().join(", ")))
+                .collect();
+            let sql = format!(
+                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome) VALUES {}",
+                values.join(", ")
+            );
+            let mut insert = sqlx::query(&sql);
+            for r in rows {
+                insert = insert
+                    .bind(r.at_ms)
+                    .bind(r.tool_id)
+                    .bind(r.version)
+                    .bind(r.user_id)
+                    .bind(r.token_id)
+                    .bind(r.bundle_id)
+                    .bind(r.transport.as_str())
+                    .bind(r.duration_us)
+                    .bind(r.outcome.as_str());
+            }
+            insert.execute(&mut *tx).await?;
         }
         tx.commit().await
     }

@@ -8,6 +8,7 @@ use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::{BrowsePage, BrowseQuery, ListingCard, ListingKind};
 use toolshed_domain::tools::{NewTool, Source, Tool, ToolError};
+use toolshed_domain::usage::{Outcome, UsageRecord};
 use toolshed_domain::{now_ms, Db, Settings, Toolshed, User};
 
 const DAY_MS: i64 = 86_400_000;
@@ -225,6 +226,39 @@ store_test!(admins_feature_listings_with_an_audit_row_and_the_home_page_shows_vi
     assert_eq!(actions[..2], [("tool.unfeatured", "tool:legal/nda"), ("tool.featured", "tool:finance/team_only")]);
     let kinds: Vec<_> = ts.featured(&carol).await.unwrap().into_iter().map(|c| (c.kind, c.featured)).collect();
     assert_eq!(kinds, [(ListingKind::Tool, true)]);
+});
+
+store_test!(every_usage_record_handed_to_the_recorder_is_written_with_all_its_fields, |db: Db| async move {
+    let (ts, [alice, ..], tools) = market(db).await;
+    let fx = &tools[0];
+    // More than one multi-row statement's worth.
+    for i in 0..250i64 {
+        ts.usage().record(UsageRecord {
+            at_ms: now_ms(),
+            tool_id: fx.id.0,
+            version: (i % 2 == 0).then_some(1),
+            user_id: alice.id.0,
+            token_id: None,
+            bundle_id: None,
+            transport: format!("t{}", i % 3),
+            duration_us: i,
+            outcome: if i % 5 == 0 { Outcome::ToolError } else { Outcome::Ok },
+        });
+    }
+    ts.usage().flush().await;
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, CAST(SUM(duration_us) AS BIGINT) AS us, \
+         CAST(SUM(CASE WHEN version IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unversioned, \
+         CAST(SUM(CASE WHEN outcome = 'tool_error' THEN 1 ELSE 0 END) AS BIGINT) AS errors, \
+         CAST(SUM(CASE WHEN transport = 't2' THEN 1 ELSE 0 END) AS BIGINT) AS t2 \
+         FROM usage_records WHERE tool_id = $1",
+    )
+    .bind(fx.id.0)
+    .fetch_one(ts.db.pool())
+    .await
+    .unwrap();
+    let get = |c: &str| sqlx::Row::get::<i64, _>(&row, c);
+    assert_eq!((get("n"), get("us"), get("unversioned"), get("errors"), get("t2")), (250, (0..250).sum(), 125, 50, 83));
 });
 
 store_test!(usage_stats_count_calls_per_day_errors_and_duration_percentiles, |db: Db| async move {

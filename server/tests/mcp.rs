@@ -542,7 +542,7 @@ server_test!(the_listing_page_gets_the_typescript_api_openai_functions_and_token
     assert_eq!(functions[0]["function"]["strict"], false, "echo's schema has examples: not strict");
     assert_eq!(functions[0]["function"]["parameters"]["required"], json!(["text"]));
     assert!(api["tools_list_tokens"].as_u64().unwrap() > 100);
-    assert!(api["typescript_tokens"].as_u64().unwrap() > 100);
+    assert!(api["code_mode_tokens"].as_u64().unwrap() > 100);
 
     let stranger = srv.browser();
     let (status, _) = srv.call(&stranger, "listings/api", &[("listing", &id.to_string())]).await;

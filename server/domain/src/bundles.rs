@@ -212,7 +212,7 @@ impl Toolshed {
         }
     }
 
-    async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+    pub(crate) async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Bundle).ok_or(ToolError::NotFound)
     }
 

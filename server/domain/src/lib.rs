@@ -8,6 +8,7 @@ pub mod admin;
 pub mod audit;
 pub mod bundles;
 pub mod changes;
+pub mod code_mode;
 pub mod codegen;
 mod demo;
 pub mod ids;

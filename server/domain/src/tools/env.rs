@@ -21,7 +21,7 @@ pub struct EnvVar {
 }
 
 /// What the sandbox gets: every value, and which ones to blank out afterwards.
-pub(super) struct Env {
+pub(crate) struct Env {
     pub values: std::collections::BTreeMap<String, String>,
     pub secrets: Vec<String>,
 }

@@ -298,6 +298,8 @@ impl ServerHandler for ListingHandler {
         let (tool, source, bundle_id): (Cow<Tool>, _, _) = match c.listing.kind {
             ListingKind::Tool if request.name == c.listing.name => (Cow::Borrowed(&c.listing), RunSource::Published, None),
             ListingKind::Tool => return Err(unknown()),
+            // What is not listed is not served: in this mode only `run_code` reaches the members.
+            ListingKind::Bundle if c.listing.code_mode == CodeMode::Instead => return Err(unknown()),
             ListingKind::Bundle => {
                 let member = self.served(&c).await?.into_iter().find(|s| s.name == request.name).ok_or_else(unknown)?;
                 (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id))

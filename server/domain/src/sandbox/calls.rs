@@ -59,7 +59,8 @@ pub struct ToolCall {
 
 pub(super) enum Reply {
     Fetch(Result<FetchResponse, String>),
-    Tool(Result<ToolCall, String>),
+    /// Boxed: a prepared run is large, and replies travel by value.
+    Tool(Result<Box<ToolCall>, String>),
     /// The host's task panicked.
     Failed(String),
 }
@@ -125,7 +126,7 @@ impl<'js> HostCalls<'js> {
         }
         self.tool_calls += 1;
         let prepared = tools.host.prepare(name, input);
-        let task = self.tasks.spawn_on(async move { Reply::Tool(prepared.await) }, &tools.runtime);
+        let task = self.tasks.spawn_on(async move { Reply::Tool(prepared.await.map(Box::new)) }, &tools.runtime);
         self.waiting.insert(task.id(), settle);
         Ok(())
     }

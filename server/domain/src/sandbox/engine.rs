@@ -329,7 +329,7 @@ fn drive<'js>(
             Wait::Done(resolvers, reply) => {
                 let result = match reply {
                     Reply::Fetch(response) => response.map(Settled::Response),
-                    Reply::Tool(Ok(call)) => run_member(call, guard).map(Settled::Value),
+                    Reply::Tool(Ok(call)) => run_member(*call, guard).map(Settled::Value),
                     Reply::Tool(Err(message)) | Reply::Failed(message) => Err(message),
                 };
                 settle(ctx, resolvers, result).map_err(|e| guard.failure(ctx, e))?

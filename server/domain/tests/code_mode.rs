@@ -87,6 +87,9 @@ store_test!(code_mode_is_set_by_editors_audited_and_changes_what_the_endpoint_li
     let upper = ts.tool_by_slug(&alice, "finance", "upper").await.unwrap();
     assert!(matches!(ts.set_code_mode(&alice, upper.id, CodeMode::Instead).await, Err(ToolError::NotFound)), "a tool has no code mode");
     assert!(CodeMode::parse("sometimes").is_err());
+    let named_run_code = [MemberSpec { tool: upper.id, pinned_version: None, exposed_name: "run_code".into() }];
+    let refused = ts.save_bundle_version(&alice, b.id, &named_run_code, "clash").await.unwrap_err().to_string();
+    assert!(refused.contains("“run_code” is the name of code mode's tool"), "{refused}");
 
     let rows = sqlx::query("SELECT actor_id, after_json FROM audit_log WHERE action = 'bundle.code_mode_changed' AND target = 'bundle:finance/kit' ORDER BY id")
         .fetch_all(db.pool())

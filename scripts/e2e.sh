@@ -37,5 +37,5 @@ cd ..
 
 echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 # No .pytest_cache or __pycache__ in the tree.
-TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" PYTHONDONTWRITEBYTECODE=1 \
+TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_ADMIN_PASSWORD="$admin_password" PYTHONDONTWRITEBYTECODE=1 \
     "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python

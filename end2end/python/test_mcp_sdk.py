@@ -255,3 +255,46 @@ def test_legacy_sse_clients_list_and_call_tools() -> None:
             assert text_of(result) == "over the legacy transport"
 
     run(scenario())
+
+
+async def _set_code_mode(mode: str) -> None:
+    """Signs in as the administrator and sets the demo bundle's code mode, as the editor's form does."""
+    password = os.environ.get("TOOLSHED_ADMIN_PASSWORD", "")
+    assert password, "scripts/e2e.sh exports TOOLSHED_ADMIN_PASSWORD"
+    headers = {"Origin": BASE, "Accept": "application/json"}
+    async with httpx2.AsyncClient(base_url=BASE, headers=headers, timeout=10.0) as http:
+        login = await http.post("/api/login", data={"username": "admin", "password": password})
+        assert login.status_code in (200, 302, 303), login.text
+        detail = await http.post("/api/bundles/detail", data={"department": "demo", "name": "text_kit"})
+        assert detail.status_code == 200, detail.text
+        bundle = detail.json()["listing"]["id"]
+        changed = await http.post("/api/bundles/code_mode", data={"bundle": str(bundle), "mode": mode})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["code_mode"] == mode
+
+
+@protocol_modes
+def test_code_mode_runs_model_code_that_calls_two_tools(mode: str) -> None:
+    async def scenario() -> None:
+        await _set_code_mode("instead")
+        try:
+            async with connect("/mcp/bundles/demo/text_kit", mode=mode) as client:
+                tools = (await client.list_tools()).tools
+                assert [t.name for t in tools] == ["run_code"]
+                assert "await tools.name(input)" in (tools[0].description or "")
+                code = (
+                    "const text = await tools.echo({ text: 'one two two' });\n"
+                    "const stats = await tools.word_stats({ text, top: 1 });\n"
+                    "console.log(text);\n"
+                    "console.log(stats.top[0].word, stats.words);"
+                )
+                result = await client.call_tool("run_code", {"code": code})
+                assert not result.is_error, result
+                assert text_of(result) == "one two two\ntwo 3"
+                forever = await client.call_tool("run_code", {"code": "for (;;) {}"})
+                assert forever.is_error
+                assert text_of(forever).startswith("Timed out after ")
+        finally:
+            await _set_code_mode("off")
+
+    run(scenario())

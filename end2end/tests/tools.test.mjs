@@ -108,7 +108,7 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   assert.equal(served.headers.get('content-type'), 'application/typescript; charset=utf-8');
   assert.equal(await served.text(), typescript);
   assert.match(await page.textContent('.token-cost [data-form=tools-list]'), /^\d+tokens: MCP tools\/list JSON$/);
-  assert.match(await page.textContent('.token-cost [data-form=typescript]'), /^\d+tokens: TypeScript API \(code mode\)$/);
+  assert.match(await page.textContent('.token-cost [data-form=code-mode]'), /^\d+tokens: code mode \(tools\/list with run_code\)$/);
   await page.click('.api-card button:has-text("OpenAI functions")');
   const functions = JSON.parse(await page.textContent('.api-card .api-code'));
   assert.equal(functions[0].function.name, name);

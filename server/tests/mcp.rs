@@ -401,6 +401,55 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
     assert_eq!(rows, [(greeting, Some(1), Some(bundle)), (greeting, Some(2), Some(bundle))], "calls count for the tool and the bundle");
 });
 
+server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
+    let farewell = srv.create_tool(&client, "farewell", "everyone").await;
+    srv.publish(&client, farewell, "bye").await;
+    let members = json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}, {"tool": farewell, "pinned_version": null, "exposed_name": ""}]);
+    let bundle = published_bundle(&srv, &client, members).await;
+    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
+    let mut events = session.listen().await;
+    let (status, info) = srv.call(&client, "bundles/code_mode", &[("bundle", &bundle.to_string()), ("mode", "instead")]).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(info["code_mode"], "instead");
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+
+    let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    let tools = listed.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["name"], "run_code");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["code"]));
+    let description = tools[0]["description"].as_str().unwrap();
+    assert!(description.contains("greeting(input: GreetingInput): Promise<GreetingOutput>;") && description.contains("farewell("), "{description}");
+
+    let code = "const a = await tools.greeting({});\nconst b = await tools.farewell({});\nconsole.log(a, b);\nreturn [a, b].length;";
+    let result = session.request(&call(2, "run_code", json!({"code": code}))).await.last().unwrap()["result"].clone();
+    assert_eq!(result["content"][0]["text"], "hi bye\n2", "{result}");
+    assert_eq!(result["isError"], false);
+    let result = session.request(&call(3, "run_code", json!({"code": "while (true) {}"}))).await.last().unwrap()["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["content"][0]["text"], "Timed out after 2000 ms");
+    let result = session.request(&call(4, "run_code", json!({"code": "\nawait tools.nope({});"}))).await.last().unwrap()["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["content"][0]["text"], "Error: there is no tool “nope” here; the tools are: greeting, farewell (line 2)");
+    let result = session.request(&call(5, "run_code", json!({"source": "x"}))).await.last().unwrap()["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    // The members are not served one by one in this mode.
+    assert_eq!(session.request(&call(6, "greeting", json!({}))).await.last().unwrap()["error"]["code"], -32602);
+    // An open event stream would hold the graceful shutdown up.
+    drop(events);
+    drop(session);
+
+    let url = srv.db.url.clone();
+    assert!(srv.stop().await.success());
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let rows: Vec<(i64, Option<i64>, String)> =
+        sqlx::query_as("SELECT tool_id, bundle_id, transport FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
+    let through = |tool| (tool, Some(bundle), "mcp-http+run_code".to_owned());
+    assert_eq!(rows, [through(greeting), through(farewell)]);
+});
+
 server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
     published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
@@ -542,7 +591,7 @@ server_test!(the_listing_page_gets_the_typescript_api_openai_functions_and_token
     assert_eq!(functions[0]["function"]["strict"], false, "echo's schema has examples: not strict");
     assert_eq!(functions[0]["function"]["parameters"]["required"], json!(["text"]));
     assert!(api["tools_list_tokens"].as_u64().unwrap() > 100);
-    assert!(api["typescript_tokens"].as_u64().unwrap() > 100);
+    assert!(api["code_mode_tokens"].as_u64().unwrap() > 100);
 
     let stranger = srv.browser();
     let (status, _) = srv.call(&stranger, "listings/api", &[("listing", &id.to_string())]).await;

@@ -127,6 +127,18 @@ pub async fn save_bundle_version(bundle: i64, members: Vec<MemberInput>, changel
     server::toolshed()?.save_bundle_version(&user, ToolId(bundle), &specs, &changelog).await.map_err(server::fail)
 }
 
+/// Sets the bundle's code mode (`off`, `instead`, `beside`); a plain form.
+#[server(endpoint = "bundles/code_mode")]
+pub async fn set_code_mode(bundle: i64, mode: String) -> Result<ToolInfo, AppError> {
+    use toolshed_domain::code_mode::CodeMode;
+    use toolshed_domain::ids::ToolId;
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let mode = CodeMode::parse(&mode).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let bundle = ts.set_code_mode(&user, ToolId(bundle), mode).await.map_err(server::fail)?;
+    super::tools::detail(&ts, &user, bundle).await
+}
+
 /// The members of version `version` (the editor's Load button).
 #[server(endpoint = "bundles/version")]
 pub async fn bundle_version_members(department: String, name: String, version: i64) -> Result<Vec<MemberView>, AppError> {

@@ -87,6 +87,8 @@ pub struct ToolInfo {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    /// A bundle's code mode: `off`, `instead` or `beside`.
+    pub code_mode: String,
     pub can_edit: bool,
     /// The viewer is an admin: the page offers the moderation actions.
     pub can_moderate: bool,
@@ -281,6 +283,7 @@ mod convert {
             fetch_allow: t.fetch_allow.clone(),
             timeout_ms: t.timeout_ms,
             memory_mib: t.memory_mib,
+            code_mode: t.code_mode.as_str().to_owned(),
             can_edit: tools::can_edit(user, &t),
             can_moderate: user.is_admin,
             moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
@@ -614,7 +617,8 @@ pub struct ListingApiView {
     /// OpenAI function-calling definitions (JSON).
     pub openai: String,
     pub tools_list_tokens: usize,
-    pub typescript_tokens: usize,
+    /// Tokens of the `tools/list` JSON in code mode (`run_code` alone).
+    pub code_mode_tokens: usize,
     /// Where the TypeScript API is served (`…/api.d.ts`).
     pub typescript_url: String,
 }
@@ -632,7 +636,7 @@ pub async fn listing_api(listing: i64) -> Result<ListingApiView, AppError> {
         typescript: api.typescript,
         openai: api.openai,
         tools_list_tokens: api.tools_list_tokens,
-        typescript_tokens: api.typescript_tokens,
+        code_mode_tokens: api.code_mode_tokens,
         typescript_url: format!("{base}/mcp/{}/{}/api.d.ts", t.kind.plural(), t.slug()),
     })
 }

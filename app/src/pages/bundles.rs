@@ -7,14 +7,47 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, BundleCandidates, BundleInfo, ListingApiView, MemberInput, MemberView, Publish, SaveBundleVersion, ToolInfo, UsageView,
+    bundle_detail, BundleCandidates, BundleInfo, ListingApiView, MemberInput, MemberView, Publish, SaveBundleVersion, SetCodeMode, ToolInfo,
+    UsageView,
 };
+use crate::args::{ArgDef, ArgType};
 use crate::components::RequireUser;
 use crate::pages::market::UsageChart;
 use crate::pages::tools::{
     ApiCard, ConnectPanel, Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, SettingsCard, VersionList, VersionsPanel,
 };
 
+/// The code-mode choices: value, label in the editor, what the endpoint serves.
+const CODE_MODES: [(&str, &str, &str); 3] = [
+    ("off", "Off: one MCP tool per member", "one MCP tool per member"),
+    ("instead", "run_code instead of the tools", "run_code only (code mode), instead of the tools"),
+    ("beside", "run_code beside the tools", "run_code (code mode) and every tool"),
+];
+
+fn code_mode_served(mode: &str) -> &'static str {
+    CODE_MODES.iter().find(|(value, ..)| *value == mode).map_or(CODE_MODES[0].2, |(.., served)| served)
+}
+
+/// What the endpoint lists, for the Connect panel's debugger: the members,
+/// and in code mode `run_code` (whose one argument is the code).
+fn served_tools(info: &BundleInfo) -> Vec<(String, Vec<ArgDef>)> {
+    let members = info.members.iter().filter(|m| m.unavailable.is_none()).map(|m| (m.exposed_name.clone(), m.args.clone()));
+    let code = ArgDef {
+        name: "code".into(),
+        ty: ArgType::String,
+        description: "The body of an async function: await tools.name(input), console.log the answer.".into(),
+        required: true,
+        default: None,
+        enum_values: Vec::new(),
+        example: None,
+    };
+    let run_code = ("run_code".to_owned(), vec![code]);
+    match info.listing.code_mode.as_str() {
+        "instead" => vec![run_code],
+        "beside" => members.chain([run_code]).collect(),
+        _ => members.collect(),
+    }
+}
 
 /// "v3 (pinned)" or "follows published: v4".
 fn version_label(m: &MemberView) -> String {
@@ -57,8 +90,7 @@ fn MemberTable(members: Vec<MemberView>) -> impl IntoView {
 #[component]
 fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let tool = info.listing.clone();
-    let served: Vec<(String, Vec<crate::args::ArgDef>)> =
-        info.members.iter().filter(|m| m.unavailable.is_none()).map(|m| (m.exposed_name.clone(), m.args.clone())).collect();
+    let served = served_tools(&info);
     view! {
         <ListingHead tool=tool.clone() />
         <div class="two-col">
@@ -79,6 +111,17 @@ fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -
                 <Lineage tool=tool.clone() />
             </div>
             <aside>
+                <section class="card code-mode-status" data-code-mode=tool.code_mode.clone()>
+                    <h2>"Code mode"</h2>
+                    <p>"This endpoint serves " <strong>{code_mode_served(&tool.code_mode)}</strong> "."</p>
+                    {(tool.code_mode != "off").then(|| view! {
+                        <p class="muted small">
+                            <code>"run_code"</code> " runs the model's JavaScript, which calls the tools as "
+                            <code>"await tools.name(input)"</code> " (described by the TypeScript API below), within "
+                            {format!("{} ms and {} MiB", tool.timeout_ms, tool.memory_mib)} ", with no network except through the tools."
+                        </p>
+                    })}
+                </section>
                 {if tool.published_version.is_some() {
                     view! { <ConnectPanel endpoint=tool.endpoint.clone() name=tool.name.clone() tools=served /> }.into_any()
                 } else {
@@ -87,6 +130,38 @@ fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -
                 <ListingActions tool=tool.clone() />
             </aside>
         </div>
+    }
+}
+
+/// The editor's code-mode setting: a plain form, so it works before wasm loads.
+#[component]
+fn CodeModeCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
+    let set = ServerAction::<SetCodeMode>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(fresh)) = set.value().get() {
+            tool.set(fresh);
+        }
+    });
+    let t = tool.get_untracked();
+    view! {
+        <section class="card code-mode">
+            <h2>"Code mode"</h2>
+            <p class="muted small">
+                "Serve one tool, " <code>"run_code"</code> ", that runs the model's JavaScript against this bundle's tools ("
+                <code>"await tools.name(input)"</code> "): several calls in one step, within the time and memory limits in the settings, with no network except through the tools. Connected clients are told the tool list changed."
+            </p>
+            <ActionForm action=set attr:class="stack">
+                <input type="hidden" name="bundle" value=t.id />
+                {CODE_MODES.iter().map(|(value, label, _)| view! {
+                    <label class="inline"><input type="radio" name="mode" value=*value checked=t.code_mode == *value /> {*label}</label>
+                }).collect_view()}
+                <button type="submit" class="button secondary save-code-mode">"Save code mode"</button>
+                {move || set.value().get().map(|r| match r {
+                    Ok(t) => view! { <p class="alert ok">{format!("Code mode saved: the endpoint serves {}.", code_mode_served(&t.code_mode))}</p> }.into_any(),
+                    Err(e) => view! { <p class="alert error" role="alert">{e.to_string()}</p> }.into_any(),
+                })}
+            </ActionForm>
+        </section>
     }
 }
 
@@ -238,6 +313,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         });
                     }) />
                 </section>
+                <CodeModeCard tool />
                 <SettingsCard tool />
             </div>
             <aside>

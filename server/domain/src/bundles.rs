@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::accounts::User;
-use crate::codegen::{ListingApi, ToolDef};
+use crate::codegen::{ListingApi, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
 use crate::tools::{can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
@@ -212,7 +212,7 @@ impl Toolshed {
         }
     }
 
-    async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+    pub(crate) async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Bundle).ok_or(ToolError::NotFound)
     }
 
@@ -245,6 +245,10 @@ impl Toolshed {
             }
             let raw = if m.exposed_name.trim().is_empty() { tool.name.as_str() } else { m.exposed_name.as_str() };
             let name = ToolName::parse(raw).map_err(|e| bad(format!("{}: {}", tool.slug(), e.reason)))?;
+            if name.as_str().eq_ignore_ascii_case(RUN_CODE) {
+                // Code mode lists its own tool under this name beside the members.
+                return Err(bad(format!("{}: “{RUN_CODE}” is the name of code mode's tool: give it another name", tool.slug())));
+            }
             if let Some(other) = taken.get(&name.as_str().to_ascii_lowercase()) {
                 let suggestion = format!("{}__{}", tool.department, tool.name);
                 return Err(bad(format!(

@@ -22,7 +22,8 @@ use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
 use toolshed_domain::bundles::ServedTool;
-use toolshed_domain::codegen::ToolDef;
+use toolshed_domain::code_mode::{transcript, CodeMode};
+use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
@@ -283,17 +284,22 @@ impl ServerHandler for ListingHandler {
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
-        let defs = self.toolshed.tool_defs(&c.user, &c.listing).await.map_err(internal)?;
+        let defs = self.toolshed.mcp_tool_defs(&c.user, &c.listing).await.map_err(internal)?;
         Ok(ListToolsResult::with_all_items(defs.into_iter().map(mcp_tool).collect()))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         let c = self.caller(&context.extensions)?;
+        if request.name == RUN_CODE && c.listing.code_mode != CodeMode::Off {
+            return self.run_code(&c, request.arguments.unwrap_or_default()).await;
+        }
         let unknown = || McpError::invalid_params(format!("Unknown tool: {}", request.name), None);
         // A tool endpoint runs the tool it already looked up; a bundle finds the member.
         let (tool, source, bundle_id): (Cow<Tool>, _, _) = match c.listing.kind {
             ListingKind::Tool if request.name == c.listing.name => (Cow::Borrowed(&c.listing), RunSource::Published, None),
             ListingKind::Tool => return Err(unknown()),
+            // What is not listed is not served: in this mode only `run_code` reaches the members.
+            ListingKind::Bundle if c.listing.code_mode == CodeMode::Instead => return Err(unknown()),
             ListingKind::Bundle => {
                 let member = self.served(&c).await?.into_iter().find(|s| s.name == request.name).ok_or_else(unknown)?;
                 (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id))
@@ -325,11 +331,42 @@ impl ServerHandler for ListingHandler {
                 Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
                 Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
             },
-            // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
-            Err(ToolError::BadArguments(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
-            Err(ToolError::Busy) => CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())]),
-            Err(ToolError::NotFound | ToolError::NotPublished) => return Err(McpError::resource_not_found("No such listing.", None)),
-            Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
+            Err(e) => refused(e)?,
+        };
+        Ok(result.into())
+    }
+}
+
+/// A call that ran no code: bad arguments and a busy sandbox are results the
+/// model can read; anything else is a protocol error.
+fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
+    match e {
+        // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
+        ToolError::BadArguments(m) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
+        ToolError::Busy => Ok(CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())])),
+        ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
+        e => Err(McpError::internal_error(e.to_string(), None)),
+    }
+}
+
+impl ListingHandler {
+    /// Code mode's `run_code`: the model's code against the bundle's members;
+    /// the console output and returned value as text, or the error as an `isError` result.
+    async fn run_code(&self, c: &Caller, arguments: serde_json::Map<String, serde_json::Value>) -> Result<CallToolResponse, McpError> {
+        let Some(serde_json::Value::String(code)) = arguments.get("code") else {
+            return Ok(refused(ToolError::BadArguments("Invalid arguments: `code` must be a string of JavaScript".into()))?.into());
+        };
+        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: Some(c.listing.id) };
+        let outcome = match self.toolshed.run_code(&c.user, &c.listing, code.clone(), via).await {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(refused(e)?.into()),
+        };
+        if let Err(e @ RunError::Internal { .. }) = &outcome.result {
+            return Err(McpError::internal_error(e.to_string(), None));
+        }
+        let result = match transcript(&outcome) {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
         };
         Ok(result.into())
     }

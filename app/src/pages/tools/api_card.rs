@@ -7,12 +7,12 @@ use leptos::prelude::*;
 use super::mcp_debugger::copy_to_clipboard;
 use crate::api::ListingApiView;
 
-/// "62% fewer" / "15% more": the TypeScript API against the plain tool list.
-fn saving(tools_list: usize, typescript: usize) -> String {
+/// "62% fewer" / "15% more": code mode's `run_code` against the plain tool list.
+fn saving(tools_list: usize, code_mode: usize) -> String {
     if tools_list == 0 {
         return String::new();
     }
-    let change = (typescript as f64 - tools_list as f64) / tools_list as f64 * 100.0;
+    let change = (code_mode as f64 - tools_list as f64) / tools_list as f64 * 100.0;
     if change <= 0.0 {
         format!("{:.0}% fewer tokens in code mode", -change)
     } else {
@@ -45,11 +45,11 @@ pub fn ApiCard(api: ListingApiView) -> impl IntoView {
                     <strong>{api.tools_list_tokens}</strong>
                     <span class="muted small">"tokens: MCP tools/list JSON"</span>
                 </div>
-                <div class="stat" data-form="typescript">
-                    <strong>{api.typescript_tokens}</strong>
-                    <span class="muted small">"tokens: TypeScript API (code mode)"</span>
+                <div class="stat" data-form="code-mode">
+                    <strong>{api.code_mode_tokens}</strong>
+                    <span class="muted small">"tokens: code mode (tools/list with run_code)"</span>
                 </div>
-                <p class="muted small">{saving(api.tools_list_tokens, api.typescript_tokens)} " · counted with o200k_base"</p>
+                <p class="muted small">{saving(api.tools_list_tokens, api.code_mode_tokens)} " · counted with o200k_base"</p>
             </div>
             <div class="run-tabs">
                 <button type="button" class:active=move || tab.get() == "typescript" on:click=show("typescript")>"TypeScript API"</button>

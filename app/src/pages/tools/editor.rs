@@ -357,18 +357,14 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                     </label>
                 </div>
                 {if t.kind == "bundle" {
-                    // A bundle runs no code: keep the code settings as they are.
+                    // A bundle has no code of its own: its limits bound run_code in code mode.
                     view! {
-                        <input type="hidden" name="timeout_ms" value=t.timeout_ms />
-                        <input type="hidden" name="memory_mib" value=t.memory_mib />
+                        <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="run_code (code mode): " />
                         <input type="hidden" name="fetch_allow" value=t.fetch_allow.join("\n") />
                     }.into_any()
                 } else {
                     view! {
-                        <div class="row">
-                            <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="100" max="30000" value=t.timeout_ms /></label>
-                            <label>"Memory limit (MiB)" <input name="memory_mib" type="number" min="1" max="256" value=t.memory_mib /></label>
-                        </div>
+                        <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="" />
                         <label>"Hosts $fetch may reach (one per line, *.example.com allowed)"
                             <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
                         </label>
@@ -385,6 +381,17 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                 })}
             </ActionForm>
         </section>
+    }
+}
+
+/// The time and memory limit fields of the settings form.
+#[component]
+fn LimitInputs(timeout_ms: i64, memory_mib: i64, what: &'static str) -> impl IntoView {
+    view! {
+        <div class="row">
+            <label>{format!("{what}Time limit (ms)")} <input name="timeout_ms" type="number" min="100" max="30000" value=timeout_ms /></label>
+            <label>{format!("{what}Memory limit (MiB)")} <input name="memory_mib" type="number" min="1" max="256" value=memory_mib /></label>
+        </div>
     }
 }
 

@@ -48,6 +48,37 @@ pub fn tools_list_json(tools: &[ToolDef]) -> String {
     json!({ "tools": list }).to_string()
 }
 
+/// The name of code mode's one tool.
+pub const RUN_CODE: &str = "run_code";
+
+/// How to use `run_code`, in front of the TypeScript API in its description.
+const RUN_CODE_HOW_TO: &str = "Runs JavaScript that calls this server's tools, so several calls, loops and \
+filtering happen in one step. Write the body of an async function: call a tool with \
+`await tools.name(input)` (it resolves with the tool's result, parsed JSON when the tool returns JSON, \
+and throws an Error with the tool's message when the tool fails or the input is invalid). \
+Everything passed to `console.log` is the result; a returned value other than undefined is appended. \
+There is no network or file access except through the tools, and the time and memory of the whole run are limited. \
+The tools:";
+
+/// Code mode's one tool: `run_code`, described by the TypeScript API of
+/// `tools`. Read-only when every tool is, destructive when any is.
+pub fn run_code_def(slug: &str, tools: &[ToolDef]) -> ToolDef {
+    ToolDef {
+        name: RUN_CODE.into(),
+        title: "Run code".into(),
+        description: format!("{RUN_CODE_HOW_TO}\n\n```ts\n{}```", typescript_api(slug, tools)),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The body of an async function, in JavaScript."}},
+            "required": ["code"],
+            "additionalProperties": false,
+        }),
+        output_schema: None,
+        read_only: tools.iter().all(|t| t.read_only),
+        destructive: tools.iter().any(|t| t.destructive),
+    }
+}
+
 /// Tokens in `text` for OpenAI's `o200k_base` encoding (GPT-4o and later), the
 /// same count within a few percent as other current models' tokenizers.
 pub fn token_count(text: &str) -> usize {
@@ -63,8 +94,9 @@ pub struct ListingApi {
     pub openai: String,
     /// Tokens of the plain `tools/list` JSON.
     pub tools_list_tokens: usize,
-    /// Tokens of the TypeScript API, what code mode puts in front of a model instead.
-    pub typescript_tokens: usize,
+    /// Tokens of the `tools/list` JSON in code mode: the `run_code` tool alone,
+    /// what a model is shown instead.
+    pub code_mode_tokens: usize,
 }
 
 impl ListingApi {
@@ -75,7 +107,7 @@ impl ListingApi {
         let openai = serde_json::to_string_pretty(&openai_functions(prefix, tools)).expect("JSON values always serialize");
         Self {
             tools_list_tokens: token_count(&tools_list_json(tools)),
-            typescript_tokens: token_count(&typescript),
+            code_mode_tokens: token_count(&tools_list_json(&[run_code_def(slug, tools)])),
             typescript,
             openai,
         }
@@ -126,6 +158,18 @@ mod tests {
         let api = ListingApi::build("demo/echo", None, &[t]);
         assert!(api.typescript.contains("echo(input: EchoInput): Promise<EchoOutput>;"));
         assert!(api.openai.contains("\"name\": \"echo\""));
-        assert!(api.tools_list_tokens > 0 && api.typescript_tokens > 0);
+        assert!(api.tools_list_tokens > 0 && api.code_mode_tokens > 0);
+    }
+
+    #[test]
+    fn run_code_is_described_by_the_typescript_api() {
+        let t = sample("echo", json!({"type": "object", "properties": {"text": {"type": "string"}}}), None);
+        let def = run_code_def("demo/kit", std::slice::from_ref(&t));
+        assert_eq!(def.name, "run_code");
+        assert!(def.description.contains("await tools.name(input)"));
+        assert!(def.description.contains(&typescript_api("demo/kit", &[t])));
+        assert_eq!(def.input_schema["required"], json!(["code"]));
+        let api = ListingApi::build("demo/kit", None, &[sample("echo", json!({"type": "object"}), None)]);
+        assert_eq!(api.code_mode_tokens, token_count(&tools_list_json(&[run_code_def("demo/kit", &[sample("echo", json!({"type": "object"}), None)])])));
     }
 }

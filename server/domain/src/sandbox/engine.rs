@@ -5,12 +5,12 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rquickjs::context::intrinsic::{Date, Eval, Json, MapSet, Promise as PromiseApi, RegExp};
-use rquickjs::context::EvalOptions;
+use rquickjs::context::intrinsic::{Date, Eval, Json, MapSet, Promise as PromiseApi, Proxy, RegExp};
+use rquickjs::context::{EvalOptions, Intrinsic};
 use rquickjs::{Coerced, Context, Ctx, Runtime, Value};
 
 use super::alloc::{CappedAllocator, MemoryStats};
-use super::fetch::{settle, FetchQueue, Wait};
+use super::calls::{settle, HostCalls, Reply, Settled, ToolCall, Wait};
 use super::globals::{display, install, Host, Needs};
 use super::{Limits, RunError, RunOutcome, RunRequest, ToolValue, KIB, MIB};
 
@@ -63,7 +63,7 @@ fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
         timed_out: Rc::new(Cell::new(false)),
         stats: stats.clone(),
     };
-    let needs = Needs::of(&req.code);
+    let needs = Needs::of(&req.code, req.tools.is_some());
     let (result, context) = match guard.start(&needs) {
         Ok(context) => {
             let result = context.with(|ctx| execute(&ctx, &req, &needs, &host, &guard));
@@ -112,7 +112,7 @@ impl Guard {
             (false, true, true) => Context::custom::<(Core, RegExp, MapSet)>(&runtime),
             (true, true, true) => Context::custom::<(Core, Date, RegExp, MapSet)>(&runtime),
         };
-        context.map_err(|e| {
+        let context = context.map_err(|e| {
             if self.stats.exhausted() {
                 self.out_of_memory()
             } else {
@@ -120,7 +120,13 @@ impl Guard {
                     message: format!("cannot create a JS context: {e}"),
                 }
             }
-        })
+        })?;
+        if needs.tools {
+            // `tools` is a Proxy so that a name outside the bundle gets a clear error.
+            // SAFETY: the context is alive and used by this thread only.
+            context.with(|ctx| unsafe { Proxy::add_intrinsic(ctx.as_raw()) });
+        }
+        Ok(context)
     }
 
     fn out_of_memory(&self) -> RunError {
@@ -250,15 +256,15 @@ fn execute<'js>(
     host: &Rc<Host>,
     guard: &Guard,
 ) -> Result<ToolValue, RunError> {
-    let fetch = Rc::new(RefCell::new(FetchQueue::new(&req.fetch_allow, &req.limits)));
-    let _clear = ClearOnDrop(&fetch);
-    install(ctx, req, needs, host.clone(), fetch.clone()).map_err(|e| guard.failure(ctx, e))?;
-    drive(ctx, &req.code, &fetch, guard)
+    let calls = Rc::new(RefCell::new(HostCalls::new(req)));
+    let _clear = ClearOnDrop(&calls);
+    install(ctx, req, needs, host.clone(), calls.clone()).map_err(|e| guard.failure(ctx, e))?;
+    drive(ctx, &req.code, &calls, guard)
 }
 
 /// Runs even when unwinding: JS values left in the queue would outlive the
 /// context, and QuickJS aborts the process when a runtime is freed with live objects.
-struct ClearOnDrop<'a, 'js>(&'a RefCell<FetchQueue<'js>>);
+struct ClearOnDrop<'a, 'js>(&'a RefCell<HostCalls<'js>>);
 
 impl Drop for ClearOnDrop<'_, '_> {
     fn drop(&mut self) {
@@ -268,12 +274,12 @@ impl Drop for ClearOnDrop<'_, '_> {
     }
 }
 
-/// Evaluates the wrapped body, then runs jobs and settles `$fetch`es until
+/// Evaluates the wrapped body, then runs jobs and settles host calls until
 /// its promise settles.
 fn drive<'js>(
     ctx: &Ctx<'js>,
     code: &str,
-    fetch: &RefCell<FetchQueue<'js>>,
+    calls: &RefCell<HostCalls<'js>>,
     guard: &Guard,
 ) -> Result<ToolValue, RunError> {
     let mut source = String::with_capacity(PREFIX.len() + code.len() + SUFFIX.len());
@@ -318,15 +324,33 @@ fn drive<'js>(
             Some(Err(e)) => return Err(guard.failure(ctx, e)),
             None => {}
         }
-        let next = fetch.borrow_mut().wait(guard.deadline);
+        let next = calls.borrow_mut().wait(guard.deadline);
         match next {
-            Wait::Done(resolvers, result) => {
+            Wait::Done(resolvers, reply) => {
+                let result = match reply {
+                    Reply::Fetch(response) => response.map(Settled::Response),
+                    Reply::Tool(Ok(call)) => run_member(*call, guard).map(Settled::Value),
+                    Reply::Tool(Err(message)) | Reply::Failed(message) => Err(message),
+                };
                 settle(ctx, resolvers, result).map_err(|e| guard.failure(ctx, e))?
             }
             Wait::Idle => return Err(RunError::NeverSettled),
             Wait::TimedOut => return Err(guard.timeout()),
         }
     }
+}
+
+/// Runs a member's call here, nested: this thread only waits meanwhile. The
+/// member keeps its own limits, but its time never runs past the caller's deadline.
+fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
+    let ToolCall { mut request, finish } = call;
+    let left = guard.deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(guard.timeout().to_string());
+    }
+    let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+    request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);
+    finish(run(request).0)
 }
 
 /// Drops the frame of the wrapper's call, which is not the user's code.

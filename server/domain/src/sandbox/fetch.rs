@@ -2,29 +2,29 @@
 //!
 //! Requests run on one small shared tokio runtime (so connections are pooled
 //! across calls); the JS side gets a promise that the engine settles when the
-//! request finishes.
+//! request finishes (`calls.rs` keeps it until then).
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, IntoJs, Object, Promise, Value};
-use tokio::task::{self, JoinSet};
 
+use super::calls::HostCalls;
 use super::{human_bytes, Limits};
 
 const MAX_REDIRECTS: usize = 5;
 
-struct FetchIo {
-    runtime: tokio::runtime::Runtime,
+pub(super) struct FetchIo {
+    pub(super) runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
 }
 
 /// Built on first use so that calls which never fetch pay nothing for it.
-fn io() -> Result<&'static FetchIo, String> {
+pub(super) fn io() -> Result<&'static FetchIo, String> {
     static IO: OnceLock<Result<FetchIo, String>> = OnceLock::new();
     IO.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -84,7 +84,7 @@ fn check_target(allow: &[String], url: &Url) -> Result<(), String> {
     }
 }
 
-struct FetchRequest {
+pub(super) struct FetchRequest {
     url: Url,
     method: Method,
     headers: Vec<(String, String)>,
@@ -179,6 +179,29 @@ async fn send(
     Err(format!("too many redirects (more than {MAX_REDIRECTS})"))
 }
 
+/// The request as a future for the fetch runtime, or why it may not start.
+pub(super) fn request(
+    allow: &Arc<[String]>,
+    limits: &Limits,
+    req: FetchRequest,
+) -> Result<impl Future<Output = Result<FetchResponse, String>> + Send + 'static, String> {
+    check_target(allow, &req.url)?;
+    let io = io()?;
+    let timeout = Duration::from_millis(limits.fetch_timeout_ms);
+    let url = req.url.clone();
+    let request = send(io.client.clone(), allow.clone(), req, limits.fetch_response_bytes);
+    Ok(async move {
+        tokio::time::timeout(timeout, request)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "request to {url} timed out after {} ms",
+                    timeout.as_millis()
+                ))
+            })
+    })
+}
+
 /// reqwest's top-level message hides the cause ("error sending request").
 fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
@@ -191,116 +214,17 @@ fn describe(error: &reqwest::Error) -> String {
     message
 }
 
-type Settle<'js> = (Function<'js>, Function<'js>);
-
-/// The run's in-flight requests and the JS promises waiting for them.
-pub(super) struct FetchQueue<'js> {
-    allow: Arc<[String]>,
-    limits: Limits,
-    started: u32,
-    waiting: HashMap<task::Id, Settle<'js>>,
-    tasks: JoinSet<Result<FetchResponse, String>>,
-}
-
-pub(super) enum Wait<'js> {
-    /// A request finished; settle its promise with [`settle`].
-    Done(Settle<'js>, Result<FetchResponse, String>),
-    /// Nothing is in flight.
-    Idle,
-    TimedOut,
-}
-
-impl<'js> FetchQueue<'js> {
-    pub(super) fn new(allow: &[String], limits: &Limits) -> Self {
-        Self {
-            allow: allow.into(),
-            limits: limits.clone(),
-            started: 0,
-            waiting: HashMap::new(),
-            tasks: JoinSet::new(),
-        }
-    }
-
-    /// Starts a request, returning the error to reject with if it cannot start.
-    fn start(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
-        check_target(&self.allow, &req.url)?;
-        if self.started >= self.limits.fetch_requests {
-            return Err(format!(
-                "too many $fetch calls (limit {} per run)",
-                self.limits.fetch_requests
-            ));
-        }
-        let io = io()?;
-        self.started += 1;
-        let timeout = Duration::from_millis(self.limits.fetch_timeout_ms);
-        let url = req.url.clone();
-        let request = send(
-            io.client.clone(),
-            self.allow.clone(),
-            req,
-            self.limits.fetch_response_bytes,
-        );
-        let task = self.tasks.spawn_on(
-            async move {
-                tokio::time::timeout(timeout, request)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(format!(
-                            "request to {url} timed out after {} ms",
-                            timeout.as_millis()
-                        ))
-                    })
-            },
-            io.runtime.handle(),
-        );
-        self.waiting.insert(task.id(), settle);
-        Ok(())
-    }
-
-    /// Blocks until one request finishes or the deadline passes.
-    pub(super) fn wait(&mut self, deadline: Instant) -> Wait<'js> {
-        if self.tasks.is_empty() {
-            return Wait::Idle;
-        }
-        let Ok(io) = io() else {
-            return Wait::Idle;
-        };
-        loop {
-            let next = io.runtime.block_on(async {
-                tokio::time::timeout_at(deadline.into(), self.tasks.join_next_with_id()).await
-            });
-            let (id, result) = match next {
-                Err(_) => return Wait::TimedOut,
-                Ok(None) => return Wait::Idle,
-                Ok(Some(Ok(done))) => done,
-                // Tasks are only aborted by `clear`, so this is a panic inside the request.
-                Ok(Some(Err(e))) => (e.id(), Err(format!("fetch failed: {e}"))),
-            };
-            if let Some(settle) = self.waiting.remove(&id) {
-                return Wait::Done(settle, result);
-            }
-        }
-    }
-
-    /// Drops the promise resolvers: they may form cycles with the global
-    /// object through the `$fetch` closure, which QuickJS's GC cannot see.
-    pub(super) fn clear(&mut self) {
-        self.waiting.clear();
-        self.tasks.abort_all();
-    }
-}
-
 /// The JS `$fetch` function.
 pub(super) fn fetch_function<'js>(
     ctx: &Ctx<'js>,
-    queue: std::rc::Rc<std::cell::RefCell<FetchQueue<'js>>>,
+    calls: std::rc::Rc<std::cell::RefCell<HostCalls<'js>>>,
 ) -> rquickjs::Result<Function<'js>> {
     Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
             let (promise, resolve, reject) = ctx.promise()?;
             let started = parse_request(&url.0, init.0.as_ref())
-                .and_then(|req| queue.borrow_mut().start(req, (resolve, reject.clone())));
+                .and_then(|req| calls.borrow_mut().start_fetch(req, (resolve, reject.clone())));
             if let Err(message) = started {
                 // A throwing getter on `init` left an exception: let it propagate.
                 if ctx.has_exception() {
@@ -349,20 +273,8 @@ fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<FetchRequest, St
     Ok(req)
 }
 
-/// Resolves a `$fetch` promise with the response, or rejects it with an Error.
-pub(super) fn settle<'js>(
-    ctx: &Ctx<'js>,
-    (resolve, reject): Settle<'js>,
-    result: Result<FetchResponse, String>,
-) -> rquickjs::Result<()> {
-    match result {
-        Ok(response) => resolve.call((response_object(ctx, response)?,)),
-        Err(message) => reject.call((Exception::from_message(ctx.clone(), &message)?,)),
-    }
-}
-
 /// `{status, statusText, ok, url, headers, text(), json()}`, body already read.
-fn response_object<'js>(ctx: &Ctx<'js>, response: FetchResponse) -> rquickjs::Result<Object<'js>> {
+pub(super) fn response_object<'js>(ctx: &Ctx<'js>, response: FetchResponse) -> rquickjs::Result<Object<'js>> {
     let object = Object::new(ctx.clone())?;
     object.set("status", response.status)?;
     object.set("statusText", response.status_text)?;

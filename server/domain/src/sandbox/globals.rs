@@ -10,7 +10,8 @@ use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, FromJs, Function, IntoJs, Object, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::fetch::{fetch_function, FetchQueue};
+use super::calls::HostCalls;
+use super::fetch::fetch_function;
 use super::markdown::{markdown_table, Row};
 use super::{human_bytes, ConsoleLine, LogLevel, RunEvent, RunRequest};
 
@@ -172,12 +173,15 @@ pub(super) struct Needs<'a> {
     pub(super) date: bool,
     pub(super) regexp: bool,
     pub(super) map_set: bool,
+    /// Code mode, and the code names `tools`.
+    pub(super) tools: bool,
 }
 
 impl<'a> Needs<'a> {
-    pub(super) fn of(code: &'a str) -> Self {
+    pub(super) fn of(code: &'a str, code_mode: bool) -> Self {
         Self {
             code,
+            tools: code_mode && code.contains("tools"),
             date: code.contains("Date"),
             // A `/` may start a regex literal; match and search build a RegExp from a string.
             regexp: ["/", "RegExp", "match", "search"]
@@ -201,7 +205,7 @@ pub(super) fn install<'js>(
     req: &RunRequest,
     needs: &Needs,
     host: Rc<Host>,
-    fetch: Rc<RefCell<FetchQueue<'js>>>,
+    calls: Rc<RefCell<HostCalls<'js>>>,
 ) -> rquickjs::Result<()> {
     let globals = ctx.globals();
     // Strings the tool passes to eval are its own code; removing it is one property.
@@ -225,7 +229,9 @@ pub(super) fn install<'js>(
     if let Some(args) = args {
         globals.set("args", args)?;
     }
-    if needs.names("$env") {
+    // Code-mode code reaches the network and configuration only through its tools.
+    let code_mode = req.tools.is_some();
+    if needs.names("$env") && !code_mode {
         let env = json_to_js(ctx, &req.env)?;
         globals.set("$env", freeze(ctx, env)?)?;
     }
@@ -278,14 +284,83 @@ pub(super) fn install<'js>(
         .with_name("$json2MarkdownTable")?;
         globals.set("$json2MarkdownTable", table)?;
     }
-    if needs.names("$fetch") {
-        globals.set("$fetch", fetch_function(ctx, fetch)?)?;
+    if needs.tools {
+        let names: Vec<String> = req.tools.iter().flat_map(|t| t.names.iter().cloned()).collect();
+        globals.set("tools", tools_object(ctx, names, calls)?)?;
+    } else if needs.names("$fetch") && !code_mode {
+        globals.set("$fetch", fetch_function(ctx, calls)?)?;
     }
     Ok(())
 }
 
+/// Builds `tools`: a function per name, and for any other name a function
+/// that rejects with the list of names (a Proxy, so a typo is explained
+/// rather than "not a function"). `then` stays undefined so `tools` is not a
+/// thenable. The Error a failed call throws is made when the call is, so its
+/// stack (and the reported line) is the model's line that made the call.
+const TOOLS_JS: &str = "(call, names) => {
+    const bind = (name) => async (input) => {
+        const site = new Error();
+        try { return await call(name, input); } catch (e) { site.message = e.message; throw site; }
+    };
+    const known = {};
+    for (const name of names) known[name] = bind(name);
+    Object.freeze(known);
+    return new Proxy(known, {
+        get: (target, name) => typeof name !== 'string' || name === 'then' || name === 'toJSON'
+            ? undefined
+            : Object.prototype.hasOwnProperty.call(target, name) ? target[name] : bind(name),
+    });
+}";
+
+fn tools_object<'js>(
+    ctx: &Ctx<'js>,
+    names: Vec<String>,
+    calls: Rc<RefCell<HostCalls<'js>>>,
+) -> rquickjs::Result<Value<'js>> {
+    let call = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, name: String, input: Opt<Value<'js>>| {
+            let (promise, resolve, reject) = ctx.promise()?;
+            let input = match input.0.filter(|v| !v.type_of().is_void()) {
+                None => Ok(serde_json::Value::Object(Default::default())),
+                Some(value) => js_to_json(&ctx, value),
+            };
+            let started = input.and_then(|input| calls.borrow_mut().start_tool(name, input, (resolve, reject.clone())));
+            if let Err(message) = started {
+                if ctx.has_exception() {
+                    return Err(rquickjs::Error::Exception);
+                }
+                reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+            }
+            Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
+        },
+    )?;
+    let make: Function = ctx.eval(TOOLS_JS)?;
+    make.call((call, names))
+}
+
+/// A tool's input, through JSON as a direct call's arguments would travel.
+fn js_to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<serde_json::Value, String> {
+    let json = match ctx.json_stringify(value) {
+        Ok(Some(json)) => json.to_string().map_err(|e| e.to_string())?,
+        Ok(None) => return Err("the input of a tool call must be an object".into()),
+        // A cycle or BigInt: the TypeError's message explains it (an interrupt is left pending).
+        Err(rquickjs::Error::Exception) => {
+            let error = ctx.catch();
+            if error.is_null() || error.is_undefined() {
+                return Err("the input cannot be sent as JSON".into());
+            }
+            let message = display(ctx, &error).unwrap_or_default();
+            return Err(format!("the input cannot be sent as JSON: {message}"));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    serde_json::from_str(&json).map_err(|e| format!("the input cannot be sent as JSON: {e}"))
+}
+
 /// Through one JSON.parse: cheaper than building the value property by property.
-fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
+pub(super) fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
     let json =
         serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
     ctx.json_parse(json)

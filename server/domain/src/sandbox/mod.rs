@@ -3,7 +3,8 @@
 //!
 //! Inside the sandbox the code sees its arguments as `$name` and `args`,
 //! `console.*`, `$env`, `$context`, `$progress`, `$json2MarkdownTable` and
-//! `$fetch` (host-side HTTP, allow-listed hosts only). There is no file
+//! `$fetch` (host-side HTTP, allow-listed hosts only); code-mode code sees
+//! `tools.<name>(input)` (a bundle's members) instead of `$fetch` and `$env`. There is no file
 //! system, no module loader, no `eval` and no other I/O. Only the globals
 //! and the Date/RegExp/Map/Set built-ins that the source names are installed:
 //! creating the rest would cost every call time for nothing.
@@ -13,6 +14,7 @@
 //! the reactor.
 
 mod alloc;
+mod calls;
 mod engine;
 mod fetch;
 mod globals;
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
 pub use pool::{Sandbox, SandboxConfig, SandboxError};
 
@@ -90,6 +93,10 @@ pub struct RunRequest {
     /// Live console lines and progress, for forwarding while the call runs.
     #[serde(skip)]
     pub events: Option<UnboundedSender<RunEvent>>,
+    /// Code mode: the tools the code calls as `tools.<name>(input)`. Such
+    /// code gets neither `$fetch` nor `$env`: it reaches out only through tools.
+    #[serde(skip)]
+    pub tools: Option<CodeTools>,
 }
 
 impl RunRequest {

@@ -15,13 +15,14 @@ pub(crate) use env::Env;
 pub use env::EnvVar;
 pub use fork::Upstream;
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
-pub(crate) use runs::RunnableCache;
+pub(crate) use runs::{PreparedRun, RunnableCache};
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};
 pub(crate) use versions::{insert_version, parse_changelog};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
+use crate::code_mode::CodeMode;
 use crate::ids::{ToolId, UserId};
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::store::StoreError;
@@ -158,6 +159,8 @@ pub struct Tool {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    /// A bundle's code mode; always `Off` for a tool.
+    pub code_mode: CodeMode,
     pub forked_from: Option<ForkedFrom>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -262,7 +265,7 @@ const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept,
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      t.pending_version, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
@@ -296,6 +299,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         fetch_allow: allow.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
         timeout_ms: r.try_get("timeout_ms")?,
         memory_mib: r.try_get("memory_mib")?,
+        code_mode: CodeMode::parse(&r.try_get::<String, _>("code_mode")?).unwrap_or(CodeMode::Off),
         forked_from,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::env::Env;
 use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
@@ -39,6 +40,14 @@ pub struct RunReport {
     /// The version that ran; `None` for a draft.
     pub version: Option<i64>,
     pub outcome: RunOutcome,
+}
+
+/// A run ready for the sandbox: the version (`None` for a draft), the
+/// request, and the `$env` secrets to blank out of its outcome.
+pub(crate) struct PreparedRun {
+    pub version: Option<i64>,
+    pub request: RunRequest,
+    pub env: Env,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -97,7 +106,7 @@ impl Toolshed {
     /// The admin's policy bounds the tool's own settings, even ones saved before
     /// the policy tightened.
     #[allow(clippy::too_many_arguments)]
-    fn run_request(
+    pub(crate) fn run_request(
         &self,
         tool: &Tool,
         policy: &Policy,
@@ -118,7 +127,7 @@ impl Toolshed {
             ..Limits::default()
         };
         let fetch_allow = tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect();
-        RunRequest { code, args, env, context, fetch_allow, limits, events: None }
+        RunRequest { code, args, env, context, fetch_allow, limits, events: None, tools: None }
     }
 
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
@@ -166,34 +175,38 @@ impl Toolshed {
     ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
         let record = !matches!(source, RunSource::Draft { .. });
-        let id = tool.id;
         let result = self.run_unrecorded(user, tool, source, input, via.transport, events).await;
         if record {
-            let (version, outcome) = match &result {
-                Ok(r) => (r.version, match &r.outcome.result {
-                    Ok(_) => Outcome::Ok,
-                    Err(RunError::Timeout { .. }) => Outcome::Timeout,
-                    Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
-                    Err(_) => Outcome::ToolError,
-                }),
-                Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
-                Err(ToolError::Busy) => (None, Outcome::Busy),
-                // Not found, not published: nothing ran, nothing to count.
-                Err(_) => return result,
-            };
-            self.usage().record(UsageRecord {
-                at_ms: crate::now_ms(),
-                tool_id: id.0,
-                version,
-                user_id: user.id.0,
-                token_id: via.token_id,
-                bundle_id: via.bundle_id.map(|b| b.0),
-                transport: via.transport.to_owned(),
-                duration_us: started.elapsed().as_micros() as i64,
-                outcome,
-            });
+            self.record_run(user, tool.id, via, started, &result);
         }
         result
+    }
+
+    /// Hands a saved version's run to the usage writer (never waits for it).
+    /// A call that never reached code (not found, not published) is not counted.
+    pub(crate) fn record_run(&self, user: &User, id: ToolId, via: Via<'_>, started: std::time::Instant, result: &Result<RunReport, ToolError>) {
+        let (version, outcome) = match result {
+            Ok(r) => (r.version, match &r.outcome.result {
+                Ok(_) => Outcome::Ok,
+                Err(RunError::Timeout { .. }) => Outcome::Timeout,
+                Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
+                Err(_) => Outcome::ToolError,
+            }),
+            Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
+            Err(ToolError::Busy) => (None, Outcome::Busy),
+            Err(_) => return,
+        };
+        self.usage().record(UsageRecord {
+            at_ms: crate::now_ms(),
+            tool_id: id.0,
+            version,
+            user_id: user.id.0,
+            token_id: via.token_id,
+            bundle_id: via.bundle_id.map(|b| b.0),
+            transport: via.transport.to_owned(),
+            duration_us: started.elapsed().as_micros() as i64,
+            outcome,
+        });
     }
 
     /// A saved version, compiled, from the cache or the database.
@@ -216,6 +229,30 @@ impl Toolshed {
         transport: &str,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
+        let PreparedRun { version, mut request, env } = self.prepare_run(user, tool, source, input, transport).await?;
+        request.events = events;
+        let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
+        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {
+            SandboxError::Busy => ToolError::Busy,
+            other => {
+                tracing::error!(error = %other, "sandbox failure");
+                ToolError::Busy
+            }
+        })?;
+        env.redact(&mut outcome);
+        Ok(RunReport { version, outcome })
+    }
+
+    /// Everything up to the sandbox: the code (draft, version or published),
+    /// the arguments checked against its schema, `$env`, the policy's limits.
+    pub(crate) async fn prepare_run(
+        &self,
+        user: &User,
+        tool: &Tool,
+        source: RunSource,
+        input: serde_json::Value,
+        transport: &str,
+    ) -> Result<PreparedRun, ToolError> {
         let id = tool.id;
         if tool.kind != super::ListingKind::Tool {
             // A bundle has no code of its own: its members run, each as itself.
@@ -237,17 +274,7 @@ impl Toolshed {
         };
         let args = check_arguments(&runnable.schema, input)?;
         let (env, policy) = self.env_and_policy(id).await?;
-        let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
-        request.events = events;
-        let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
-        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {
-            SandboxError::Busy => ToolError::Busy,
-            other => {
-                tracing::error!(error = %other, "sandbox failure");
-                ToolError::Busy
-            }
-        })?;
-        env.redact(&mut outcome);
-        Ok(RunReport { version, outcome })
+        let request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
+        Ok(PreparedRun { version, request, env })
     }
 }

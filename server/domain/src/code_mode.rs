@@ -1,0 +1,195 @@
+//! Code mode: a bundle may serve one tool, `run_code`, instead of its members
+//! or beside them. The model's JavaScript runs in the sandbox with the
+//! bundle's time and memory limits and without `$fetch` or `$env`;
+//! `tools.<name>(input)` calls a member exactly as a direct call through the
+//! bundle would: arguments validated against its schema, its own code,
+//! limits, `$env` and allow-list, recorded in usage with the bundle's id.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::accounts::User;
+use crate::bundles::ServedTool;
+use crate::codegen::{run_code_def, ToolDef};
+use crate::ids::ToolId;
+use crate::names::Invalid;
+use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, SandboxError, ToolCall, ToolHost, ToolValue};
+use crate::tools::{ListingKind, PreparedRun, RunReport, RunSource, Status, Tool, ToolError, Via};
+use crate::{audit, now_ms, Toolshed};
+
+/// Tool calls one `run_code` may make: code that calls tools in a loop
+/// forever stops here, or at its time limit, whichever comes first.
+pub const MAX_TOOL_CALLS: u32 = 50;
+
+/// Marks member calls made from `run_code` in usage: `mcp-http+run_code`.
+const USAGE_SUFFIX: &str = "+run_code";
+
+/// What a bundle's endpoint lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeMode {
+    /// The members, one MCP tool each.
+    #[default]
+    Off,
+    /// `run_code` alone.
+    Instead,
+    /// `run_code` and the members.
+    Beside,
+}
+
+impl CodeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeMode::Off => "off",
+            CodeMode::Instead => "instead",
+            CodeMode::Beside => "beside",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "off" => Ok(CodeMode::Off),
+            "instead" => Ok(CodeMode::Instead),
+            "beside" => Ok(CodeMode::Beside),
+            _ => Err(Invalid { field: "Code mode", reason: "must be off, instead or beside".into() }),
+        }
+    }
+}
+
+/// What `run_code` answers: the console output, then the returned value
+/// (when there is one); `Err` when the code failed, with its output so far
+/// and the error (its line included).
+pub fn transcript(outcome: &RunOutcome) -> Result<String, String> {
+    let mut text: String = outcome.console.iter().map(|l| format!("{}\n", l.message)).collect();
+    match &outcome.result {
+        Ok(ToolValue::Text(t)) => text.push_str(t),
+        Ok(ToolValue::Json(v)) => text.push_str(&v.to_string()),
+        Err(e) => {
+            text.push_str(&e.to_string());
+            return Err(text);
+        }
+    }
+    Ok(text.trim_end_matches('\n').to_owned())
+}
+
+impl Toolshed {
+    /// Sets a bundle's code mode (edit rights needed). Audited as
+    /// `bundle.code_mode_changed`, which open MCP sessions hear as `list_changed`.
+    pub async fn set_code_mode(&self, user: &User, id: ToolId, mode: CodeMode) -> Result<Tool, ToolError> {
+        let bundle = self.bundle_for_edit(user, id).await?;
+        if bundle.code_mode == mode {
+            return Ok(bundle);
+        }
+        let mut tx = self.db.begin().await?;
+        sqlx::query("UPDATE tools SET code_mode = $1, updated_at = $2 WHERE id = $3")
+            .bind(mode.as_str())
+            .bind(now_ms())
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            &bundle.action("code_mode_changed"),
+            &bundle.audit_target(),
+            Some(serde_json::json!({"code_mode": bundle.code_mode})),
+            Some(serde_json::json!({"code_mode": mode})),
+        )
+        .await?;
+        tx.commit().await?;
+        self.tool(user, id).await
+    }
+
+    /// What `listing`'s MCP endpoint lists to `user`: its tools, and in code
+    /// mode `run_code` instead of them or after them.
+    pub async fn mcp_tool_defs(&self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+        let mut defs = self.tool_defs(user, listing).await?;
+        let run_code = || run_code_def(&listing.slug(), &defs);
+        Ok(match listing.code_mode {
+            CodeMode::Off => defs,
+            CodeMode::Instead => vec![run_code()],
+            CodeMode::Beside => {
+                let def = run_code();
+                defs.push(def);
+                defs
+            }
+        })
+    }
+
+    /// Runs model-written `code` against the members `bundle` (already looked
+    /// up as `user`) serves them. Member calls are recorded with the bundle's
+    /// id; the run itself calls no tool of its own, so it is not recorded.
+    pub async fn run_code(&self, user: &User, bundle: &Tool, code: String, via: Via<'_>) -> Result<RunOutcome, ToolError> {
+        if bundle.kind != ListingKind::Bundle || bundle.code_mode == CodeMode::Off {
+            return Err(ToolError::NotFound);
+        }
+        if bundle.status == Status::Disabled {
+            return Err(ToolError::Disabled);
+        }
+        let members = self.served_tools(user, bundle).await?.tools;
+        let policy = self.policy().await?;
+        let mut request = self.run_request(bundle, &policy, code, Default::default(), BTreeMap::new(), user, via.transport);
+        request.fetch_allow.clear();
+        request.tools = Some(CodeTools {
+            names: members.iter().map(|m| m.name.clone()).collect(),
+            max_calls: MAX_TOOL_CALLS,
+            host: Arc::new(Members {
+                toolshed: self.clone(),
+                user: user.clone(),
+                bundle: bundle.id,
+                members,
+                transport: format!("{}{USAGE_SUFFIX}", via.transport),
+                token_id: via.token_id,
+            }),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let span = tracing::info_span!("run_code", bundle = %bundle.slug(), transport = via.transport);
+        tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| {
+            if e != SandboxError::Busy {
+                tracing::error!(error = %e, "sandbox failure");
+            }
+            ToolError::Busy
+        })
+    }
+}
+
+/// Answers `tools.<name>(input)` with the bundle's members as one caller sees them.
+struct Members {
+    toolshed: Toolshed,
+    user: User,
+    bundle: ToolId,
+    members: Vec<ServedTool>,
+    transport: String,
+    token_id: Option<i64>,
+}
+
+impl ToolHost for Members {
+    fn prepare(&self, name: String, input: serde_json::Value) -> PreparedCall {
+        let (toolshed, user, transport) = (self.toolshed.clone(), self.user.clone(), self.transport.clone());
+        let (bundle, token_id) = (self.bundle, self.token_id);
+        let member = self.members.iter().find(|m| m.name == name).cloned();
+        Box::pin(async move {
+            let started = Instant::now();
+            let member = member.ok_or_else(|| format!("there is no tool “{name}” here"))?;
+            let prepared = toolshed.prepare_run(&user, &member.tool, RunSource::Version(member.version), input, &transport).await;
+            let PreparedRun { version, request, env } = match prepared {
+                Ok(p) => p,
+                Err(e) => {
+                    let message = format!("{name}: {e}");
+                    toolshed.record_run(&user, member.tool.id, Via { transport: &transport, token_id, bundle_id: Some(bundle) }, started, &Err(e));
+                    return Err(message);
+                }
+            };
+            let finish = move |mut outcome: RunOutcome| {
+                env.redact(&mut outcome);
+                let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
+                toolshed.record_run(&user, member.tool.id, Via { transport: &transport, token_id, bundle_id: Some(bundle) }, started, &Ok(RunReport { version, outcome }));
+                result
+            };
+            Ok(ToolCall { request, finish: Box::new(finish) })
+        })
+    }
+}

@@ -1,0 +1,174 @@
+//! Host calls a run waits for: `$fetch` requests and, in code mode, the
+//! `tools.<name>(input)` calls to a bundle's members. JS holds a promise for
+//! each; between jobs the engine blocks here until one finishes or the run's
+//! deadline passes, then settles its promise.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rquickjs::{Ctx, Exception, Function, IntoJs, Value};
+use tokio::task::{self, JoinSet};
+
+use super::fetch::{io, request, response_object, FetchRequest, FetchResponse};
+use super::globals::json_to_js;
+use super::{Limits, RunOutcome, RunRequest, ToolValue};
+
+pub(super) type Settle<'js> = (Function<'js>, Function<'js>);
+
+/// Code mode: the tools the code reaches as `tools.<name>(input)`.
+#[derive(Clone)]
+pub struct CodeTools {
+    /// The names `tools` has, in the order error messages list them.
+    pub names: Vec<String>,
+    /// Tool calls one run may start; later ones reject.
+    pub max_calls: u32,
+    pub host: Arc<dyn ToolHost>,
+    /// Where the host's futures run: the server's runtime, whose database
+    /// pool they use (sandbox threads are outside any runtime).
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl fmt::Debug for CodeTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeTools").field("names", &self.names).field("max_calls", &self.max_calls).finish_non_exhaustive()
+    }
+}
+
+pub type PreparedCall = Pin<Box<dyn Future<Output = Result<ToolCall, String>> + Send>>;
+
+/// What answers `tools.<name>(input)`: the domain, which knows the members.
+pub trait ToolHost: Send + Sync {
+    /// Finds the tool called `name`, checks `input` and prepares its run.
+    /// `Err` is the message the JS call rejects with.
+    fn prepare(&self, name: String, input: serde_json::Value) -> PreparedCall;
+}
+
+/// A member's run, ready to go. It runs on the calling code's own worker
+/// thread (which is only waiting meanwhile), so code calling tools never
+/// needs a second worker and cannot starve the pool.
+pub struct ToolCall {
+    pub request: RunRequest,
+    /// Records the run and turns its outcome into the value the JS call
+    /// resolves with, or the message it rejects with.
+    pub finish: Box<dyn FnOnce(RunOutcome) -> Result<ToolValue, String> + Send>,
+}
+
+pub(super) enum Reply {
+    Fetch(Result<FetchResponse, String>),
+    /// Boxed: a prepared run is large, and replies travel by value.
+    Tool(Result<Box<ToolCall>, String>),
+    /// The host's task panicked.
+    Failed(String),
+}
+
+/// What a finished host call settles its promise with.
+pub(super) enum Settled {
+    Response(FetchResponse),
+    Value(ToolValue),
+}
+
+/// The run's in-flight host calls and the JS promises waiting for them.
+pub(super) struct HostCalls<'js> {
+    allow: Arc<[String]>,
+    limits: Limits,
+    tools: Option<CodeTools>,
+    fetches: u32,
+    tool_calls: u32,
+    waiting: HashMap<task::Id, Settle<'js>>,
+    tasks: JoinSet<Reply>,
+}
+
+pub(super) enum Wait<'js> {
+    /// A call finished; settle its promise with [`settle`].
+    Done(Settle<'js>, Reply),
+    /// Nothing is in flight.
+    Idle,
+    TimedOut,
+}
+
+impl<'js> HostCalls<'js> {
+    pub(super) fn new(req: &RunRequest) -> Self {
+        Self {
+            allow: req.fetch_allow.as_slice().into(),
+            limits: req.limits.clone(),
+            tools: req.tools.clone(),
+            fetches: 0,
+            tool_calls: 0,
+            waiting: HashMap::new(),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Starts a request, returning the error to reject with if it cannot start.
+    pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
+        let request = request(&self.allow, &self.limits, req)?;
+        if self.fetches >= self.limits.fetch_requests {
+            return Err(format!("too many $fetch calls (limit {} per run)", self.limits.fetch_requests));
+        }
+        self.fetches += 1;
+        let task = self.tasks.spawn_on(async move { Reply::Fetch(request.await) }, io()?.runtime.handle());
+        self.waiting.insert(task.id(), settle);
+        Ok(())
+    }
+
+    /// Starts preparing a tool call, returning the error to reject with if it cannot start.
+    pub(super) fn start_tool(&mut self, name: String, input: serde_json::Value, settle: Settle<'js>) -> Result<(), String> {
+        let Some(tools) = &self.tools else { return Err("there are no tools here".into()) };
+        if !tools.names.contains(&name) {
+            return Err(format!("there is no tool “{name}” here; the tools are: {}", tools.names.join(", ")));
+        }
+        if self.tool_calls >= tools.max_calls {
+            return Err(format!("too many tool calls (limit {} per run)", tools.max_calls));
+        }
+        self.tool_calls += 1;
+        let prepared = tools.host.prepare(name, input);
+        let task = self.tasks.spawn_on(async move { Reply::Tool(prepared.await.map(Box::new)) }, &tools.runtime);
+        self.waiting.insert(task.id(), settle);
+        Ok(())
+    }
+
+    /// Blocks until one call finishes or the deadline passes.
+    pub(super) fn wait(&mut self, deadline: Instant) -> Wait<'js> {
+        if self.tasks.is_empty() {
+            return Wait::Idle;
+        }
+        let Ok(io) = io() else {
+            return Wait::Idle;
+        };
+        loop {
+            let next = io.runtime.block_on(async { tokio::time::timeout_at(deadline.into(), self.tasks.join_next_with_id()).await });
+            let (id, reply) = match next {
+                Err(_) => return Wait::TimedOut,
+                Ok(None) => return Wait::Idle,
+                Ok(Some(Ok(done))) => done,
+                // Tasks are only aborted by `clear`, so this is a panic inside the call.
+                Ok(Some(Err(e))) => (e.id(), Reply::Failed(format!("host call failed: {e}"))),
+            };
+            if let Some(settle) = self.waiting.remove(&id) {
+                return Wait::Done(settle, reply);
+            }
+        }
+    }
+
+    /// Drops the promise resolvers: they may form cycles with the global
+    /// object through the `$fetch` closure, which QuickJS's GC cannot see.
+    pub(super) fn clear(&mut self) {
+        self.waiting.clear();
+        self.tasks.abort_all();
+    }
+}
+
+/// Resolves a host call's promise, or rejects it with an Error.
+pub(super) fn settle<'js>(ctx: &Ctx<'js>, (resolve, reject): Settle<'js>, result: Result<Settled, String>) -> rquickjs::Result<()> {
+    let value: Value<'js> = match result {
+        Ok(Settled::Response(response)) => response_object(ctx, response)?.into_value(),
+        Ok(Settled::Value(ToolValue::Json(json))) => json_to_js(ctx, &json)?,
+        Ok(Settled::Value(ToolValue::Text(text))) => text.into_js(ctx)?,
+        Err(message) => return reject.call((Exception::from_message(ctx.clone(), &message)?,)),
+    };
+    resolve.call((value,))
+}

@@ -47,7 +47,7 @@ pub struct RunReport {
 pub(crate) struct PreparedRun {
     pub version: Option<i64>,
     pub request: RunRequest,
-    pub env: Env,
+    pub env: Arc<Env>,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never

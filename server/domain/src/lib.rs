@@ -17,6 +17,7 @@ pub mod mcp_sessions;
 pub mod moderation;
 pub mod names;
 pub mod passwords;
+pub mod playground;
 pub mod policy;
 pub mod sandbox;
 pub mod schema;

@@ -13,6 +13,13 @@ pub fn ChatEndpointsCard() -> impl IntoView {
     let list = Resource::new(move || (create.version().get(), update.version().get(), delete.version().get()), |_| admin_chat_endpoints());
     let error = move || super::first_error([create.value().get().and_then(Result::err), update.value().get().and_then(Result::err), delete.value().get().and_then(Result::err)]);
     let saved = move || matches!(update.value().get(), Some(Ok(()))).then(|| view! { <p class="alert ok">"Endpoint saved."</p> });
+    // Once added, the form is emptied: the key typed into it should not linger in the page.
+    let create_form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if let (Some(Ok(())), Some(form)) = (create.value().get(), create_form.get()) {
+            form.reset();
+        }
+    });
     view! {
         <section class="card chat-endpoints">
             <h2>"Chat endpoints"</h2>
@@ -34,7 +41,7 @@ pub fn ChatEndpointsCard() -> impl IntoView {
                 })}
             </Transition>
             <h3>"Add an endpoint"</h3>
-            <ActionForm action=create attr:class="endpoint-form create-endpoint">
+            <ActionForm action=create node_ref=create_form attr:class="endpoint-form create-endpoint">
                 <EndpointFields name=String::new() base_url=String::new() model=String::new() timeout_secs=60 key_placeholder="none (e.g. a local Ollama)" />
                 <button type="submit" class="button secondary small">"Add endpoint"</button>
             </ActionForm>

@@ -65,6 +65,9 @@ pub enum EndpointError {
     Junk(String),
     #[error("The chat endpoint reported an error: {0}")]
     Reported(String),
+    /// The model kept asking for tools (see `turn::MAX_ROUNDS`).
+    #[error("The model was still calling tools after {0} rounds, so the turn was stopped; ask it to answer with what it has.")]
+    TooManyRounds(usize),
     /// Whoever was reading the answer went away: stop quietly.
     #[error("the conversation was closed")]
     Gone,

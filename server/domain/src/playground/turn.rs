@@ -160,9 +160,7 @@ impl Turn {
                 send(events, PlaygroundEvent::Message { message }).await?;
             }
         }
-        Err(super::EndpointError::Reported(format!(
-            "the model was still calling tools after {MAX_ROUNDS} rounds, so the turn was stopped; ask it to answer with what it has"
-        )))
+        Err(super::EndpointError::TooManyRounds(MAX_ROUNDS))
     }
 
     /// Runs one tool call the way an MCP `tools/call` of this listing runs it.

@@ -20,6 +20,7 @@ pub fn Header() -> impl IntoView {
                 <A href="/browse">"Browse"</A>
                 <A href="/tools/mine">"My tools"</A>
                 <A href="/tools/new">"New tool"</A>
+                <A href="/playground">"Playground"</A>
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         matches!(auth.me.await, Ok(Some(me)) if me.is_admin).then(|| view! { <A href="/admin">"Admin"</A> })

@@ -64,6 +64,7 @@ mod from_domain {
     use super::AppError;
     use toolshed_domain::admin::AdminError;
     use toolshed_domain::moderation::ModerationError;
+    use toolshed_domain::playground::PlaygroundError;
     use toolshed_domain::sessions::SessionError;
     use toolshed_domain::tools::ToolError;
     use toolshed_domain::AccountError;
@@ -124,6 +125,23 @@ mod from_domain {
                 AdminError::Forbidden => AppError::Forbidden,
                 AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf => AppError::Conflict(e.to_string()),
                 AdminError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<PlaygroundError> for AppError {
+        fn from(e: PlaygroundError) -> Self {
+            match e {
+                PlaygroundError::Invalid(_) => AppError::Invalid(e.to_string()),
+                PlaygroundError::Forbidden => AppError::Forbidden,
+                PlaygroundError::UnknownEndpoint | PlaygroundError::NotFound => AppError::NotFound,
+                PlaygroundError::NameTaken(_) => AppError::Conflict(e.to_string()),
+                PlaygroundError::Disabled => AppError::Refused(e.to_string()),
+                PlaygroundError::Unreadable(_) => AppError::Refused(e.to_string()),
+                PlaygroundError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal
                 }

@@ -5,6 +5,7 @@
 mod admin;
 mod config;
 mod mcp;
+mod playground;
 mod push;
 mod rest;
 mod web;

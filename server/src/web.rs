@@ -111,6 +111,8 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     };
     let pages = Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        // Streams a playground turn; a POST with the session cookie, so behind the cross-site check below.
+        .route(crate::playground::PATH, crate::playground::route())
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || app::shell(options.clone())

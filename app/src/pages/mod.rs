@@ -6,6 +6,7 @@ mod bundles;
 mod home;
 pub mod market;
 mod not_found;
+mod playground;
 mod sign_in;
 pub mod tools;
 
@@ -14,4 +15,5 @@ pub use admin::{Admin, AuditLog};
 pub use bundles::{BundleEditor, BundleListing};
 pub use home::Home;
 pub use not_found::NotFound;
+pub use playground::Playground;
 pub use sign_in::{LoginPage, RegisterPage};

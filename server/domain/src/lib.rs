@@ -19,6 +19,7 @@ pub mod mcp_sessions;
 pub mod moderation;
 pub mod names;
 pub mod passwords;
+pub mod playground;
 pub mod policy;
 pub mod sandbox;
 pub mod schema;

@@ -33,7 +33,7 @@ fn parse_slug(field: &'static str, raw: &str, max: usize) -> Result<String, Inva
     Ok(s)
 }
 
-fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, Invalid> {
+pub(crate) fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, Invalid> {
     let s = raw.trim();
     if s.is_empty() {
         return Err(invalid(field, "is required"));

@@ -1,7 +1,8 @@
-//! The admin pages: the moderation queue, users, departments and tool limits
-//! on `/admin`; the audit log with its filters on `/admin/audit`.
+//! The admin pages: the moderation queue, users, departments, tool limits and
+//! the playground's chat endpoints on `/admin`; the audit log with its filters on `/admin/audit`.
 
 mod audit;
+mod chat_endpoints;
 mod departments;
 mod moderation;
 mod users;
@@ -33,6 +34,7 @@ pub fn Admin() -> impl IntoView {
             <users::UsersCard />
             <departments::DepartmentsCard />
             <PolicyCard />
+            <chat_endpoints::ChatEndpointsCard />
         </RequireUser>
     }
 }

@@ -16,6 +16,7 @@ pub use editor::{SettingsCard, ToolEditor};
 pub use list::MyTools;
 pub use listing::{Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, ToolListing, VersionList};
 pub use mcp_debugger::ConnectPanel;
+pub use run_panel::ConsoleLines;
 pub use new::{NewBundle, NewTool};
 pub use versions::VersionsPanel;
 

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::api::{MockArguments, RunTarget, RunTool, RunView};
+use crate::api::{ConsoleView, MockArguments, RunTarget, RunTool, RunView};
 use crate::args::{ArgDef, ArgType};
 
 fn parse_object(text: &str) -> Map<String, Value> {
@@ -137,22 +137,29 @@ pub fn RunResult(run: RunView) -> impl IntoView {
             </div>
             {body}
             <h4>"Console"</h4>
-            {if console.is_empty() {
-                view! { <p class="muted small">"No console output."</p> }.into_any()
-            } else {
-                view! {
-                    <ol class="console">
-                        {console.into_iter().map(|c| view! {
-                            <li class=format!("console-line {}", c.level)>
-                                <span class="console-time">{format!("{:>5} ms", c.elapsed_ms)}</span>
-                                <span class="console-level">{c.level.clone()}</span>
-                                <span class="console-message">{c.message.clone()}</span>
-                            </li>
-                        }).collect_view()}
-                    </ol>
-                }.into_any()
-            }}
+            <ConsoleLines console />
         </div>
+    }
+}
+
+/// A call's console output, as a terminal shows it.
+#[component]
+pub fn ConsoleLines(console: Vec<ConsoleView>) -> impl IntoView {
+    if console.is_empty() {
+        view! { <p class="muted small">"No console output."</p> }.into_any()
+    } else {
+        view! {
+            <ol class="console">
+                {console.into_iter().map(|c| view! {
+                    <li class=format!("console-line {}", c.level)>
+                        <span class="console-time">{format!("{:>5} ms", c.elapsed_ms)}</span>
+                        <span class="console-level">{c.level.clone()}</span>
+                        <span class="console-message">{c.message.clone()}</span>
+                    </li>
+                }).collect_view()}
+            </ol>
+        }
+        .into_any()
     }
 }
 

@@ -66,6 +66,7 @@ mod from_domain {
     use toolshed_domain::moderation::ModerationError;
     use toolshed_domain::sessions::SessionError;
     use toolshed_domain::tools::ToolError;
+    use toolshed_domain::upstream::UpstreamError;
     use toolshed_domain::AccountError;
 
     impl From<ToolError> for AppError {
@@ -125,6 +126,21 @@ mod from_domain {
                 AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf => AppError::Conflict(e.to_string()),
                 AdminError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<UpstreamError> for AppError {
+        fn from(e: UpstreamError) -> Self {
+            match e {
+                UpstreamError::Invalid(_) => AppError::Invalid(e.to_string()),
+                UpstreamError::Forbidden => AppError::Forbidden,
+                UpstreamError::NotFound => AppError::NotFound,
+                UpstreamError::NameTaken(_) => AppError::Conflict(e.to_string()),
+                UpstreamError::Secret(_) | UpstreamError::Store(_) => {
+                    tracing::error!(error = %e, "external server failure");
                     AppError::Internal
                 }
             }

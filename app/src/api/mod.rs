@@ -6,6 +6,7 @@ mod admin;
 mod bundles;
 mod market;
 mod moderation;
+mod servers;
 mod tools;
 
 pub use accounts::*;
@@ -13,6 +14,7 @@ pub use admin::*;
 pub use bundles::*;
 pub use market::*;
 pub use moderation::*;
+pub use servers::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};

@@ -45,6 +45,9 @@ pub struct UsageRecord {
     pub transport: String,
     pub duration_us: i64,
     pub outcome: Outcome,
+    /// For a call to an external MCP server's tool (`tool_id` is then the bundle's).
+    pub upstream_server_id: Option<i64>,
+    pub upstream_tool: Option<String>,
 }
 
 enum Msg {
@@ -117,8 +120,8 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
         let mut tx = db.pool().begin().await?;
         for r in batch.iter() {
             sqlx::query(
-                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome, upstream_server_id, upstream_tool) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             )
             .bind(r.at_ms)
             .bind(r.tool_id)
@@ -129,6 +132,8 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
             .bind(&r.transport)
             .bind(r.duration_us)
             .bind(r.outcome.as_str())
+            .bind(r.upstream_server_id)
+            .bind(&r.upstream_tool)
             .execute(&mut *tx)
             .await?;
         }

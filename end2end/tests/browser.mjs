@@ -47,6 +47,16 @@ export async function setCode(page, code) {
   }, code);
 }
 
+/** Signs `page` in as the first-start admin with the sign-in form. */
+export async function signInAsAdmin(page) {
+  await page.goto(`${BASE}/login`);
+  await hydrated(page);
+  await page.fill('input[name=username]', 'admin');
+  await page.fill('input[name=password]', ADMIN_PASSWORD);
+  await page.click('main button[type=submit]');
+  await page.waitForSelector('.user-button');
+}
+
 /** Registers a new account in a new `department` with the register form; returns its username. */
 export async function signUp(page, department, displayName) {
   const username = unique('user');

@@ -3,7 +3,7 @@
 // the note, and the admin restores it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, ADMIN_PASSWORD, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, signInAsAdmin, launch, newPage, shot, unique, hydrated } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -71,12 +71,7 @@ test('report → admin hides → endpoint refuses → restore', async () => {
   // The admin sees it in the queue and hides it with a note.
   const admin = await newPage(browser);
   admin.on('pageerror', (e) => errors.push(e.message));
-  await admin.goto(`${BASE}/login`);
-  await hydrated(admin);
-  await admin.fill('input[name=username]', 'admin');
-  await admin.fill('input[name=password]', ADMIN_PASSWORD);
-  await admin.click('main button[type=submit]');
-  await admin.waitForSelector('.user-button');
+  await signInAsAdmin(admin);
   await admin.goto(`${BASE}/admin`);
   await hydrated(admin);
   const item = admin.locator(`.queue-item[data-listing="${SLUG}"]`);

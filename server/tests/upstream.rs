@@ -132,6 +132,13 @@ server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_
     let upstream = Upstream::start().await;
     let (alice, _admin) = world(&srv, &upstream).await;
     let id = bundle(&srv, &alice, &["echo", "fail"]).await;
+    let save = |external: Value| srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": ""}));
+    let (status, twice) = save(json!([{"server": "ext", "tool": "echo"}, {"server": "ext", "tool": "echo"}])).await;
+    assert_eq!(status, 422);
+    assert!(twice.to_string().contains("ext__echo"), "{twice}");
+    let (status, unknown) = save(json!([{"server": "ext", "tool": "nope"}])).await;
+    assert_eq!(status, 422);
+    assert!(unknown.to_string().contains("is not a tool of an external server of research"), "{unknown}");
     let client = connect(&srv, &srv.token("alice"), ()).await;
 
     let tools = client.list_all_tools().await.unwrap();

@@ -97,8 +97,9 @@ impl Toolshed {
         let changelog = parse_changelog(changelog)?;
         let checked = self.check_members(user, members, external.len()).await?;
         let external = self.check_external(&bundle, external).await?;
-        if let Some(clash) = external.iter().find(|e| checked.iter().any(|(_, _, name)| name.as_str().eq_ignore_ascii_case(&e.name))) {
-            return Err(ToolError::Invalid(Invalid { field: "Tools", reason: format!("two members would be called “{}”: rename the tool", clash.name) }));
+        let mut taken: HashSet<String> = checked.iter().map(|(_, _, name)| name.as_str().to_ascii_lowercase()).collect();
+        if let Some(clash) = external.iter().find(|e| !taken.insert(e.name.to_ascii_lowercase())) {
+            return Err(ToolError::Invalid(Invalid { field: "Tools", reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name) }));
         }
         let mut tx = self.db.begin().await?;
         let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {

@@ -267,6 +267,16 @@ impl Connection {
         self.request("tools/call", json!({"name": name, "arguments": arguments})).await
     }
 
+    /// Ends a Streamable HTTP session (a stateful server keeps it until told;
+    /// the legacy stream ends when dropped). Best effort: nobody waits for it.
+    pub async fn close(self) {
+        if let Channel::Streamable { session: Some(s) } = &self.channel {
+            let credential = &self.endpoint.credential;
+            let req = self.http.delete(with_query(&self.endpoint.url, credential)).header("mcp-session-id", s.as_str()).header("mcp-protocol-version", PROTOCOL_VERSION);
+            let _ = tokio::time::timeout(Duration::from_secs(5), authorize(req, credential).send()).await;
+        }
+    }
+
     async fn request(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.next_id += 1;
         let id = self.next_id;

@@ -566,7 +566,9 @@ impl Toolshed {
         };
         let answer = client::within(limit, async {
             let mut conn = client::Connection::open(&self.upstream_http(), &endpoint).await?;
-            conn.call_tool(&tool.tool.name, input).await
+            let result = conn.call_tool(&tool.tool.name, input).await;
+            tokio::spawn(conn.close());
+            result
         })
         .await;
         match answer {
@@ -625,7 +627,9 @@ impl Toolshed {
         let listed = match self.endpoint(id).await {
             Ok((endpoint, limit)) => client::within(limit, async {
                 let mut conn = client::Connection::open(&self.upstream_http(), &endpoint).await?;
-                conn.list_tools().await
+                let tools = conn.list_tools().await;
+                tokio::spawn(conn.close());
+                tools
             })
             .await
             .map_err(|e| e.to_string()),

@@ -118,7 +118,10 @@ fn find_response(buf: &[u8], id: i64, from: &mut usize) -> Option<Value> {
                 pos = end;
                 *from = end;
             }
-            Some(Err(e)) if e.is_eof() => return None, // wait for more bytes
+            Some(Err(e)) if e.is_eof() => {
+                *from = start; // wait for more bytes, then try this object again
+                return None;
+            }
             _ => {
                 pos = start + 1;
                 *from = pos;

@@ -67,6 +67,7 @@ mod from_domain {
     use toolshed_domain::playground::PlaygroundError;
     use toolshed_domain::sessions::SessionError;
     use toolshed_domain::tools::ToolError;
+    use toolshed_domain::upstream::UpstreamError;
     use toolshed_domain::AccountError;
 
     impl From<ToolError> for AppError {
@@ -143,6 +144,21 @@ mod from_domain {
                 PlaygroundError::Unreadable(_) => AppError::Refused(e.to_string()),
                 PlaygroundError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<UpstreamError> for AppError {
+        fn from(e: UpstreamError) -> Self {
+            match e {
+                UpstreamError::Invalid(_) => AppError::Invalid(e.to_string()),
+                UpstreamError::Forbidden => AppError::Forbidden,
+                UpstreamError::NotFound => AppError::NotFound,
+                UpstreamError::NameTaken(_) => AppError::Conflict(e.to_string()),
+                UpstreamError::Secret(_) | UpstreamError::Store(_) => {
+                    tracing::error!(error = %e, "external server failure");
                     AppError::Internal
                 }
             }

@@ -18,7 +18,7 @@ use crate::api::Logout;
 use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
-use crate::pages::{Account, Admin, AuditLog, BundleEditor, BundleListing, Home, LoginPage, NotFound, Playground, RegisterPage};
+use crate::pages::{Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, Playground, RegisterPage};
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -112,6 +112,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/account") view=Account ssr=SsrMode::Async />
                 <Route path=path!("/admin") view=Admin ssr=SsrMode::Async />
                 <Route path=path!("/admin/audit") view=AuditLog ssr=SsrMode::Async />
+                <Route path=path!("/admin/servers") view=ExternalServers ssr=SsrMode::Async />
                 <Route path=path!("/browse") view=Browse ssr=SsrMode::Async />
                 <Route path=path!("/playground") view=Playground ssr=SsrMode::Async />
                 <Route path=path!("/tools/mine") view=MyTools ssr=SsrMode::Async />

@@ -68,6 +68,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
         let _ = tcp.set_nodelay(true);
     });
     tokio::spawn(sweep_expired_sessions(toolshed.clone()));
+    tokio::spawn(refresh_external_servers(toolshed.clone()));
     let shutdown = shutdown_signal();
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
@@ -203,6 +204,19 @@ async fn sweep_expired_sessions(toolshed: Toolshed) {
         }
         if let Err(e) = toolshed.delete_idle_mcp_sessions().await {
             tracing::warn!(error = %e, "could not delete idle MCP sessions");
+        }
+    }
+}
+
+/// Re-imports external MCP servers' tool lists now and then (see
+/// `toolshed_domain::upstream` for why no connection is held open for it).
+async fn refresh_external_servers(toolshed: Toolshed) {
+    let mut tick = tokio::time::interval(toolshed_domain::upstream::REFRESH_EVERY);
+    tick.tick().await; // the first tick is immediate: servers were refreshed when registered
+    loop {
+        tick.tick().await;
+        if let Err(e) = toolshed.refresh_all_mcp_servers().await {
+            tracing::warn!(error = %e, "could not refresh external MCP servers");
         }
     }
 }

@@ -37,6 +37,25 @@ pub struct MemberInput {
     pub exposed_name: String,
 }
 
+/// A tool of an external MCP server in a bundle (or one that may be added).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalView {
+    pub server: String,
+    pub tool: String,
+    /// `server__tool`, the name models see.
+    pub exposed_name: String,
+    pub description: String,
+    /// Why it is not served right now (its server no longer lists it), if it is not.
+    pub unavailable: Option<String>,
+}
+
+/// An external tool as the editor saves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalInput {
+    pub server: String,
+    pub tool: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BundleInfo {
     pub listing: ToolInfo,
@@ -44,6 +63,39 @@ pub struct BundleInfo {
     pub members: Vec<MemberView>,
     /// The members of the latest saved version (what the editor starts from).
     pub latest_members: Vec<MemberView>,
+    /// External tools of the version `members` shows, and of the latest one.
+    pub external: Vec<ExternalView>,
+    pub latest_external: Vec<ExternalView>,
+}
+
+#[cfg(feature = "ssr")]
+fn external_view(served: &toolshed_domain::upstream::ServedExternal) -> ExternalView {
+    ExternalView {
+        server: served.server.clone(),
+        tool: served.tool.name.clone(),
+        exposed_name: served.name.clone(),
+        description: served.tool.description.clone(),
+        unavailable: None,
+    }
+}
+
+#[cfg(feature = "ssr")]
+async fn external(ts: &toolshed_domain::Toolshed, user: &toolshed_domain::User, id: i64, version: Option<i64>) -> Result<Vec<ExternalView>, AppError> {
+    let Some(n) = version else { return Ok(Vec::new()) };
+    let items = ts.bundle_external_members(user, toolshed_domain::ids::ToolId(id), n).await.map_err(server::fail)?;
+    Ok(items
+        .into_iter()
+        .map(|(member, served)| match served {
+            Some(s) => external_view(&s),
+            None => ExternalView {
+                exposed_name: toolshed_domain::upstream::exposed_name(&member.server, &member.tool),
+                server: member.server,
+                tool: member.tool,
+                description: String::new(),
+                unavailable: Some("its server no longer lists it".into()),
+            },
+        })
+        .collect())
 }
 
 #[cfg(feature = "ssr")]
@@ -84,7 +136,9 @@ pub async fn bundle_detail(department: String, name: String) -> Result<BundleInf
     let shown = published.or(latest);
     let members_shown = members(&ts, &user, id, shown).await?;
     let latest_members = if latest == shown { members_shown.clone() } else { members(&ts, &user, id, latest).await? };
-    Ok(BundleInfo { listing, members: members_shown, latest_members })
+    let external_shown = external(&ts, &user, id, shown).await?;
+    let latest_external = if latest == shown { external_shown.clone() } else { external(&ts, &user, id, latest).await? };
+    Ok(BundleInfo { listing, members: members_shown, latest_members, external: external_shown, latest_external })
 }
 
 /// Tools the author may add: published tools they can see that match `q`.
@@ -114,17 +168,33 @@ pub async fn bundle_candidates(q: String) -> Result<Vec<MemberView>, AppError> {
     Ok(out)
 }
 
-/// Saves the bundle's members as its next version; returns the version number.
+/// Tools of the bundle's department's external MCP servers the editor may add.
+#[server(endpoint = "bundles/external_candidates")]
+pub async fn bundle_external_candidates(bundle: i64) -> Result<Vec<ExternalView>, AppError> {
+    let user = server::require_user().await?;
+    let found = server::toolshed()?.external_candidates(&user, toolshed_domain::ids::ToolId(bundle)).await.map_err(server::fail)?;
+    Ok(found.iter().map(external_view).collect())
+}
+
+/// Saves the bundle's members (and external tools) as its next version;
+/// returns the version number.
 #[server(endpoint = "bundles/save_version", input = server_fn::codec::Json)]
-pub async fn save_bundle_version(bundle: i64, members: Vec<MemberInput>, changelog: String) -> Result<i64, AppError> {
+pub async fn save_bundle_version(
+    bundle: i64,
+    members: Vec<MemberInput>,
+    #[server(default)] external: Vec<ExternalInput>,
+    changelog: String,
+) -> Result<i64, AppError> {
     use toolshed_domain::bundles::MemberSpec;
     use toolshed_domain::ids::ToolId;
+    use toolshed_domain::upstream::ExternalMember;
     let user = server::require_user().await?;
     let specs: Vec<MemberSpec> = members
         .into_iter()
         .map(|m| MemberSpec { tool: ToolId(m.tool), pinned_version: m.pinned_version, exposed_name: m.exposed_name })
         .collect();
-    server::toolshed()?.save_bundle_version(&user, ToolId(bundle), &specs, &changelog).await.map_err(server::fail)
+    let external: Vec<ExternalMember> = external.into_iter().map(|e| ExternalMember { server: e.server, tool: e.tool }).collect();
+    server::toolshed()?.save_bundle_version_with_external(&user, ToolId(bundle), &specs, &external, &changelog).await.map_err(server::fail)
 }
 
 /// Sets the bundle's code mode (`off`, `instead`, `beside`); a plain form.

@@ -7,6 +7,7 @@ mod bundles;
 mod market;
 mod moderation;
 mod playground;
+mod servers;
 mod tools;
 
 pub use accounts::*;
@@ -15,6 +16,7 @@ pub use bundles::*;
 pub use market::*;
 pub use moderation::*;
 pub use playground::*;
+pub use servers::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};

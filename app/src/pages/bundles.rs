@@ -7,8 +7,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, BundleCandidates, BundleInfo, ListingApiView, MemberInput, MemberView, Publish, SaveBundleVersion, SetCodeMode, ToolInfo,
-    UsageView,
+    bundle_detail, BundleCandidates, BundleExternalCandidates, BundleInfo, ExternalInput, ExternalView, ListingApiView, MemberInput, MemberView, Publish,
+    SaveBundleVersion, SetCodeMode, ToolInfo, UsageView,
 };
 use crate::args::{ArgDef, ArgType};
 use crate::components::RequireUser;
@@ -87,6 +87,36 @@ fn MemberTable(members: Vec<MemberView>) -> impl IntoView {
     .into_any()
 }
 
+/// A bundle's external tools; `remove` makes each row removable (the editor).
+#[component]
+fn ExternalTable(tools: Vec<ExternalView>, #[prop(optional)] remove: Option<Callback<usize>>) -> impl IntoView {
+    if tools.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <h3>"External tools"</h3>
+        <table class="member-table external-tools">
+            <thead><tr><th>"Name in the bundle"</th><th>"External server"</th><th>"Description"</th><th></th></tr></thead>
+            <tbody>
+                {tools.into_iter().enumerate().map(|(i, t)| view! {
+                    <tr data-external=t.exposed_name.clone() class:unavailable=t.unavailable.is_some()>
+                        <td><code>{t.exposed_name.clone()}</code></td>
+                        <td><span class="badge kind">{t.server.clone()}</span></td>
+                        <td class="small">{t.description.clone()}</td>
+                        <td>
+                            {t.unavailable.clone().map(|u| view! { <span class="badge warn">{format!("not served: {u}")}</span> })}
+                            {remove.map(|remove| view! {
+                                <button type="button" class="link-button remove" title="Remove" on:click=move |_| remove.run(i)>"✕"</button>
+                            })}
+                        </td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
 #[component]
 fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -> impl IntoView {
     let tool = info.listing.clone();
@@ -101,6 +131,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -
                 <section class="card">
                     <h2>{if tool.published_version.is_some() { "Tools" } else { "Tools (not published yet)" }}</h2>
                     <MemberTable members=info.members.clone() />
+                    <ExternalTable tools=info.external.clone() />
                 </section>
                 {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
@@ -200,6 +231,8 @@ fn Editor(info: BundleInfo) -> impl IntoView {
     let tool: RwSignal<ToolInfo> = RwSignal::new(info.listing.clone());
     let id = info.listing.id;
     let members = RwSignal::new(info.latest_members.clone());
+    let external = RwSignal::new(info.latest_external.clone());
+    let external_candidates = ServerAction::<BundleExternalCandidates>::new();
     let changelog = RwSignal::new(String::new());
     let save = ServerAction::<SaveBundleVersion>::new();
     let publish = ServerAction::<Publish>::new();
@@ -225,7 +258,9 @@ fn Editor(info: BundleInfo) -> impl IntoView {
     // would race the render, and the page could hydrate against other HTML.
     Effect::new(move |_| {
         search.dispatch(BundleCandidates { q: String::new() });
+        external_candidates.dispatch(BundleExternalCandidates { bundle: id });
     });
+    let external_inputs = move || external.get_untracked().into_iter().map(|e| ExternalInput { server: e.server, tool: e.tool }).collect();
     let inputs = move || {
         members.get_untracked().into_iter().map(|m| MemberInput { tool: m.tool, pinned_version: m.pinned_version, exposed_name: m.exposed_name }).collect()
     };
@@ -291,11 +326,12 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                             </table>
                         }.into_any()
                     }}
+                    {move || view! { <ExternalTable tools=external.get() remove=Callback::new(move |i: usize| external.update(|l| { l.remove(i); })) /> }}
                     <div class="inline-form">
                         <input placeholder="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
                             on:input=move |ev| changelog.set(event_target_value(&ev)) />
                         <button type="button" class="button save-version" disabled=move || save.pending().get()
-                            on:click=move |_| { save.dispatch(SaveBundleVersion { bundle: id, members: inputs(), changelog: changelog.get_untracked() }); }>
+                            on:click=move |_| { save.dispatch(SaveBundleVersion { bundle: id, members: inputs(), external: external_inputs(), changelog: changelog.get_untracked() }); }>
                             "Save version"
                         </button>
                     </div>
@@ -338,6 +374,30 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                                         <li data-tool=c.slug.clone()>
                                             <div><strong>{c.title.clone()}</strong><br /><code class="small">{c.slug.clone()}</code></div>
                                             <button type="button" class="button small add-tool" on:click=move |_| members.update(|l| l.push(add.clone()))>"Add"</button>
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        }.into_any(),
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </section>
+                <section class="card bundle-external-search">
+                    <h2>"Add external tools"</h2>
+                    <p class="muted small">"Tools of the external MCP servers registered for this department, exposed as server__tool."</p>
+                    {move || external_candidates.value().get().map(|r| match r {
+                        Ok(found) if found.is_empty() => view! { <p class="muted small">"No external server of this department lists tools."</p> }.into_any(),
+                        Ok(found) => view! {
+                            <ul class="candidates">
+                                {found.into_iter().map(|c| {
+                                    let add = c.clone();
+                                    let taken = move || external.with(|l| l.iter().any(|e| e.exposed_name == add.exposed_name));
+                                    let add = c.clone();
+                                    view! {
+                                        <li data-external=c.exposed_name.clone()>
+                                            <div><code>{c.exposed_name.clone()}</code><br /><span class="muted small">{c.description.clone()}</span></div>
+                                            <button type="button" class="button small add-external" disabled=taken
+                                                on:click=move |_| external.update(|l| l.push(add.clone()))>"Add"</button>
                                         </li>
                                     }
                                 }).collect_view()}

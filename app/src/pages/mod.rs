@@ -11,7 +11,7 @@ mod sign_in;
 pub mod tools;
 
 pub use account::Account;
-pub use admin::{Admin, AuditLog};
+pub use admin::{Admin, AuditLog, ExternalServers};
 pub use bundles::{BundleEditor, BundleListing};
 pub use home::Home;
 pub use not_found::NotFound;

@@ -17,6 +17,7 @@ use crate::codegen::{ListingApi, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
 use crate::tools::{can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
+use crate::upstream::{ExternalMember, ServedExternal};
 use crate::{audit, now_ms, Toolshed};
 
 /// The most members a bundle version may have.
@@ -60,6 +61,8 @@ pub struct ServedTool {
 #[derive(Debug, Clone, Default)]
 pub struct Served {
     pub tools: Vec<ServedTool>,
+    /// Tools of external MCP servers, served after the bundle's own tools.
+    pub external: Vec<ServedExternal>,
     /// Audit targets of every member, served or not: a change to any of them
     /// may change the bundle's tool list.
     pub member_targets: Vec<String>,
@@ -77,9 +80,27 @@ impl Toolshed {
     /// member must be a tool the author can see, with the version it pins (or
     /// a published one to follow); exposed names must be unique.
     pub async fn save_bundle_version(&self, user: &User, id: ToolId, members: &[MemberSpec], changelog: &str) -> Result<i64, ToolError> {
+        self.save_bundle_version_with_external(user, id, members, &[], changelog).await
+    }
+
+    /// [`Toolshed::save_bundle_version`], with tools of external MCP servers of
+    /// the bundle's department after the members (exposed as `server__tool`).
+    pub async fn save_bundle_version_with_external(
+        &self,
+        user: &User,
+        id: ToolId,
+        members: &[MemberSpec],
+        external: &[ExternalMember],
+        changelog: &str,
+    ) -> Result<i64, ToolError> {
         let bundle = self.bundle_for_edit(user, id).await?;
         let changelog = parse_changelog(changelog)?;
-        let checked = self.check_members(user, members).await?;
+        let checked = self.check_members(user, members, external.len()).await?;
+        let external = self.check_external(&bundle, external).await?;
+        let mut taken: HashSet<String> = checked.iter().map(|(_, _, name)| name.as_str().to_ascii_lowercase()).collect();
+        if let Some(clash) = external.iter().find(|e| !taken.insert(e.name.to_ascii_lowercase())) {
+            return Err(ToolError::Invalid(Invalid { field: "Tools", reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name) }));
+        }
         let mut tx = self.db.begin().await?;
         let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {
             Ok(v) => v,
@@ -98,8 +119,19 @@ impl Toolshed {
             .execute(&mut *tx)
             .await?;
         }
+        for (position, e) in external.iter().enumerate() {
+            sqlx::query("INSERT INTO bundle_external_items (bundle_id, version, position, server_id, tool_name) VALUES ($1, $2, $3, $4, $5)")
+                .bind(id.0)
+                .bind(version)
+                .bind(position as i64)
+                .bind(e.server_id)
+                .bind(&e.tool.name)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(id.0).execute(&mut *tx).await?;
-        let listed: Vec<String> = checked.iter().map(|(t, pinned, name)| member_label(name.as_str(), &t.slug(), *pinned)).collect();
+        let mut listed: Vec<String> = checked.iter().map(|(t, pinned, name)| member_label(name.as_str(), &t.slug(), *pinned)).collect();
+        listed.extend(external.iter().map(|e| format!("{} = external {}", e.name, e.server)));
         audit::record(
             &mut tx,
             Some(user.id),
@@ -164,6 +196,10 @@ impl Toolshed {
                 served.tools.push(ServedTool { name: item.exposed_name, tool: tool.clone(), version });
             }
         }
+        for (member, external) in self.external_items(bundle, n).await? {
+            served.member_targets.push(crate::upstream::audit_target(&member.server));
+            served.external.extend(external);
+        }
         Ok(served)
     }
 
@@ -182,8 +218,15 @@ impl Toolshed {
 
     /// What `listing` serves to `user`, as the generated APIs describe it.
     pub async fn tool_defs(&self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+        let (own, external) = match listing.kind {
+            ListingKind::Tool => (self.served_by(user, listing).await?, Vec::new()),
+            ListingKind::Bundle => {
+                let served = self.served_tools(user, listing).await?;
+                (served.tools, served.external)
+            }
+        };
         let mut defs = Vec::new();
-        for s in self.served_by(user, listing).await? {
+        for s in own {
             let v = self.version_row(s.tool.id, s.version).await?;
             defs.push(ToolDef {
                 name: s.name,
@@ -195,6 +238,15 @@ impl Toolshed {
                 destructive: s.tool.destructive_hint,
             });
         }
+        defs.extend(external.into_iter().map(|e| ToolDef {
+            read_only: e.tool.hint("readOnlyHint"),
+            destructive: e.tool.hint("destructiveHint"),
+            name: e.name,
+            title: e.tool.title,
+            description: e.tool.description,
+            input_schema: e.tool.input_schema,
+            output_schema: e.tool.output_schema,
+        }));
         Ok(defs)
     }
 
@@ -217,12 +269,12 @@ impl Toolshed {
     }
 
     /// Checks the editor's members: (tool, pinned version, exposed name) in order.
-    async fn check_members(&self, user: &User, members: &[MemberSpec]) -> Result<Vec<(Tool, Option<i64>, ToolName)>, ToolError> {
+    async fn check_members(&self, user: &User, members: &[MemberSpec], external: usize) -> Result<Vec<(Tool, Option<i64>, ToolName)>, ToolError> {
         let bad = |reason: String| ToolError::Invalid(Invalid { field: "Tools", reason });
-        if members.is_empty() {
+        if members.is_empty() && external == 0 {
             return Err(bad("add at least one tool".into()));
         }
-        if members.len() > MAX_MEMBERS {
+        if members.len() + external > MAX_MEMBERS {
             return Err(bad(format!("a bundle holds at most {MAX_MEMBERS} tools")));
         }
         let mut checked = Vec::with_capacity(members.len());

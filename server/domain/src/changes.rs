@@ -25,9 +25,11 @@ const REORDER_WINDOW: i64 = 64;
 /// Audit actions that change what a listing's `tools/list` answers (a `WHERE`
 /// condition). Moderation and bundles use these names too.
 const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 'tool.settings_changed', \
-     'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted') OR action LIKE 'bundle.%'";
+     'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted', 'mcp_server.tools_changed', 'mcp_server.removed') \
+     OR action LIKE 'bundle.%'";
 
-/// A changed listing, as its audit target: `tool:dept/name` or `bundle:dept/name`.
+/// A changed listing, as its audit target: `tool:dept/name`, `bundle:dept/name`
+/// or an external server's `mcp_server:name`.
 pub type Changed = Arc<str>;
 
 #[derive(Clone)]

@@ -18,6 +18,7 @@ use crate::ids::ToolId;
 use crate::names::Invalid;
 use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, SandboxError, ToolCall, ToolHost, ToolValue};
 use crate::tools::{ListingKind, PreparedRun, RunReport, RunSource, Status, Tool, ToolError, Via};
+use crate::upstream::ServedExternal;
 use crate::{audit, now_ms, Toolshed};
 
 /// Tool calls one `run_code` may make: code that calls tools in a loop
@@ -129,18 +130,20 @@ impl Toolshed {
         if bundle.status == Status::Disabled {
             return Err(ToolError::Disabled);
         }
-        let members = self.served_tools(user, bundle).await?.tools;
+        let served = self.served_tools(user, bundle).await?;
+        let (members, external) = (served.tools, served.external);
         let policy = self.policy().await?;
         let mut request = self.run_request(bundle, &policy, code, Default::default(), BTreeMap::new(), user, via.transport);
         request.fetch_allow.clear();
         request.tools = Some(CodeTools {
-            names: members.iter().map(|m| m.name.clone()).collect(),
+            names: members.iter().map(|m| &m.name).chain(external.iter().map(|e| &e.name)).cloned().collect(),
             max_calls: MAX_TOOL_CALLS,
             host: Arc::new(Members {
                 toolshed: self.clone(),
                 user: user.clone(),
-                bundle: bundle.id,
+                bundle: bundle.clone(),
                 members,
+                external,
                 transport: format!("{}{USAGE_SUFFIX}", via.transport),
                 token_id: via.token_id,
             }),
@@ -160,8 +163,10 @@ impl Toolshed {
 struct Members {
     toolshed: Toolshed,
     user: User,
-    bundle: ToolId,
+    bundle: Tool,
     members: Vec<ServedTool>,
+    /// External MCP servers' tools: called from the host, answered whole.
+    external: Vec<ServedExternal>,
     transport: String,
     token_id: Option<i64>,
 }
@@ -169,7 +174,15 @@ struct Members {
 impl ToolHost for Members {
     fn prepare(&self, name: String, input: serde_json::Value) -> PreparedCall {
         let (toolshed, user, transport) = (self.toolshed.clone(), self.user.clone(), self.transport.clone());
-        let (bundle, token_id) = (self.bundle, self.token_id);
+        let (bundle, token_id) = (self.bundle.id, self.token_id);
+        if let Some(ext) = self.external.iter().find(|e| e.name == name).cloned() {
+            let bundle = self.bundle.clone();
+            return Box::pin(async move {
+                let via = Via { transport: &transport, token_id, bundle_id: Some(bundle.id) };
+                let result = toolshed.call_external(&user, &bundle, &ext, input, via).await;
+                Ok(ToolCall::Answered(external_value(&name, result)))
+            });
+        }
         let member = self.members.iter().find(|m| m.name == name).cloned();
         Box::pin(async move {
             let started = Instant::now();
@@ -189,7 +202,21 @@ impl ToolHost for Members {
                 toolshed.record_run(&user, member.tool.id, Via { transport: &transport, token_id, bundle_id: Some(bundle) }, started, &Ok(RunReport { version, outcome }));
                 result
             };
-            Ok(ToolCall { request, finish: Box::new(finish) })
+            Ok(ToolCall::Run { request, finish: Box::new(finish) })
         })
     }
+}
+
+/// An external tool's MCP result as `tools.<name>()` resolves (its structured
+/// content, else its text) or rejects (`isError`, with its text).
+fn external_value(name: &str, result: serde_json::Value) -> Result<ToolValue, String> {
+    let text: Vec<&str> = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
+    let text = text.join("\n");
+    if result["isError"].as_bool() == Some(true) {
+        return Err(format!("{name}: {text}"));
+    }
+    Ok(match result.get("structuredContent") {
+        Some(v) if !v.is_null() => ToolValue::Json(v.clone()),
+        _ => serde_json::from_str(&text).map(ToolValue::Json).unwrap_or(ToolValue::Text(text)),
+    })
 }

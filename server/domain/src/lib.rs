@@ -28,6 +28,7 @@ pub mod sessions;
 pub mod store;
 pub mod tokens;
 pub mod tools;
+pub mod upstream;
 pub mod usage;
 
 use std::sync::Arc;

@@ -45,6 +45,9 @@ pub struct UsageRecord {
     pub transport: String,
     pub duration_us: i64,
     pub outcome: Outcome,
+    /// For a call to an external MCP server's tool (`tool_id` is then the bundle's).
+    pub upstream_server_id: Option<i64>,
+    pub upstream_tool: Option<String>,
 }
 
 enum Msg {
@@ -126,7 +129,7 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
                 .map(|i| format!("({})", (1..=COLUMNS).map(|c| format!("${}", i * COLUMNS + c)).collect::<Vec<_>>().join(", ")))
                 .collect();
             let sql = format!(
-                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome) VALUES {}",
+                "INSERT INTO usage_records (at_ms, tool_id, version, user_id, token_id, bundle_id, transport, duration_us, outcome, upstream_server_id, upstream_tool) VALUES {}",
                 values.join(", ")
             );
             let mut insert = sqlx::query(&sql);
@@ -140,7 +143,9 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
                     .bind(r.bundle_id)
                     .bind(r.transport.as_str())
                     .bind(r.duration_us)
-                    .bind(r.outcome.as_str());
+                    .bind(r.outcome.as_str())
+                    .bind(r.upstream_server_id)
+                    .bind(r.upstream_tool.as_deref());
             }
             insert.execute(&mut *tx).await?;
         }

@@ -243,6 +243,8 @@ store_test!(every_usage_record_handed_to_the_recorder_is_written_with_all_its_fi
             transport: format!("t{}", i % 3),
             duration_us: i,
             outcome: if i % 5 == 0 { Outcome::ToolError } else { Outcome::Ok },
+            upstream_server_id: None,
+            upstream_tool: (i == 7).then(|| "echo".to_owned()),
         });
     }
     ts.usage().flush().await;
@@ -250,7 +252,8 @@ store_test!(every_usage_record_handed_to_the_recorder_is_written_with_all_its_fi
         "SELECT COUNT(*) AS n, CAST(SUM(duration_us) AS BIGINT) AS us, \
          CAST(SUM(CASE WHEN version IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS unversioned, \
          CAST(SUM(CASE WHEN outcome = 'tool_error' THEN 1 ELSE 0 END) AS BIGINT) AS errors, \
-         CAST(SUM(CASE WHEN transport = 't2' THEN 1 ELSE 0 END) AS BIGINT) AS t2 \
+         CAST(SUM(CASE WHEN transport = 't2' THEN 1 ELSE 0 END) AS BIGINT) AS t2, \
+         CAST(SUM(CASE WHEN upstream_tool = 'echo' AND duration_us = 7 THEN 1 ELSE 0 END) AS BIGINT) AS upstream \
          FROM usage_records WHERE tool_id = $1",
     )
     .bind(fx.id.0)
@@ -258,7 +261,7 @@ store_test!(every_usage_record_handed_to_the_recorder_is_written_with_all_its_fi
     .await
     .unwrap();
     let get = |c: &str| sqlx::Row::get::<i64, _>(&row, c);
-    assert_eq!((get("n"), get("us"), get("unversioned"), get("errors"), get("t2")), (250, (0..250).sum(), 125, 50, 83));
+    assert_eq!((get("n"), get("us"), get("unversioned"), get("errors"), get("t2"), get("upstream")), (250, (0..250).sum(), 125, 50, 83, 1));
 });
 
 store_test!(usage_stats_count_calls_per_day_errors_and_duration_percentiles, |db: Db| async move {

@@ -21,10 +21,10 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
-use toolshed_domain::bundles::ServedTool;
 use toolshed_domain::code_mode::{transcript, CodeMode};
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
+use toolshed_domain::upstream::ServedExternal;
 use toolshed_domain::Toolshed;
 
 use super::Caller;
@@ -82,12 +82,6 @@ impl ListingHandler {
         }
     }
 
-    /// The tools the caller's listing serves them: the tool itself, or the
-    /// bundle's members they may see, each at the version that runs.
-    async fn served(&self, c: &Caller) -> Result<Vec<ServedTool>, McpError> {
-        self.toolshed.served_by(&c.user, &c.listing).await.map_err(internal)
-    }
-
     /// Tells the client whenever what its listing serves changes (publish,
     /// roll back, settings, moderation; for a bundle, of any member too), on
     /// any replica, until the session ends.
@@ -120,6 +114,21 @@ impl ListingHandler {
                 watched = watched_targets(&toolshed, &caller).await;
             }
         }
+    }
+}
+
+impl ListingHandler {
+    /// Proxies a call to an external server's tool: its result as the server
+    /// sent it (content, structuredContent, isError); every failure an
+    /// `isError` result (the domain says what went wrong).
+    async fn call_external(&self, c: &Caller, tool: &ServedExternal, arguments: serde_json::Map<String, serde_json::Value>) -> Result<CallToolResponse, McpError> {
+        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: Some(c.listing.id) };
+        let answer = self.toolshed.call_external(&c.user, &c.listing, tool, serde_json::Value::Object(arguments), via).await;
+        let result = serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
+            let text = format!("External server “{}” sent a result that is not a valid MCP tool result ({e}): {answer}", tool.server);
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        });
+        Ok(result.into())
     }
 }
 
@@ -301,8 +310,14 @@ impl ServerHandler for ListingHandler {
             // What is not listed is not served: in this mode only `run_code` reaches the members.
             ListingKind::Bundle if c.listing.code_mode == CodeMode::Instead => return Err(unknown()),
             ListingKind::Bundle => {
-                let member = self.served(&c).await?.into_iter().find(|s| s.name == request.name).ok_or_else(unknown)?;
-                (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id))
+                let served = self.toolshed.served_tools(&c.user, &c.listing).await.map_err(internal)?;
+                match served.tools.into_iter().find(|s| s.name == request.name) {
+                    Some(member) => (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id)),
+                    None => {
+                        let external = served.external.into_iter().find(|e| e.name == request.name).ok_or_else(unknown)?;
+                        return self.call_external(&c, &external, request.arguments.unwrap_or_default()).await;
+                    }
+                }
             }
         };
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());

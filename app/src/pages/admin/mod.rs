@@ -1,16 +1,19 @@
 //! The admin pages: the moderation queue, users, departments, tool limits and
-//! the playground's chat endpoints on `/admin`; the audit log with its filters on `/admin/audit`.
+//! the playground's chat endpoints on `/admin`; the audit log with its filters
+//! on `/admin/audit`; external MCP servers on `/admin/servers`.
 
 mod audit;
 mod chat_endpoints;
 mod departments;
 mod moderation;
+mod servers;
 mod users;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 pub use audit::AuditLog;
+pub use servers::ExternalServers;
 pub(crate) use moderation::ModerateForm;
 
 use crate::api::{admin_policy, SetAdminPolicy};
@@ -28,6 +31,7 @@ pub fn Admin() -> impl IntoView {
         <RequireUser>
             <div class="page-head">
                 <h1>"Administration"</h1>
+                <a class="button secondary" href="/admin/servers">"External MCP servers"</a>
                 <a class="button secondary" href="/admin/audit">"Audit log"</a>
             </div>
             <moderation::Queue />

@@ -50,11 +50,15 @@ pub trait ToolHost: Send + Sync {
 /// A member's run, ready to go. It runs on the calling code's own worker
 /// thread (which is only waiting meanwhile), so code calling tools never
 /// needs a second worker and cannot starve the pool.
-pub struct ToolCall {
-    pub request: RunRequest,
-    /// Records the run and turns its outcome into the value the JS call
-    /// resolves with, or the message it rejects with.
-    pub finish: Box<dyn FnOnce(RunOutcome) -> Result<ToolValue, String> + Send>,
+pub enum ToolCall {
+    Run {
+        request: RunRequest,
+        /// Records the run and turns its outcome into the value the JS call
+        /// resolves with, or the message it rejects with.
+        finish: Box<dyn FnOnce(RunOutcome) -> Result<ToolValue, String> + Send>,
+    },
+    /// Already answered by the host (an external MCP server's tool): nothing runs here.
+    Answered(Result<ToolValue, String>),
 }
 
 pub(super) enum Reply {

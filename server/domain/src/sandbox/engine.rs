@@ -343,7 +343,10 @@ fn drive<'js>(
 /// Runs a member's call here, nested: this thread only waits meanwhile. The
 /// member keeps its own limits, but its time never runs past the caller's deadline.
 fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
-    let ToolCall { mut request, finish } = call;
+    let (mut request, finish) = match call {
+        ToolCall::Run { request, finish } => (request, finish),
+        ToolCall::Answered(result) => return result,
+    };
     let left = guard.deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(guard.timeout().to_string());

@@ -80,6 +80,15 @@ impl Toolshed {
                 .bind(n)
                 .execute(&mut *tx)
                 .await?;
+                sqlx::query(
+                    "INSERT INTO bundle_external_items (bundle_id, version, position, server_id, tool_name) \
+                     SELECT $1, 1, position, server_id, tool_name FROM bundle_external_items WHERE bundle_id = $2 AND version = $3",
+                )
+                .bind(id.0)
+                .bind(src.id.0)
+                .bind(n)
+                .execute(&mut *tx)
+                .await?;
             }
         }
         let target = format!("{}:{}/{}", src.kind.as_str(), user.department.name, new.name);

@@ -206,6 +206,8 @@ impl Toolshed {
             transport: via.transport.to_owned(),
             duration_us: started.elapsed().as_micros() as i64,
             outcome,
+            upstream_server_id: None,
+            upstream_tool: None,
         });
     }
 

@@ -1,0 +1,204 @@
+//! `/admin/servers`: external MCP servers whose tools bundles may include.
+//! Admins see and manage every server and choose which departments' authors
+//! may register their own; such authors manage their department's servers
+//! here too. Every action is a plain form, so the page works before the wasm
+//! loads. A credential is shown as set or not set, never its value.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{external_servers, RefreshServer, RegisterServer, RemoveServer, ServerAdminView, SetServerRegistration, UpdateServer};
+use crate::components::RequireUser;
+use crate::pages::tools::{ago, now_ms};
+
+/// The transport choice, `selected` preselected.
+fn transport_select(selected: &str) -> impl IntoView {
+    view! {
+        <select name="transport" aria-label="Transport">
+            <option value="streamable_http" selected=selected == "streamable_http">"Streamable HTTP"</option>
+            <option value="sse" selected=selected == "sse">"Legacy HTTP+SSE"</option>
+        </select>
+    }
+}
+
+/// Credential kind, name and value; `keep` is offered when one is stored.
+fn credential_fields(keep: bool) -> impl IntoView {
+    view! {
+        <div class="row">
+            <label>"Credential"
+                <select name="credential_kind">
+                    {keep.then(|| view! { <option value="keep" selected>"keep the stored one"</option> })}
+                    <option value="none">"none"</option>
+                    <option value="header" selected=!keep>"header"</option>
+                    <option value="query">"query parameter"</option>
+                </select>
+            </label>
+            <label>"Name" <input name="credential_name" maxlength="100" placeholder="X-Api-Key" /></label>
+            <label>"Value" <input name="credential_value" type="password" autocomplete="off" maxlength="4000" /></label>
+        </div>
+    }
+}
+
+#[component]
+fn ServerRow(s: ServerAdminView, refresh: ServerAction<RefreshServer>, remove: ServerAction<RemoveServer>, update: ServerAction<UpdateServer>) -> impl IntoView {
+    let now = now_ms();
+    let credential = match (s.credential_kind.as_str(), s.credential_set) {
+        ("none", _) | (_, false) => "none".to_owned(),
+        (kind, true) => format!("{kind} {} (set)", s.credential_name),
+    };
+    let status = match (&s.last_error, s.refreshed_at) {
+        (Some(e), _) => view! { <span class="badge warn">{format!("error: {e}")}</span> }.into_any(),
+        (None, Some(at)) => view! { <span>{format!("refreshed {}", ago(at, now.max(at)))}</span> }.into_any(),
+        (None, None) => view! { <span class="muted">"never refreshed"</span> }.into_any(),
+    };
+    let (id, url, transport) = (s.id, s.url.clone(), s.transport.clone());
+    view! {
+        <tr data-server=s.name.clone()>
+            <td><code>{s.name.clone()}</code><br /><span class="muted small">{s.department.clone()}</span></td>
+            <td class="small"><code>{s.url.clone()}</code><br />{if s.transport == "sse" { "legacy SSE" } else { "Streamable HTTP" }}
+                {format!(" · {} s", s.timeout_ms / 1000)}</td>
+            <td class="small credential">{credential}</td>
+            <td class="tool-count">{s.tool_count}</td>
+            <td class="small status">{status}</td>
+            <td>
+                {s.may_manage.then(|| view! {
+                    <ActionForm action=refresh attr:class="inline-form">
+                        <input type="hidden" name="id" value=id />
+                        <button type="submit" class="link-button refresh">"Refresh now"</button>
+                    </ActionForm>
+                    <details class="edit-server">
+                        <summary class="link-button">"Edit"</summary>
+                        <ActionForm action=update attr:class="stack">
+                            <input type="hidden" name="id" value=id />
+                            <label>"URL" <input name="url" value=url required maxlength="2000" /></label>
+                            <div class="row">
+                                <label>"Transport" {transport_select(&transport)}</label>
+                                <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="1000" max="300000" value=s.timeout_ms /></label>
+                            </div>
+                            {credential_fields(true)}
+                            <button type="submit" class="button secondary small">"Save"</button>
+                        </ActionForm>
+                    </details>
+                    <ActionForm action=remove attr:class="inline-form">
+                        <input type="hidden" name="id" value=id />
+                        <button type="submit" class="link-button danger">"Remove"</button>
+                    </ActionForm>
+                })}
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ExternalServers() -> impl IntoView {
+    let register = ServerAction::<RegisterServer>::new();
+    let update = ServerAction::<UpdateServer>::new();
+    let refresh = ServerAction::<RefreshServer>::new();
+    let remove = ServerAction::<RemoveServer>::new();
+    let setting = ServerAction::<SetServerRegistration>::new();
+    let page = Resource::new(
+        move || (register.version().get(), update.version().get(), refresh.version().get(), remove.version().get(), setting.version().get()),
+        |_| external_servers(),
+    );
+    let error = move || {
+        super::first_error([
+            register.value().get().and_then(Result::err),
+            update.value().get().and_then(Result::err),
+            refresh.value().get().and_then(Result::err),
+            remove.value().get().and_then(Result::err),
+            setting.value().get().and_then(Result::err),
+        ])
+    };
+    // Registering a server that cannot be reached succeeds: say why it has no tools.
+    let registered = move || {
+        register.value().get().and_then(Result::ok).map(|s| match s.last_error {
+            Some(e) => view! { <p class="alert error">{format!("Registered {}, but importing its tools failed: {e}", s.name)}</p> }.into_any(),
+            None => view! { <p class="alert ok">{format!("Registered {}: {} tools imported.", s.name, s.tool_count)}</p> }.into_any(),
+        })
+    };
+    view! {
+        <Title text="External MCP servers" />
+        <RequireUser>
+            <div class="page-head">
+                <h1>"External MCP servers"</h1>
+                <a class="button secondary" href="/admin">"Administration"</a>
+            </div>
+            <p class="muted">"Bundles of a server's department can include its tools, exposed as " <code>"server__tool"</code>
+                ". Calls are proxied with the stored credential, which is never shown again."</p>
+            {error}
+            {registered}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match page.await {
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                        Ok(p) => view! {
+                            <section class="card">
+                                <h2>"Servers"</h2>
+                                {if p.servers.is_empty() {
+                                    view! { <p class="muted">"No external servers yet."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <table class="admin-table servers">
+                                            <thead><tr><th>"Name"</th><th>"Address"</th><th>"Credential"</th><th>"Tools"</th><th>"Status"</th><th></th></tr></thead>
+                                            <tbody>
+                                                {p.servers.into_iter().map(|s| view! { <ServerRow s refresh remove update /> }).collect_view()}
+                                            </tbody>
+                                        </table>
+                                    }.into_any()
+                                }}
+                            </section>
+                            {(!p.may_register_in.is_empty()).then(|| view! {
+                                <section class="card register-server">
+                                    <h2>"Register a server"</h2>
+                                    <ActionForm action=register attr:class="stack">
+                                        <div class="row">
+                                            <label>"Department"
+                                                <select name="department">
+                                                    {p.may_register_in.iter().map(|d| view! { <option value=d.clone()>{d.clone()}</option> }).collect_view()}
+                                                </select>
+                                            </label>
+                                            <label>"Name (the prefix in server__tool)" <input name="name" required maxlength="32" placeholder="github" /></label>
+                                        </div>
+                                        <div class="row">
+                                            <label>"URL" <input name="url" required maxlength="2000" placeholder="https://mcp.example.com/mcp" /></label>
+                                            <label>"Transport" {transport_select("streamable_http")}</label>
+                                            <label>"Time limit (ms)" <input name="timeout_ms" type="number" min="1000" max="300000" value="30000" /></label>
+                                        </div>
+                                        {credential_fields(false)}
+                                        <button type="submit" class="button">"Register and import tools"</button>
+                                    </ActionForm>
+                                </section>
+                            })}
+                            {(!p.settings.is_empty()).then(|| view! {
+                                <section class="card">
+                                    <h2>"Who may register servers"</h2>
+                                    <p class="muted small">"Administrators always may. Allow a department's authors to register servers for their own department:"</p>
+                                    <table class="admin-table">
+                                        <thead><tr><th>"Department"</th><th>"Authors may register"</th></tr></thead>
+                                        <tbody>
+                                            {p.settings.into_iter().map(|d| { let for_form = d.department.clone(); view! {
+                                                <tr data-department=d.department.clone()>
+                                                    <td><code>{d.department.clone()}</code></td>
+                                                    <td>
+                                                        <ActionForm action=setting attr:class="inline-form">
+                                                            <input type="hidden" name="department" value=for_form />
+                                                            <select name="allowed" aria-label="Authors may register">
+                                                                <option value="no" selected=!d.authors_may_register>"no"</option>
+                                                                <option value="yes" selected=d.authors_may_register>"yes"</option>
+                                                            </select>
+                                                            <button type="submit" class="link-button">"Save"</button>
+                                                        </ActionForm>
+                                                    </td>
+                                                </tr>
+                                            }}).collect_view()}
+                                        </tbody>
+                                    </table>
+                                </section>
+                            })}
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
+        </RequireUser>
+    }
+}

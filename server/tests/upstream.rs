@@ -1,0 +1,356 @@
+//! External MCP servers in bundles, against a real one: the official
+//! TypeScript SDK's server in `end2end/fixtures/upstream-mcp.mjs`, started on
+//! a random loopback port. Registered, imported, put in a bundle, called
+//! through Toolshed's bundle endpoint with the official Rust SDK's client, and
+//! failing the ways real servers do (wrong key, gone mid-call, slow, junk).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const KEY: &str = "upstream-secret-4711";
+
+/// The fixture server, killed when dropped.
+struct Upstream {
+    base: String,
+    child: Child,
+}
+
+impl Upstream {
+    async fn start() -> Self {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../end2end/fixtures/upstream-mcp.mjs");
+        let mut child = Command::new("node")
+            .arg(script)
+            .env("KEY", KEY)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start node (scripts/bootstrap.sh installs it, and end2end/node_modules)");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let base = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.strip_prefix("ready ") {
+                    return url.trim().to_owned();
+                }
+            }
+            panic!("the fixture server exited before it was ready");
+        })
+        .await
+        .expect("the fixture server starts");
+        Self { base, child }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn exited(&mut self) -> bool {
+        tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_ok()
+    }
+}
+
+/// Registers a server as `client`; the server function's status and answer.
+async fn register(srv: &TestServer, client: &reqwest::Client, name: &str, url: &str, transport: &str, credential: (&str, &str, &str)) -> (u16, Value) {
+    let (kind, cname, value) = credential;
+    let form = [
+        ("department", "research"),
+        ("name", name),
+        ("url", url),
+        ("transport", transport),
+        ("credential_kind", kind),
+        ("credential_name", cname),
+        ("credential_value", value),
+        ("timeout_ms", "30000"),
+    ];
+    srv.call(client, "servers/register", &form).await
+}
+
+/// Alice of `research` and the admin, with the fixture registered as `ext` (header key).
+async fn world(srv: &TestServer, upstream: &Upstream) -> (reqwest::Client, reqwest::Client) {
+    let alice = srv.member("alice", "research").await;
+    let admin = srv.admin().await;
+    let (status, server) = register(srv, &admin, "ext", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", KEY)).await;
+    assert_eq!(status, 200, "{server}");
+    assert_eq!(server["last_error"], Value::Null, "{server}");
+    (alice, admin)
+}
+
+/// Publishes `research/kit` holding `external` tools of server `ext`; returns its id.
+async fn bundle(srv: &TestServer, client: &reqwest::Client, external: &[&str]) -> i64 {
+    let form = [("name", "kit"), ("title", "Kit"), ("description", ""), ("tags", ""), ("visibility", "everyone"), ("kind", "bundle")];
+    srv.post_form(client, "/api/tools/create", &form).await;
+    let (_, info) = srv.call(client, "bundles/detail", &[("department", "research"), ("name", "kit")]).await;
+    let id = info["listing"]["id"].as_i64().expect("the bundle exists");
+    let external: Vec<Value> = external.iter().map(|t| json!({"server": "ext", "tool": t})).collect();
+    let (status, version) = srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
+    assert_eq!(status, 200, "{version}");
+    let (status, body) = srv.call(client, "tools/publish", &[("tool", &id.to_string()), ("version", &version.to_string())]).await;
+    assert_eq!(status, 200, "{body}");
+    id
+}
+
+async fn pool(srv: &TestServer) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::AnyPool::connect(&srv.db.url).await.unwrap()
+}
+
+/// Counts `notifications/tools/list_changed`.
+#[derive(Clone)]
+struct Listener(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+async fn connect<H: rmcp::ClientHandler>(srv: &TestServer, token: &str, handler: H) -> RunningService<RoleClient, H> {
+    let config = StreamableHttpClientTransportConfig::with_uri(srv.url("/mcp/bundles/research/kit")).auth_header(token);
+    handler.serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize")
+}
+
+async fn call(client: &RunningService<RoleClient, impl rmcp::ClientHandler>, name: &str, args: Value) -> CallToolResult {
+    client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().cloned().unwrap())).await.expect("a tool result, not a protocol error")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}
+
+server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_and_recorded, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, _admin) = world(&srv, &upstream).await;
+    let id = bundle(&srv, &alice, &["echo", "fail"]).await;
+    let save = |external: Value| srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": ""}));
+    let (status, twice) = save(json!([{"server": "ext", "tool": "echo"}, {"server": "ext", "tool": "echo"}])).await;
+    assert_eq!(status, 422);
+    assert!(twice.to_string().contains("ext__echo"), "{twice}");
+    let (status, unknown) = save(json!([{"server": "ext", "tool": "nope"}])).await;
+    assert_eq!(status, 422);
+    assert!(unknown.to_string().contains("is not a tool of an external server of research"), "{unknown}");
+    let client = connect(&srv, &srv.token("alice"), ()).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["ext__echo", "ext__fail"]);
+    let echo = &tools[0];
+    assert_eq!(echo.description.as_deref(), Some("Returns the text it is given."));
+    assert_eq!(echo.input_schema["required"], json!(["text"]), "the imported input schema");
+    assert!(echo.output_schema.as_ref().is_some_and(|s| s["properties"]["echo"].is_object()), "the imported output schema");
+    assert_eq!(echo.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+
+    let ok = call(&client, "ext__echo", json!({"text": "hi there"})).await;
+    assert_ne!(ok.is_error, Some(true));
+    assert_eq!(text(&ok), "hi there");
+    assert_eq!(ok.structured_content, Some(json!({"echo": "hi there"})), "structuredContent passes through");
+
+    let bad = call(&client, "ext__echo", json!({"text": 7})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).contains("Invalid arguments"), "{}", text(&bad));
+
+    let failed = call(&client, "ext__fail", json!({})).await;
+    assert_eq!((failed.is_error, text(&failed).as_str()), (Some(true), "this tool always fails"), "isError passes through");
+    client.cancel().await.unwrap();
+
+    // The generated TypeScript API includes the external tools like any other.
+    let api = reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/api.d.ts")).bearer_auth(srv.token("alice")).send().await.unwrap();
+    assert!(api.text().await.unwrap().contains("ext__echo"));
+
+    let mut rows: Vec<(i64, Option<i64>, Option<String>, String)> = Vec::new();
+    for _ in 0..40 {
+        let pool = pool(&srv).await;
+        rows = sqlx::query_as("SELECT tool_id, bundle_id, upstream_tool, outcome FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
+        if rows.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let expected = |tool: &str, outcome: &str| (id, Some(id), Some(tool.to_owned()), outcome.to_owned());
+    assert_eq!(rows, [expected("echo", "ok"), expected("echo", "invalid_arguments"), expected("fail", "tool_error")]);
+});
+
+server_test!(a_servers_credential_is_never_shown_back_to_anyone, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    bundle(&srv, &alice, &["echo"]).await;
+    let (status, page) = srv.call(&admin, "servers", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["servers"][0]["credential_set"], true);
+    assert_eq!(page["servers"][0]["credential_name"], "X-Api-Key");
+    let (_, member_view) = srv.call(&alice, "servers", &[]).await;
+    assert_eq!(member_view["servers"][0]["may_manage"], false, "a member sees their department's servers, read-only");
+    let mut seen = vec![page.to_string(), member_view.to_string()];
+    for path in ["/admin/servers", "/admin/audit", "/bundles/research/kit", "/bundles/research/kit/edit"] {
+        for client in [&admin, &alice] {
+            seen.push(srv.page(client, path).await.1);
+        }
+    }
+    seen.push(srv.call(&alice, "bundles/external_candidates", &[("bundle", "0")]).await.1.to_string());
+    seen.push(srv.call(&admin, "admin/audit", &[("action", ""), ("actor", ""), ("target", ""), ("from", ""), ("to", ""), ("page", "")]).await.1.to_string());
+    assert!(seen.iter().all(|s| !s.contains(KEY)), "the key appears nowhere");
+    assert!(seen[2].contains("X-Api-Key (set)"), "the admin page says a credential is set");
+    let pool = pool(&srv).await;
+    let (sealed,): (Vec<u8>,) = sqlx::query_as("SELECT credential_sealed FROM mcp_servers").fetch_one(&pool).await.unwrap();
+    assert!(!sealed.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "stored sealed");
+});
+
+server_test!(bad_registrations_are_refused_or_show_why_the_server_has_no_tools, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    let header = ("header", "X-Api-Key", KEY);
+
+    let (status, wrong) = register(&srv, &admin, "wrong", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", "nope")).await;
+    assert_eq!(status, 200, "a server that refuses us is registered, with the reason shown: {wrong}");
+    assert_eq!(wrong["tool_count"], 0);
+    assert!(wrong["last_error"].as_str().unwrap().contains("HTTP 401"), "{wrong}");
+
+    let (_, query) = register(&srv, &admin, "by-query", &upstream.url("/query/mcp"), "streamable_http", ("query", "key", KEY)).await;
+    assert_eq!((query["tool_count"].as_i64(), &query["last_error"]), (Some(4), &Value::Null), "{query}");
+    assert_eq!(query["url"], upstream.url("/query/mcp"), "the key is added per request, never stored in the URL");
+
+    let (_, down) = register(&srv, &admin, "down", "http://127.0.0.1:9/mcp", "streamable_http", header).await;
+    assert!(down["last_error"].as_str().unwrap().contains("could not reach the server"), "{down}");
+
+    assert_eq!(register(&srv, &admin, "ftp", "ftp://example.com/mcp", "streamable_http", header).await.0, 422);
+    assert_eq!(register(&srv, &admin, "Bad__Name", &upstream.url("/header/mcp"), "streamable_http", header).await.0, 422);
+    assert_eq!(register(&srv, &admin, "ext", &upstream.url("/header/mcp"), "streamable_http", header).await.0, 409, "names are unique");
+    assert_eq!(register(&srv, &admin, "nokey", &upstream.url("/header/mcp"), "streamable_http", ("header", "", "")).await.0, 422);
+
+    // A member cannot register (a forged server fn call), until an admin allows their department, and then only for it.
+    assert_eq!(register(&srv, &alice, "mine", &upstream.url("/header/mcp"), "streamable_http", header).await.0, 403);
+    let (status, _) = srv.call(&alice, "servers/registration", &[("department", "research"), ("allowed", "yes")]).await;
+    assert_eq!(status, 403);
+    let (status, _) = srv.call(&admin, "servers/registration", &[("department", "research"), ("allowed", "yes")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(register(&srv, &alice, "mine", &upstream.url("/header/mcp"), "streamable_http", header).await.0, 200);
+    let other = [("department", "general"), ("name", "theirs"), ("url", "http://127.0.0.1:9/"), ("transport", "sse"), ("credential_kind", "none"), ("credential_name", ""), ("credential_value", ""), ("timeout_ms", "30000")];
+    assert_eq!(srv.call(&alice, "servers/register", &other).await.0, 403);
+
+    // Fixing the key: an edit that replaces the credential imports the tools.
+    let id = wrong["id"].as_i64().unwrap().to_string();
+    let edit = [("id", id.as_str()), ("url", &upstream.url("/header/mcp")), ("transport", "streamable_http"), ("credential_kind", "header"), ("credential_name", "X-Api-Key"), ("credential_value", KEY), ("timeout_ms", "30000")];
+    let (status, fixed) = srv.call(&admin, "servers/update", &edit).await;
+    assert_eq!((status, fixed["tool_count"].as_i64(), &fixed["last_error"]), (200, Some(4), &Value::Null), "{fixed}");
+    let (status, _) = srv.call(&admin, "servers/remove", &[("id", id.as_str())]).await;
+    assert_eq!(status, 200);
+    assert_eq!(srv.call(&admin, "servers/refresh", &[("id", id.as_str())]).await.0, 404, "removed");
+});
+
+server_test!(a_server_going_away_mid_call_or_too_slow_gives_a_clear_error_result_quickly, |srv: TestServer| async move {
+    let mut upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    bundle(&srv, &alice, &["sleep", "crash", "echo"]).await;
+    let client = connect(&srv, &srv.token("alice"), ()).await;
+
+    // A slow answer is cut at the server's time limit.
+    let (_, page) = srv.call(&admin, "servers", &[]).await;
+    let id = page["servers"][0]["id"].as_i64().unwrap().to_string();
+    let edit = [("id", id.as_str()), ("url", &upstream.url("/header/mcp")), ("transport", "streamable_http"), ("credential_kind", "keep"), ("credential_name", ""), ("credential_value", ""), ("timeout_ms", "1500")];
+    assert_eq!(srv.call(&admin, "servers/update", &edit).await.0, 200);
+    let started = Instant::now();
+    let slow = call(&client, "ext__sleep", json!({"ms": 20000})).await;
+    assert_eq!(slow.is_error, Some(true));
+    assert!(text(&slow).contains("did not answer within 1500 ms"), "{}", text(&slow));
+    assert!(started.elapsed() < Duration::from_secs(5), "cut at the limit: {:?}", started.elapsed());
+    let after = call(&client, "ext__echo", json!({"text": "still works"})).await;
+    assert_eq!((after.is_error, text(&after).as_str()), (None, "still works"), "the stored key was kept");
+
+    let started = Instant::now();
+    let crashed = call(&client, "ext__crash", json!({})).await;
+    assert_eq!(crashed.is_error, Some(true));
+    assert!(text(&crashed).contains("closed the connection"), "{}", text(&crashed));
+    assert!(started.elapsed() < Duration::from_secs(5), "no waiting for the time limit: {:?}", started.elapsed());
+    assert!(upstream.exited().await, "the server really went away");
+
+    let gone = call(&client, "ext__echo", json!({"text": "anyone?"})).await;
+    assert_eq!(gone.is_error, Some(true));
+    assert!(text(&gone).contains("could not reach the server"), "{}", text(&gone));
+    client.cancel().await.unwrap();
+
+    // Refreshing a server that is gone keeps its tools and shows why.
+    let (_, refreshed) = srv.call(&admin, "servers/refresh", &[("id", id.as_str())]).await;
+    assert_eq!(refreshed["tool_count"], 4);
+    assert!(refreshed["last_error"].as_str().unwrap().contains("could not reach"), "{refreshed}");
+});
+
+server_test!(a_refresh_that_changes_a_servers_tools_tells_the_bundles_sessions, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    let id = bundle(&srv, &alice, &["echo"]).await;
+    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    let client = connect(&srv, &srv.token("alice"), Listener(tx)).await;
+    client.list_all_tools().await.unwrap();
+
+    let (_, page) = srv.call(&admin, "servers", &[]).await;
+    let server = page["servers"][0]["id"].as_i64().unwrap().to_string();
+    // Nothing changed: no notification.
+    srv.call(&admin, "servers/refresh", &[("id", server.as_str())]).await;
+    assert!(tokio::time::timeout(Duration::from_millis(1500), changed.recv()).await.is_err(), "an unchanged list is no news");
+
+    reqwest::Client::new().post(upstream.url("/control/add-tool")).send().await.unwrap();
+    let (status, refreshed) = srv.call(&admin, "servers/refresh", &[("id", server.as_str())]).await;
+    assert_eq!((status, refreshed["tool_count"].as_i64()), (200, Some(5)));
+    tokio::time::timeout(Duration::from_secs(10), changed.recv()).await.expect("list_changed arrives").unwrap();
+    client.cancel().await.unwrap();
+
+    let (_, candidates) = srv.call(&alice, "bundles/external_candidates", &[("bundle", &id.to_string())]).await;
+    let names: Vec<&str> = candidates.as_array().unwrap().iter().map(|c| c["exposed_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ext__echo", "ext__sleep", "ext__crash", "ext__fail", "ext__added"]);
+});
+
+server_test!(noisy_servers_and_the_legacy_sse_transport_are_understood, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    let (_, junk) = register(&srv, &admin, "noisy", &upstream.url("/junk/mcp"), "streamable_http", ("none", "", "")).await;
+    assert_eq!((junk["tool_count"].as_i64(), &junk["last_error"]), (Some(1), &Value::Null), "{junk}");
+    let (_, sse) = register(&srv, &admin, "legacy", &upstream.url("/sse"), "sse", ("none", "", "")).await;
+    assert_eq!((sse["tool_count"].as_i64(), &sse["last_error"]), (Some(4), &Value::Null), "{sse}");
+    let (_, not_mcp) = register(&srv, &admin, "plain-json", &upstream.url("/control/add-tool"), "streamable_http", ("none", "", "")).await;
+    assert!(not_mcp["last_error"].as_str().unwrap().contains("not MCP"), "{not_mcp}");
+
+    let form = [("name", "kit"), ("title", "Kit"), ("description", ""), ("tags", ""), ("visibility", "everyone"), ("kind", "bundle")];
+    srv.post_form(&alice, "/api/tools/create", &form).await;
+    let (_, info) = srv.call(&alice, "bundles/detail", &[("department", "research"), ("name", "kit")]).await;
+    let id = info["listing"]["id"].as_i64().unwrap();
+    let external = json!([{"server": "noisy", "tool": "echo"}, {"server": "legacy", "tool": "echo"}]);
+    let (status, version) = srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
+    assert_eq!(status, 200, "{version}");
+    srv.call(&alice, "tools/publish", &[("tool", &id.to_string()), ("version", &version.to_string())]).await;
+
+    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let noisy = call(&client, "noisy__echo", json!({"text": "hi"})).await;
+    assert_eq!((noisy.is_error.unwrap_or(false), text(&noisy).as_str()), (false, "junk says hi"));
+    let legacy = call(&client, "legacy__echo", json!({"text": "over sse"})).await;
+    assert_eq!((legacy.is_error.unwrap_or(false), text(&legacy).as_str()), (false, "over sse"));
+    client.cancel().await.unwrap();
+});
+
+server_test!(run_code_calls_an_external_servers_tools_like_the_bundles_own, |srv: TestServer| async move {
+    let upstream = Upstream::start().await;
+    let (alice, _admin) = world(&srv, &upstream).await;
+    let id = bundle(&srv, &alice, &["echo", "fail"]).await;
+    let (status, info) = srv.call(&alice, "bundles/code_mode", &[("bundle", &id.to_string()), ("mode", "instead")]).await;
+    assert_eq!(status, 200, "{info}");
+    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.into_owned()).collect();
+    assert_eq!(names, ["run_code"]);
+
+    let code = r#"const r = await tools.ext__echo({text: "via code"});
+console.log(r.echo);
+try { await tools.ext__fail({}); } catch (e) { console.log("caught: " + e.message); }"#;
+    let result = call(&client, "run_code", json!({"code": code})).await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    assert_eq!(text(&result), "via code\ncaught: ext__fail: this tool always fails");
+    client.cancel().await.unwrap();
+});

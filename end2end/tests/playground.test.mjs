@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { BASE, ADMIN_PASSWORD, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, signInAsAdmin } from './browser.mjs';
 
 let browser;
 let llm;
@@ -59,12 +59,7 @@ test('an admin adds a chat endpoint, then a chat streams a tool call on demo/tex
   const errors = [];
   const page = await newPage(browser);
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${BASE}/login`);
-  await hydrated(page);
-  await page.fill('input[name=username]', 'admin');
-  await page.fill('input[name=password]', ADMIN_PASSWORD);
-  await page.click('main button[type=submit]');
-  await page.waitForSelector('.user-button');
+  await signInAsAdmin(page);
 
   // The admin configures the scripted server; the key is never shown back.
   const name = unique('Scripted ');

@@ -32,9 +32,32 @@ const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 't
 /// or an external server's `mcp_server:name`.
 pub type Changed = Arc<str>;
 
+/// A change and its audit row's id.
+type News = (i64, Changed);
+
 #[derive(Clone)]
 pub struct ListingChanges {
-    tx: broadcast::Sender<Changed>,
+    db: Db,
+    tx: broadcast::Sender<News>,
+}
+
+/// Changes made after [`ListingChanges::subscribe`] returned.
+pub struct Subscription {
+    rx: broadcast::Receiver<News>,
+    since: i64,
+}
+
+impl Subscription {
+    /// The next change; `Lagged` when some were missed.
+    pub async fn recv(&mut self) -> Result<Changed, broadcast::error::RecvError> {
+        loop {
+            let (id, target) = self.rx.recv().await?;
+            // The poller may deliver rows written just before the subscription.
+            if id > self.since {
+                return Ok(target);
+            }
+        }
+    }
 }
 
 impl ListingChanges {
@@ -42,7 +65,7 @@ impl ListingChanges {
     /// list changes it keeps the call cache true to writes made elsewhere.
     pub fn start(db: Db) -> Self {
         let (tx, _) = broadcast::channel(256);
-        let this = Self { tx };
+        let this = Self { db: db.clone(), tx };
         let feed = this.clone();
         tokio::spawn(async move {
             loop {
@@ -58,14 +81,15 @@ impl ListingChanges {
     }
 
     /// Listens for changes from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Changed> {
-        self.tx.subscribe()
+    pub async fn subscribe(&self) -> Result<Subscription, StoreError> {
+        let rx = self.tx.subscribe();
+        let since = latest_id(&self.db).await?;
+        Ok(Subscription { rx, since })
     }
 
     async fn poll(&self, db: &Db) -> Result<(), StoreError> {
-        let row = sqlx::query("SELECT COALESCE(MAX(id), 0) AS id FROM audit_log").fetch_one(db.pool()).await?;
         // Changes from before the poller started are nobody's news.
-        let start: i64 = row.try_get("id")?;
+        let start = latest_id(db).await?;
         let mut high = start;
         let mut delivered = BTreeSet::new();
         let mut tick = tokio::time::interval(POLL);
@@ -88,7 +112,7 @@ impl ListingChanges {
                 high = high.max(id);
                 seen_any = true;
                 if r.try_get::<i64, _>("lists")? != 0 {
-                    changed.push(r.try_get::<String, _>("target")?);
+                    changed.push((id, r.try_get::<String, _>("target")?));
                 }
             }
             if seen_any {
@@ -97,10 +121,15 @@ impl ListingChanges {
                 // change and calling at once sees it.
                 crate::cache::invalidate_all();
             }
-            for target in changed {
-                let _ = self.tx.send(target.into());
+            for (id, target) in changed {
+                let _ = self.tx.send((id, target.into()));
             }
             delivered = delivered.split_off(&(high - REORDER_WINDOW));
         }
     }
+}
+
+async fn latest_id(db: &Db) -> Result<i64, StoreError> {
+    let row = sqlx::query("SELECT COALESCE(MAX(id), 0) AS id FROM audit_log").fetch_one(db.pool()).await?;
+    Ok(row.try_get("id")?)
 }

@@ -89,7 +89,7 @@ impl ListingHandler {
         toolshed: Toolshed,
         caller: Caller,
         peer: Peer<RoleServer>,
-        mut changes: broadcast::Receiver<toolshed_domain::changes::Changed>,
+        mut changes: toolshed_domain::changes::Subscription,
     ) {
         let mut watched = watched_targets(&toolshed, &caller).await;
         let mut check_closed = tokio::time::interval(Duration::from_secs(30));
@@ -275,7 +275,10 @@ impl ServerHandler for ListingHandler {
             return; // nothing to send list changes on
         }
         if let Some((_, caller)) = self.session.listing.get() {
-            let changes = self.toolshed.listing_changes().subscribe();
+            let changes = match self.toolshed.listing_changes().subscribe().await {
+                Ok(changes) => changes,
+                Err(e) => return tracing::warn!(error = %e, "could not listen for list changes"),
+            };
             tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes));
         }
     }

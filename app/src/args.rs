@@ -221,10 +221,19 @@ mod tests {
         let defs = vec![
             ArgDef {
                 name: "rows".into(),
-                ty: ArgType::Array { items: Box::new(ArgType::Object { fields: vec![ArgDef {
-                    name: "n".into(), ty: ArgType::Integer, description: "count".into(), required: true,
-                    default: Some(Value::from(3)), enum_values: vec![], example: None,
-                }] }) },
+                ty: ArgType::Array {
+                    items: Box::new(ArgType::Object {
+                        fields: vec![ArgDef {
+                            name: "n".into(),
+                            ty: ArgType::Integer,
+                            description: "count".into(),
+                            required: true,
+                            default: Some(Value::from(3)),
+                            enum_values: vec![],
+                            example: None,
+                        }],
+                    }),
+                },
                 description: "the rows".into(),
                 required: false,
                 default: None,
@@ -232,8 +241,13 @@ mod tests {
                 example: None,
             },
             ArgDef {
-                name: "unit".into(), ty: ArgType::Enum, description: String::new(), required: true,
-                default: Some(Value::from("kg")), enum_values: vec!["kg".into(), "lb".into()], example: None,
+                name: "unit".into(),
+                ty: ArgType::Enum,
+                description: String::new(),
+                required: true,
+                default: Some(Value::from("kg")),
+                enum_values: vec!["kg".into(), "lb".into()],
+                example: None,
             },
         ];
         assert_eq!(to_defs(&to_rows(&defs)), defs);

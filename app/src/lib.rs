@@ -18,7 +18,9 @@ use crate::api::Logout;
 use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
-use crate::pages::{Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, Playground, RegisterPage};
+use crate::pages::{
+    Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, Playground, RegisterPage,
+};
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {

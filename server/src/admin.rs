@@ -49,19 +49,11 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
             let mut reg = Registration::parse(&username, &display_name, &department, password)?;
             reg.is_admin = admin;
             let user = toolshed.register(reg, None).await?;
-            println!(
-                "created {}user {} in department {}",
-                if user.is_admin { "admin " } else { "" },
-                user.username,
-                user.department.name
-            );
+            println!("created {}user {} in department {}", if user.is_admin { "admin " } else { "" }, user.username, user.department.name);
             Ok(())
         }
         AdminCommand::CreateToken { username, name, expires_in_days, publish } => {
-            let user = toolshed
-                .user_by_username(&username)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
+            let user = toolshed.user_by_username(&username).await?.ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
             let (info, token) = toolshed.create_token(&user, &name, expires_in_days, Vec::new(), publish).await?;
             let grant = if publish { ", may publish" } else { "" };
             println!("created token {} ({}{grant}) for {}", info.name, info.prefix, user.username);

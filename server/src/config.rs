@@ -108,4 +108,3 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     f.write_all(contents.as_bytes())
 }
-

@@ -77,8 +77,12 @@ pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>,
         move || Ok(ListingHandler::new(toolshed.clone(), transport))
     };
     let streamable = match mode {
-        SessionMode::Stateful => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config)),
-        SessionMode::Stateless => axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
+        SessionMode::Stateful => {
+            axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config))
+        }
+        SessionMode::Stateless => {
+            axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config))
+        }
     };
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default() };
     let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts), stateful: mode == SessionMode::Stateful };
@@ -131,7 +135,9 @@ fn unauthorized(reason: &str) -> Response {
     let mut res = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
     res.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(r#"Bearer realm="toolshed", error="invalid_token", error_description="a valid Toolshed API token is required""#),
+        HeaderValue::from_static(
+            r#"Bearer realm="toolshed", error="invalid_token", error_description="a valid Toolshed API token is required""#,
+        ),
     );
     res
 }
@@ -171,7 +177,8 @@ impl Gate {
 async fn browser_user(gate: &Gate, headers: &axum::http::HeaderMap, session: Option<tower_sessions::Session>) -> Option<User> {
     let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let same_origin = origin == gate.site_origin || host.is_some_and(|h| origin.split_once("://").is_some_and(|(_, a)| a.eq_ignore_ascii_case(h)));
+    let same_origin =
+        origin == gate.site_origin || host.is_some_and(|h| origin.split_once("://").is_some_and(|(_, a)| a.eq_ignore_ascii_case(h)));
     if !same_origin {
         return None;
     }

@@ -50,7 +50,11 @@ fn refused(e: PlaygroundError) -> Response {
     refuse(status, e.to_string())
 }
 
-async fn chat(State(toolshed): State<Toolshed>, session: tower_sessions::Session, body: Result<Json<TurnRequest>, JsonRejection>) -> Response {
+async fn chat(
+    State(toolshed): State<Toolshed>,
+    session: tower_sessions::Session,
+    body: Result<Json<TurnRequest>, JsonRejection>,
+) -> Response {
     let user = match toolshed.session_user(&session).await {
         Ok(Some(user)) => user,
         Ok(None) => return refuse(StatusCode::UNAUTHORIZED, "Please sign in first."),

@@ -106,7 +106,8 @@ impl IntoResponse for ApiError {
         }
         let mut res = (self.status(), Json(body)).into_response();
         if let ApiError::Unauthorized(_) = self {
-            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="toolshed", error="invalid_token""#));
+            res.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="toolshed", error="invalid_token""#));
         }
         res
     }

@@ -72,9 +72,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     let shutdown = shutdown_signal();
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await?;
     // Calls answered before the shutdown are recorded before the pool closes.
     toolshed.usage().flush().await;
     toolshed.db.close().await;

@@ -74,7 +74,14 @@ fn day_ms(field: &'static str, raw: &str, end_of_day: bool) -> Result<Option<i64
 }
 
 #[server(endpoint = "admin/audit")]
-pub async fn admin_audit(action: String, actor: String, target: String, from: String, to: String, page: String) -> Result<AuditPageView, AppError> {
+pub async fn admin_audit(
+    action: String,
+    actor: String,
+    target: String,
+    from: String,
+    to: String,
+    page: String,
+) -> Result<AuditPageView, AppError> {
     let user = server::require_admin().await?;
     let filter = toolshed_domain::admin::AuditFilter {
         action,
@@ -82,7 +89,11 @@ pub async fn admin_audit(action: String, actor: String, target: String, from: St
         target,
         from_ms: day_ms("From", &from, false)?,
         to_ms: day_ms("To", &to, true)?,
-        page: if page.trim().is_empty() { 1 } else { page.trim().parse().map_err(|_| server::fail(AppError::Invalid("Page: must be a whole number".into())))? },
+        page: if page.trim().is_empty() {
+            1
+        } else {
+            page.trim().parse().map_err(|_| server::fail(AppError::Invalid("Page: must be a whole number".into())))?
+        },
     };
     let found = server::toolshed()?.audit_log(&user, &filter).await.map_err(server::fail)?;
     Ok(AuditPageView {
@@ -163,7 +174,10 @@ pub struct DepartmentAdminView {
 pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
     let user = server::require_admin().await?;
     let rows = server::toolshed()?.admin_departments(&user).await.map_err(server::fail)?;
-    Ok(rows.into_iter().map(|d| DepartmentAdminView { name: d.name, title: d.title, review_required: d.review_required, members: d.members }).collect())
+    Ok(rows
+        .into_iter()
+        .map(|d| DepartmentAdminView { name: d.name, title: d.title, review_required: d.review_required, members: d.members })
+        .collect())
 }
 
 #[server(endpoint = "admin/departments/create")]
@@ -209,7 +223,8 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
 #[server(endpoint = "admin/policy/set")]
 pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_hosts: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
-    let fetch_hosts = toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let fetch_hosts =
+        toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
     server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)
 }

@@ -80,7 +80,12 @@ fn external_view(served: &toolshed_domain::upstream::ServedExternal) -> External
 }
 
 #[cfg(feature = "ssr")]
-async fn external(ts: &toolshed_domain::Toolshed, user: &toolshed_domain::User, id: i64, version: Option<i64>) -> Result<Vec<ExternalView>, AppError> {
+async fn external(
+    ts: &toolshed_domain::Toolshed,
+    user: &toolshed_domain::User,
+    id: i64,
+    version: Option<i64>,
+) -> Result<Vec<ExternalView>, AppError> {
     let Some(n) = version else { return Ok(Vec::new()) };
     let items = ts.bundle_external_members(user, toolshed_domain::ids::ToolId(id), n).await.map_err(server::fail)?;
     Ok(items
@@ -99,13 +104,22 @@ async fn external(ts: &toolshed_domain::Toolshed, user: &toolshed_domain::User, 
 }
 
 #[cfg(feature = "ssr")]
-async fn members(ts: &toolshed_domain::Toolshed, user: &toolshed_domain::User, id: i64, version: Option<i64>) -> Result<Vec<MemberView>, AppError> {
+async fn members(
+    ts: &toolshed_domain::Toolshed,
+    user: &toolshed_domain::User,
+    id: i64,
+    version: Option<i64>,
+) -> Result<Vec<MemberView>, AppError> {
     use toolshed_domain::ids::ToolId;
     let Some(n) = version else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for m in ts.bundle_members(user, ToolId(id), n).await.map_err(server::fail)? {
         let visible = !m.slug.starts_with('(');
-        let versions = if visible { ts.versions(user, m.tool_id).await.map_err(server::fail)?.iter().map(|v| v.version).collect() } else { Vec::new() };
+        let versions = if visible {
+            ts.versions(user, m.tool_id).await.map_err(server::fail)?.iter().map(|v| v.version).collect()
+        } else {
+            Vec::new()
+        };
         let args = match m.serves.filter(|_| visible) {
             Some(v) => ts.version(user, m.tool_id, v).await.map(|v| super::tools::args_from_domain(v.args)).unwrap_or_default(),
             None => Vec::new(),

@@ -76,10 +76,18 @@ pub(crate) fn card(c: toolshed_domain::market::ListingCard) -> ListingCardView {
 
 /// The browse page's fields as they are in its URL.
 #[server(endpoint = "market/browse")]
-pub async fn browse_listings(q: String, department: String, tag: String, kind: String, sort: String, page: String) -> Result<BrowseView, AppError> {
+pub async fn browse_listings(
+    q: String,
+    department: String,
+    tag: String,
+    kind: String,
+    sort: String,
+    page: String,
+) -> Result<BrowseView, AppError> {
     use toolshed_domain::market::BrowseQuery;
     let user = server::require_user().await?;
-    let query = BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let query =
+        BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let found = server::toolshed()?.browse(&user, &query).await.map_err(server::fail)?;
     let page_count = found.page_count();
     Ok(BrowseView { cards: found.cards.into_iter().map(card).collect(), total: found.total, page: found.page, page_count })

@@ -21,7 +21,6 @@ pub use tools::*;
 
 use serde::{Deserialize, Serialize};
 
-
 /// What the UI knows about the signed-in user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Me {
@@ -69,9 +68,8 @@ pub(crate) mod server {
     /// instead, which carries the error in its query string.
     pub fn fail(e: impl Into<AppError>) -> AppError {
         let e = e.into();
-        let from_html_form = use_context::<http::request::Parts>().is_some_and(|p| {
-            p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
-        });
+        let from_html_form = use_context::<http::request::Parts>()
+            .is_some_and(|p| p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html")));
         if from_html_form {
             return e;
         }
@@ -127,4 +125,3 @@ pub(crate) mod server {
         }
     }
 }
-

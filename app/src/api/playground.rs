@@ -82,7 +82,14 @@ pub async fn admin_chat_endpoints() -> Result<Vec<ChatEndpointView>, AppError> {
     let rows = server::toolshed()?.chat_endpoints(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
-        .map(|e| ChatEndpointView { id: e.id.0, name: e.name, base_url: e.base_url, model: e.model, has_key: e.has_key, timeout_secs: e.timeout_secs })
+        .map(|e| ChatEndpointView {
+            id: e.id.0,
+            name: e.name,
+            base_url: e.base_url,
+            model: e.model,
+            has_key: e.has_key,
+            timeout_secs: e.timeout_secs,
+        })
         .collect())
 }
 
@@ -101,7 +108,13 @@ fn spec(
 
 /// A blank `api_key` means no key (a local Ollama needs none).
 #[server(endpoint = "admin/chat_endpoints/create")]
-pub async fn create_chat_endpoint(name: String, base_url: String, model: String, api_key: String, timeout_secs: String) -> Result<(), AppError> {
+pub async fn create_chat_endpoint(
+    name: String,
+    base_url: String,
+    model: String,
+    api_key: String,
+    timeout_secs: String,
+) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let spec = spec(&name, &base_url, &model, &api_key, false, &timeout_secs)?;
     server::toolshed()?.create_chat_endpoint(&user, spec).await.map_err(server::fail)?;

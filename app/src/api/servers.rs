@@ -89,10 +89,18 @@ pub async fn external_servers() -> Result<ServersPage, AppError> {
 }
 
 #[cfg(feature = "ssr")]
-fn spec(url: &str, transport: &str, credential_kind: &str, credential_name: &str, credential_value: &str, timeout_ms: i64) -> Result<toolshed_domain::upstream::ServerSpec, AppError> {
+fn spec(
+    url: &str,
+    transport: &str,
+    credential_kind: &str,
+    credential_name: &str,
+    credential_value: &str,
+    timeout_ms: i64,
+) -> Result<toolshed_domain::upstream::ServerSpec, AppError> {
     use toolshed_domain::upstream::{parse_timeout, parse_url, CredentialChange, ServerSpec, Transport};
     let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
-    let transport = Transport::parse(transport).ok_or_else(|| server::fail(AppError::Invalid("Transport: must be streamable_http or sse".into())))?;
+    let transport =
+        Transport::parse(transport).ok_or_else(|| server::fail(AppError::Invalid("Transport: must be streamable_http or sse".into())))?;
     Ok(ServerSpec {
         url: parse_url(url).map_err(invalid)?,
         transport,
@@ -116,7 +124,8 @@ pub async fn register_server(
     timeout_ms: i64,
 ) -> Result<ServerAdminView, AppError> {
     let user = server::require_user().await?;
-    let department = toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let department =
+        toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let name = toolshed_domain::upstream::ServerName::parse(&name).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let spec = spec(&url, &transport, &credential_kind, &credential_name, &credential_value, timeout_ms)?;
     server::toolshed()?.register_mcp_server(&user, &department, &name, spec).await.map(view).map_err(server::fail)
@@ -154,6 +163,7 @@ pub async fn remove_server(id: i64) -> Result<(), AppError> {
 #[server(endpoint = "servers/registration")]
 pub async fn set_server_registration(department: String, allowed: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
-    let department = toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let department =
+        toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     server::toolshed()?.set_authors_register_servers(&user, &department, allowed == "yes").await.map_err(server::fail)
 }

@@ -288,7 +288,12 @@ mod convert {
             can_moderate: user.is_admin,
             moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
-            endpoint: format!("{}/mcp/{}/{}", use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(), t.kind.plural(), t.slug()),
+            endpoint: format!(
+                "{}/mcp/{}/{}",
+                use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(),
+                t.kind.plural(),
+                t.slug()
+            ),
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
             versions: versions
                 .into_iter()
@@ -419,7 +424,12 @@ pub async fn editor_data(department: String, name: String) -> Result<EditorState
         },
         test_cases: cases
             .into_iter()
-            .map(|c| TestCaseView { id: c.id, name: c.name, args: serde_json::to_string_pretty(&c.args).unwrap_or_default(), expected: c.expected })
+            .map(|c| TestCaseView {
+                id: c.id,
+                name: c.name,
+                args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
+                expected: c.expected,
+            })
             .collect(),
     })
 }
@@ -484,10 +494,8 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
 pub async fn run_tool(tool: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
-    let report = server::toolshed()?
-        .run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None)
-        .await
-        .map_err(server::fail)?;
+    let report =
+        server::toolshed()?.run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None).await.map_err(server::fail)?;
     Ok(convert::run_view(report))
 }
 
@@ -533,7 +541,12 @@ pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
     let cases = server::toolshed()?.test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(cases
         .into_iter()
-        .map(|c| TestCaseView { id: c.id, name: c.name, args: serde_json::to_string_pretty(&c.args).unwrap_or_default(), expected: c.expected })
+        .map(|c| TestCaseView {
+            id: c.id,
+            name: c.name,
+            args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
+            expected: c.expected,
+        })
         .collect())
 }
 

@@ -7,8 +7,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, BundleCandidates, BundleExternalCandidates, BundleInfo, ExternalInput, ExternalView, ListingApiView, MemberInput, MemberView, Publish,
-    SaveBundleVersion, SetCodeMode, ToolInfo, UsageView,
+    bundle_detail, BundleCandidates, BundleExternalCandidates, BundleInfo, ExternalInput, ExternalView, ListingApiView, MemberInput,
+    MemberView, Publish, SaveBundleVersion, SetCodeMode, ToolInfo, UsageView,
 };
 use crate::args::{ArgDef, ArgType};
 use crate::components::RequireUser;
@@ -262,7 +262,11 @@ fn Editor(info: BundleInfo) -> impl IntoView {
     });
     let external_inputs = move || external.get_untracked().into_iter().map(|e| ExternalInput { server: e.server, tool: e.tool }).collect();
     let inputs = move || {
-        members.get_untracked().into_iter().map(|m| MemberInput { tool: m.tool, pinned_version: m.pinned_version, exposed_name: m.exposed_name }).collect()
+        members
+            .get_untracked()
+            .into_iter()
+            .map(|m| MemberInput { tool: m.tool, pinned_version: m.pinned_version, exposed_name: m.exposed_name })
+            .collect()
     };
     let move_member = move |i: usize, delta: isize| {
         members.update(|list| {

@@ -67,7 +67,9 @@ impl Chat {
                 Some(Entry::Assistant(text)) => text.push_str(&delta),
                 _ => e.push(Entry::Assistant(delta)),
             }),
-            ChatEvent::ToolCall { id, name, arguments } => self.entries.update(|e| e.push(Entry::Tool(ToolEntry { id, name, arguments, outcome: None }))),
+            ChatEvent::ToolCall { id, name, arguments } => {
+                self.entries.update(|e| e.push(Entry::Tool(ToolEntry { id, name, arguments, outcome: None })))
+            }
             ChatEvent::ToolResult { id, ok, output, console, duration_ms } => self.entries.update(|e| {
                 if let Some(Entry::Tool(t)) = e.iter_mut().rev().find(|x| matches!(x, Entry::Tool(t) if t.id == id)) {
                     t.outcome = Some(ToolOutcome { ok, output, console, duration_ms });
@@ -211,7 +213,9 @@ fn EntryView(entry: Entry) -> impl IntoView {
 
 #[component]
 fn ToolCallView(call: ToolEntry) -> impl IntoView {
-    let arguments = serde_json::from_str::<Value>(&call.arguments).map(|v| serde_json::to_string_pretty(&v).unwrap_or_default()).unwrap_or(call.arguments);
+    let arguments = serde_json::from_str::<Value>(&call.arguments)
+        .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+        .unwrap_or(call.arguments);
     let (pill, status) = match &call.outcome {
         None => ("pill", "running…".to_owned()),
         Some(o) if o.ok => ("pill good", format!("ok · {} ms", o.duration_ms)),

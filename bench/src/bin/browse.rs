@@ -23,10 +23,54 @@ const WARMUP: usize = 20;
 const ITERATIONS: usize = 300;
 
 const WORDS: [&str; 48] = [
-    "currency", "rate", "invoice", "ledger", "contract", "search", "summary", "report", "weather", "ticket", "deploy", "status",
-    "customer", "order", "shipping", "inventory", "holiday", "calendar", "translate", "glossary", "budget", "forecast", "payroll",
-    "tax", "audit", "policy", "incident", "metrics", "latency", "queue", "backup", "release", "changelog", "review", "license",
-    "vendor", "travel", "expense", "badge", "room", "printer", "wiki", "onboarding", "survey", "energy", "carbon", "quote", "risk",
+    "currency",
+    "rate",
+    "invoice",
+    "ledger",
+    "contract",
+    "search",
+    "summary",
+    "report",
+    "weather",
+    "ticket",
+    "deploy",
+    "status",
+    "customer",
+    "order",
+    "shipping",
+    "inventory",
+    "holiday",
+    "calendar",
+    "translate",
+    "glossary",
+    "budget",
+    "forecast",
+    "payroll",
+    "tax",
+    "audit",
+    "policy",
+    "incident",
+    "metrics",
+    "latency",
+    "queue",
+    "backup",
+    "release",
+    "changelog",
+    "review",
+    "license",
+    "vendor",
+    "travel",
+    "expense",
+    "badge",
+    "room",
+    "printer",
+    "wiki",
+    "onboarding",
+    "survey",
+    "energy",
+    "carbon",
+    "quote",
+    "risk",
 ];
 const TAGS: [&str; 12] = ["finance", "legal", "ops", "hr", "sales", "it", "data", "docs", "travel", "security", "fx", "reporting"];
 
@@ -161,7 +205,8 @@ async fn http(base: &str) {
         ("password", "a-long-enough-password"),
         ("password_confirm", "a-long-enough-password"),
     ];
-    let res = client.post(format!("{base}/api/register")).header("Origin", base).header("Accept", "text/html").form(&form).send().await.unwrap();
+    let res =
+        client.post(format!("{base}/api/register")).header("Origin", base).header("Accept", "text/html").form(&form).send().await.unwrap();
     assert!(res.status().is_redirection() || res.status().is_success(), "register: {}", res.status());
     for (name, [q, d, tag, kind, sort, page]) in SCENARIOS {
         let fields = [("q", q), ("department", d), ("tag", tag), ("kind", kind), ("sort", sort), ("page", page)];

@@ -44,10 +44,5 @@ fn report(name: &str, mut sample: impl FnMut() -> f64) {
     micros.sort_by(f64::total_cmp);
     let at = |q: f64| micros[((micros.len() - 1) as f64 * q).round() as usize];
     let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-    println!(
-        "{name:32} {ITERATIONS} iterations: median {:6.1} µs  p99 {:6.1} µs  mean {:6.1} µs",
-        at(0.5),
-        at(0.99),
-        mean
-    );
+    println!("{name:32} {ITERATIONS} iterations: median {:6.1} µs  p99 {:6.1} µs  mean {:6.1} µs", at(0.5), at(0.99), mean);
 }

@@ -211,10 +211,23 @@ impl Toolshed {
         if !is_admin {
             self.keep_an_admin(&mut tx, &user).await?;
         }
-        sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3").bind(i64::from(is_admin)).bind(now_ms()).bind(user.id.0).execute(&mut *tx).await?;
+        sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3")
+            .bind(i64::from(is_admin))
+            .bind(now_ms())
+            .bind(user.id.0)
+            .execute(&mut *tx)
+            .await?;
         let action = if is_admin { "user.promoted" } else { "user.demoted" };
         let target = format!("user:{}", user.username);
-        audit::record(&mut tx, Some(admin.id), action, &target, Some(serde_json::json!({"is_admin": user.is_admin})), Some(serde_json::json!({"is_admin": is_admin}))).await?;
+        audit::record(
+            &mut tx,
+            Some(admin.id),
+            action,
+            &target,
+            Some(serde_json::json!({"is_admin": user.is_admin})),
+            Some(serde_json::json!({"is_admin": is_admin})),
+        )
+        .await?;
         tx.commit().await?;
         self.target_user(username).await
     }
@@ -241,7 +254,15 @@ impl Toolshed {
             .await?;
         let action = if active { "user.reactivated" } else { "user.deactivated" };
         let target = format!("user:{}", user.username);
-        audit::record(&mut tx, Some(admin.id), action, &target, Some(serde_json::json!({"is_active": user.is_active})), Some(serde_json::json!({"is_active": active}))).await?;
+        audit::record(
+            &mut tx,
+            Some(admin.id),
+            action,
+            &target,
+            Some(serde_json::json!({"is_active": user.is_active})),
+            Some(serde_json::json!({"is_active": active})),
+        )
+        .await?;
         tx.commit().await?;
         self.target_user(username).await
     }
@@ -255,9 +276,15 @@ impl Toolshed {
         let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(&mut *tx).await?;
         let Some(row) = row else { return Err(AdminError::UnknownDepartment(department.to_string())) };
         let dept_id: i64 = row.try_get("id")?;
-        sqlx::query("UPDATE users SET department_id = $1, updated_at = $2 WHERE id = $3").bind(dept_id).bind(now_ms()).bind(user.id.0).execute(&mut *tx).await?;
+        sqlx::query("UPDATE users SET department_id = $1, updated_at = $2 WHERE id = $3")
+            .bind(dept_id)
+            .bind(now_ms())
+            .bind(user.id.0)
+            .execute(&mut *tx)
+            .await?;
         let target = format!("user:{}", user.username);
-        let (before, after) = (serde_json::json!({"department": user.department.name}), serde_json::json!({"department": department.as_str()}));
+        let (before, after) =
+            (serde_json::json!({"department": user.department.name}), serde_json::json!({"department": department.as_str()}));
         audit::record(&mut tx, Some(admin.id), "user.department_changed", &target, Some(before), Some(after)).await?;
         tx.commit().await?;
         self.target_user(username).await
@@ -310,7 +337,11 @@ impl Toolshed {
         require_admin(admin)?;
         let before = self.department_row(name).await?;
         let mut tx = self.db.begin().await?;
-        sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2").bind(i64::from(required)).bind(name.as_str()).execute(&mut *tx).await?;
+        sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2")
+            .bind(i64::from(required))
+            .bind(name.as_str())
+            .execute(&mut *tx)
+            .await?;
         let (b, a) = (serde_json::json!({"review_required": before.review_required}), serde_json::json!({"review_required": required}));
         audit::record(&mut tx, Some(admin.id), "department.review_changed", &format!("department:{name}"), Some(b), Some(a)).await?;
         tx.commit().await?;

@@ -99,7 +99,10 @@ impl Toolshed {
         let external = self.check_external(&bundle, external).await?;
         let mut taken: HashSet<String> = checked.iter().map(|(_, _, name)| name.as_str().to_ascii_lowercase()).collect();
         if let Some(clash) = external.iter().find(|e| !taken.insert(e.name.to_ascii_lowercase())) {
-            return Err(ToolError::Invalid(Invalid { field: "Tools", reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name) }));
+            return Err(ToolError::Invalid(Invalid {
+                field: "Tools",
+                reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name),
+            }));
         }
         let mut tx = self.db.begin().await?;
         let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {
@@ -120,14 +123,16 @@ impl Toolshed {
             .await?;
         }
         for (position, e) in external.iter().enumerate() {
-            sqlx::query("INSERT INTO bundle_external_items (bundle_id, version, position, server_id, tool_name) VALUES ($1, $2, $3, $4, $5)")
-                .bind(id.0)
-                .bind(version)
-                .bind(position as i64)
-                .bind(e.server_id)
-                .bind(&e.tool.name)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO bundle_external_items (bundle_id, version, position, server_id, tool_name) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(id.0)
+            .bind(version)
+            .bind(position as i64)
+            .bind(e.server_id)
+            .bind(&e.tool.name)
+            .execute(&mut *tx)
+            .await?;
         }
         sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(id.0).execute(&mut *tx).await?;
         let mut listed: Vec<String> = checked.iter().map(|(t, pinned, name)| member_label(name.as_str(), &t.slug(), *pinned)).collect();
@@ -269,7 +274,12 @@ impl Toolshed {
     }
 
     /// Checks the editor's members: (tool, pinned version, exposed name) in order.
-    async fn check_members(&self, user: &User, members: &[MemberSpec], external: usize) -> Result<Vec<(Tool, Option<i64>, ToolName)>, ToolError> {
+    async fn check_members(
+        &self,
+        user: &User,
+        members: &[MemberSpec],
+        external: usize,
+    ) -> Result<Vec<(Tool, Option<i64>, ToolName)>, ToolError> {
         let bad = |reason: String| ToolError::Invalid(Invalid { field: "Tools", reason });
         if members.is_empty() && external == 0 {
             return Err(bad("add at least one tool".into()));
@@ -356,7 +366,8 @@ impl Toolshed {
         .fetch_all(self.db.pool())
         .await?;
         let ids: HashSet<ToolId> = rows.iter().map(|r| r.try_get("id").map(ToolId)).collect::<Result<_, _>>()?;
-        let mut bundles: Vec<Tool> = self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
+        let mut bundles: Vec<Tool> =
+            self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
         bundles.sort_by(|a, b| a.slug().cmp(&b.slug()));
         Ok(bundles)
     }

@@ -192,14 +192,26 @@ impl ToolHost for Members {
                 Ok(p) => p,
                 Err(e) => {
                     let message = format!("{name}: {e}");
-                    toolshed.record_run(&user, member.tool.id, Via { transport: &transport, token_id, bundle_id: Some(bundle) }, started, &Err(e));
+                    toolshed.record_run(
+                        &user,
+                        member.tool.id,
+                        Via { transport: &transport, token_id, bundle_id: Some(bundle) },
+                        started,
+                        &Err(e),
+                    );
                     return Err(message);
                 }
             };
             let finish = move |mut outcome: RunOutcome| {
                 env.redact(&mut outcome);
                 let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
-                toolshed.record_run(&user, member.tool.id, Via { transport: &transport, token_id, bundle_id: Some(bundle) }, started, &Ok(RunReport { version, outcome }));
+                toolshed.record_run(
+                    &user,
+                    member.tool.id,
+                    Via { transport: &transport, token_id, bundle_id: Some(bundle) },
+                    started,
+                    &Ok(RunReport { version, outcome }),
+                );
                 result
             };
             Ok(ToolCall::Run { request, finish: Box::new(finish) })

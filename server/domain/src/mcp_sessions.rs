@@ -60,10 +60,8 @@ impl Toolshed {
 
     /// Forgets sessions idle past [`IDLE_LIMIT_MS`]; returns how many.
     pub async fn delete_idle_mcp_sessions(&self) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1")
-            .bind(now_ms() - IDLE_LIMIT_MS)
-            .execute(self.db.pool())
-            .await?;
+        let done =
+            sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1").bind(now_ms() - IDLE_LIMIT_MS).execute(self.db.pool()).await?;
         Ok(done.rows_affected())
     }
 }

@@ -79,7 +79,12 @@ impl Action {
             "feature" => Action::Feature,
             "unfeature" => Action::Unfeature,
             "dismiss" => Action::Dismiss,
-            _ => return Err(Invalid { field: "Action", reason: "must be hide, disable, restore, delete, feature, unfeature or dismiss".into() }),
+            _ => {
+                return Err(Invalid {
+                    field: "Action",
+                    reason: "must be hide, disable, restore, delete, feature, unfeature or dismiss".into(),
+                })
+            }
         })
     }
 
@@ -137,13 +142,14 @@ impl Toolshed {
         let tool = self.tool(user, id).await?;
         let now = now_ms();
         let mut tx = self.db.begin().await?;
-        let updated = sqlx::query("UPDATE reports SET reason = $1, created_at = $2 WHERE tool_id = $3 AND reporter_id = $4 AND resolved_at IS NULL")
-            .bind(reason.as_str())
-            .bind(now)
-            .bind(id.0)
-            .bind(user.id.0)
-            .execute(&mut *tx)
-            .await?;
+        let updated =
+            sqlx::query("UPDATE reports SET reason = $1, created_at = $2 WHERE tool_id = $3 AND reporter_id = $4 AND resolved_at IS NULL")
+                .bind(reason.as_str())
+                .bind(now)
+                .bind(id.0)
+                .bind(user.id.0)
+                .execute(&mut *tx)
+                .await?;
         if updated.rows_affected() == 0 {
             sqlx::query("INSERT INTO reports (tool_id, reporter_id, reason, created_at) VALUES ($1, $2, $3, $4)")
                 .bind(id.0)
@@ -182,7 +188,8 @@ impl Toolshed {
                 at_ms: r.try_get("created_at")?,
             });
         }
-        let pending = sqlx::query("SELECT id FROM tools WHERE pending_version IS NOT NULL ORDER BY updated_at").fetch_all(self.db.pool()).await?;
+        let pending =
+            sqlx::query("SELECT id FROM tools WHERE pending_version IS NOT NULL ORDER BY updated_at").fetch_all(self.db.pool()).await?;
         for r in &pending {
             let id: i64 = r.try_get("id")?;
             if !reports.contains_key(&id) {
@@ -227,13 +234,15 @@ impl Toolshed {
             (None, _) => (serde_json::json!({"status": tool.status}), serde_json::json!({"status": tool.status, "note": note.as_str()})),
         };
         if action.resolves_reports() {
-            sqlx::query("UPDATE reports SET resolved_at = $1, resolved_by = $2, resolution = $3 WHERE tool_id = $4 AND resolved_at IS NULL")
-                .bind(now)
-                .bind(admin.id.0)
-                .bind(action.audit_name(&tool))
-                .bind(id.0)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE reports SET resolved_at = $1, resolved_by = $2, resolution = $3 WHERE tool_id = $4 AND resolved_at IS NULL",
+            )
+            .bind(now)
+            .bind(admin.id.0)
+            .bind(action.audit_name(&tool))
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
         }
         audit::record(&mut tx, Some(admin.id), &action.audit_name(&tool), &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
@@ -291,7 +300,8 @@ impl Toolshed {
 
     /// Whether publishes in this department wait for an admin.
     pub(crate) async fn review_required(&self, department: i64) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT review_required FROM departments WHERE id = $1").bind(department).fetch_optional(self.db.pool()).await?;
+        let row =
+            sqlx::query("SELECT review_required FROM departments WHERE id = $1").bind(department).fetch_optional(self.db.pool()).await?;
         Ok(match row {
             Some(r) => r.try_get::<i64, _>("review_required")? != 0,
             None => false,

@@ -20,9 +20,7 @@ fn hash_blocking(password: &str) -> String {
 }
 
 pub async fn hash(password: String) -> String {
-    tokio::task::spawn_blocking(move || hash_blocking(&password))
-        .await
-        .expect("the hashing task does not panic")
+    tokio::task::spawn_blocking(move || hash_blocking(&password)).await.expect("the hashing task does not panic")
 }
 
 /// `stored` is `None` when the account does not exist; the answer is then `false`
@@ -31,9 +29,7 @@ pub async fn verify(password: String, stored: Option<String>) -> bool {
     tokio::task::spawn_blocking(move || {
         let exists = stored.is_some();
         let stored = stored.unwrap_or_else(|| dummy_hash().to_owned());
-        let ok = PasswordHash::new(&stored)
-            .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
-            .unwrap_or(false);
+        let ok = PasswordHash::new(&stored).map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok()).unwrap_or(false);
         ok && exists
     })
     .await

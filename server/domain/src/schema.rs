@@ -16,8 +16,12 @@ pub enum ArgType {
     Boolean,
     /// A string from `enum_values`.
     Enum,
-    Array { items: Box<ArgType> },
-    Object { fields: Vec<ArgDef> },
+    Array {
+        items: Box<ArgType>,
+    },
+    Object {
+        fields: Vec<ArgDef>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,7 +197,8 @@ fn object_fields(schema: &Value, path: &str) -> Result<Vec<ArgDef>, SchemaError>
             return Err(err(path, "the top level must be `\"type\": \"object\"`"));
         }
     }
-    let required: HashSet<&str> = obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: HashSet<&str> =
+        obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     let Some(props) = obj.get("properties") else { return Ok(Vec::new()) };
     let props = props.as_object().ok_or_else(|| err(&join(path, "properties"), "must be an object"))?;
     props
@@ -220,7 +225,8 @@ fn parse_type(p: &Value, path: &str) -> Result<(ArgType, Vec<String>), SchemaErr
         return Err(err(path, format!("`{key}` is not supported by the argument editor")));
     }
     if let Some(values) = obj.get("enum") {
-        let values: Option<Vec<String>> = values.as_array().map(|v| v.iter().map(|x| x.as_str().map(str::to_owned)).collect()).unwrap_or(None);
+        let values: Option<Vec<String>> =
+            values.as_array().map(|v| v.iter().map(|x| x.as_str().map(str::to_owned)).collect()).unwrap_or(None);
         return match values {
             Some(v) if !v.is_empty() => Ok((ArgType::Enum, v)),
             _ => Err(err(path, "only non-empty lists of strings are supported as `enum`")),
@@ -251,10 +257,7 @@ fn parse_type(p: &Value, path: &str) -> Result<(ArgType, Vec<String>), SchemaErr
 /// caller would leave them out.
 pub fn mock_arguments(args: &[ArgDef]) -> Value {
     Value::Object(
-        args.iter()
-            .filter(|a| a.required || a.default.is_some() || a.example.is_some())
-            .map(|a| (a.name.clone(), mock_value(a)))
-            .collect(),
+        args.iter().filter(|a| a.required || a.default.is_some() || a.example.is_some()).map(|a| (a.name.clone(), mock_value(a))).collect(),
     )
 }
 
@@ -358,7 +361,8 @@ mod tests {
     fn an_unsupported_schema_is_refused_with_its_path() {
         let e = from_json_schema(&json!({"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}]}}})).unwrap_err();
         assert_eq!(e.to_string(), "x: `oneOf` is not supported by the argument editor");
-        let e = from_json_schema(&json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": ["string", "null"]}}}})).unwrap_err();
+        let e = from_json_schema(&json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": ["string", "null"]}}}}))
+            .unwrap_err();
         assert_eq!(e.path, "a.items");
     }
 
@@ -375,10 +379,7 @@ mod tests {
     fn mocks_use_defaults_then_examples_then_types() {
         let mut with_rows = sample();
         with_rows[3].required = true;
-        assert_eq!(
-            mock_arguments(&with_rows),
-            json!({"text": "example text", "count": 3, "unit": "kg", "rows": [{"n": 1.5}]})
-        );
+        assert_eq!(mock_arguments(&with_rows), json!({"text": "example text", "count": 3, "unit": "kg", "rows": [{"n": 1.5}]}));
         assert_eq!(mock_arguments(&sample()).get("rows"), None, "optional, no default, no example: left out");
     }
 

@@ -72,7 +72,10 @@ impl Db {
                     if backend == Backend::Sqlite {
                         // WAL lets readers run beside the one writer; foreign keys are
                         // off by default in SQLite; wait rather than fail on a busy file.
-                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL").await?;
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL",
+                        )
+                        .await?;
                     }
                     Ok(())
                 })

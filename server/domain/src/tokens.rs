@@ -57,7 +57,8 @@ fn info_from_row(r: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {
 }
 
 /// Aliased so a token row can be read beside its user's (`accounts::USER_COLUMNS`).
-const TOKEN_COLUMNS: &str = "t.id AS token_id, t.name AS token_name, t.prefix, t.scope, t.can_publish, t.expires_at, t.last_used_at, t.revoked_at, \
+const TOKEN_COLUMNS: &str =
+    "t.id AS token_id, t.name AS token_name, t.prefix, t.scope, t.can_publish, t.expires_at, t.last_used_at, t.revoked_at, \
      t.created_at AS token_created_at";
 
 /// Why a presented token was not accepted; all answer 401 the same way.
@@ -111,9 +112,27 @@ impl Toolshed {
         .fetch_one(&mut *tx)
         .await?;
         let id: i64 = row.try_get("id")?;
-        audit::record(&mut tx, Some(user.id), "token.created", &format!("token:{id}"), None, Some(serde_json::json!({"name": name, "scope": scope, "publish": publish}))).await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            "token.created",
+            &format!("token:{id}"),
+            None,
+            Some(serde_json::json!({"name": name, "scope": scope, "publish": publish})),
+        )
+        .await?;
         tx.commit().await?;
-        let info = TokenInfo { id, name: name.to_owned(), prefix, scope, publish, expires_at, last_used_at: None, revoked_at: None, created_at: now };
+        let info = TokenInfo {
+            id,
+            name: name.to_owned(),
+            prefix,
+            scope,
+            publish,
+            expires_at,
+            last_used_at: None,
+            revoked_at: None,
+            created_at: now,
+        };
         Ok((info, token))
     }
 

@@ -63,8 +63,19 @@ pub struct UsageRecorder {
 
 const BATCH: usize = 500;
 /// The columns of a record, in the order `write` binds them.
-const COLUMNS: [&str; 11] =
-    ["at_ms", "tool_id", "version", "user_id", "token_id", "bundle_id", "transport", "duration_us", "outcome", "upstream_server_id", "upstream_tool"];
+const COLUMNS: [&str; 11] = [
+    "at_ms",
+    "tool_id",
+    "version",
+    "user_id",
+    "token_id",
+    "bundle_id",
+    "transport",
+    "duration_us",
+    "outcome",
+    "upstream_server_id",
+    "upstream_tool",
+];
 /// 1,100 parameters a statement: far below SQLite's and PostgreSQL's limits.
 const ROWS_PER_INSERT: usize = 100;
 const INTERVAL: Duration = Duration::from_millis(250);
@@ -130,11 +141,7 @@ async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
             let values: Vec<String> = (0..rows.len())
                 .map(|i| format!("({})", (1..=COLUMNS.len()).map(|c| format!("${}", i * COLUMNS.len() + c)).collect::<Vec<_>>().join(", ")))
                 .collect();
-            let sql = format!(
-                "INSERT INTO usage_records ({}) VALUES {}",
-                COLUMNS.join(", "),
-                values.join(", ")
-            );
+            let sql = format!("INSERT INTO usage_records ({}) VALUES {}", COLUMNS.join(", "), values.join(", "));
             let mut insert = sqlx::query(&sql);
             for r in rows {
                 insert = insert

@@ -11,18 +11,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
-use toolshed_domain::ids::ToolId;
-use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
 use toolshed_domain::code_mode::{transcript, CodeMode};
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
+use toolshed_domain::ids::ToolId;
+use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
 use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
 use toolshed_domain::upstream::ServedExternal;
 use toolshed_domain::Toolshed;
@@ -121,7 +121,12 @@ impl ListingHandler {
     /// Proxies a call to an external server's tool: its result as the server
     /// sent it (content, structuredContent, isError); every failure an
     /// `isError` result (the domain says what went wrong).
-    async fn call_external(&self, c: &Caller, tool: &ServedExternal, arguments: serde_json::Map<String, serde_json::Value>) -> Result<CallToolResponse, McpError> {
+    async fn call_external(
+        &self,
+        c: &Caller,
+        tool: &ServedExternal,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResponse, McpError> {
         let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: Some(c.listing.id) };
         let answer = self.toolshed.call_external(&c.user, &c.listing, tool, serde_json::Value::Object(arguments), via).await;
         let result = serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
@@ -244,7 +249,11 @@ async fn forward_run_events(
 }
 
 impl ServerHandler for ListingHandler {
-    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, McpError> {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         let c = self.caller(&context.extensions)?;
@@ -294,7 +303,11 @@ impl ServerHandler for ListingHandler {
         Ok(())
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
         let defs = self.toolshed.mcp_tool_defs(&c.user, &c.listing).await.map_err(internal)?;
         Ok(ListToolsResult::with_all_items(defs.into_iter().map(mcp_tool).collect()))

@@ -81,7 +81,8 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
 
     // Clients that could only be given a URL carry the token in it: the
     // message URL must carry it too.
-    let token = req.uri().query().and_then(|q| q.split('&').find(|kv| kv.starts_with("token="))).map(|kv| format!("&{kv}")).unwrap_or_default();
+    let token =
+        req.uri().query().and_then(|q| q.split('&').find(|kv| kv.starts_with("token="))).map(|kv| format!("&{kv}")).unwrap_or_default();
     let endpoint = format!("{}/messages?session_id={id}{token}", req.uri().path().trim_end_matches("/sse"));
     let guard = CloseOnDrop { sessions: state.sse.clone(), id };
     let first = stream::once(async move { Ok::<_, Infallible>(Event::default().event("endpoint").data(endpoint)) });

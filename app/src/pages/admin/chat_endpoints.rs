@@ -11,7 +11,13 @@ pub fn ChatEndpointsCard() -> impl IntoView {
     let update = ServerAction::<UpdateChatEndpoint>::new();
     let delete = ServerAction::<DeleteChatEndpoint>::new();
     let list = Resource::new(move || (create.version().get(), update.version().get(), delete.version().get()), |_| admin_chat_endpoints());
-    let error = move || super::first_error([create.value().get().and_then(Result::err), update.value().get().and_then(Result::err), delete.value().get().and_then(Result::err)]);
+    let error = move || {
+        super::first_error([
+            create.value().get().and_then(Result::err),
+            update.value().get().and_then(Result::err),
+            delete.value().get().and_then(Result::err),
+        ])
+    };
     let saved = move || matches!(update.value().get(), Some(Ok(()))).then(|| view! { <p class="alert ok">"Endpoint saved."</p> });
     // Once added, the form is emptied: the key typed into it should not linger in the page.
     let create_form = NodeRef::<leptos::html::Form>::new();
@@ -64,7 +70,11 @@ fn EndpointFields(name: String, base_url: String, model: String, timeout_secs: i
 }
 
 #[component]
-fn EndpointRow(endpoint: ChatEndpointView, update: ServerAction<UpdateChatEndpoint>, delete: ServerAction<DeleteChatEndpoint>) -> impl IntoView {
+fn EndpointRow(
+    endpoint: ChatEndpointView,
+    update: ServerAction<UpdateChatEndpoint>,
+    delete: ServerAction<DeleteChatEndpoint>,
+) -> impl IntoView {
     let key_state = if endpoint.has_key { "set" } else { "not set" };
     let placeholder = if endpoint.has_key { "set (leave blank to keep)" } else { "not set" };
     let ChatEndpointView { id, name, base_url, model, has_key, timeout_secs } = endpoint;

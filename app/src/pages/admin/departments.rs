@@ -11,7 +11,13 @@ pub fn DepartmentsCard() -> impl IntoView {
     let rename = ServerAction::<RenameDepartment>::new();
     let review = ServerAction::<SetDepartmentReview>::new();
     let list = Resource::new(move || (create.version().get(), rename.version().get(), review.version().get()), |_| admin_departments());
-    let error = move || super::first_error([create.value().get().and_then(Result::err), rename.value().get().and_then(Result::err), review.value().get().and_then(Result::err)]);
+    let error = move || {
+        super::first_error([
+            create.value().get().and_then(Result::err),
+            rename.value().get().and_then(Result::err),
+            review.value().get().and_then(Result::err),
+        ])
+    };
     view! {
         <section class="card departments">
             <h2>"Departments"</h2>

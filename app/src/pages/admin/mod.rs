@@ -13,8 +13,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 pub use audit::AuditLog;
-pub use servers::ExternalServers;
 pub(crate) use moderation::ModerateForm;
+pub use servers::ExternalServers;
 
 use crate::api::{admin_policy, SetAdminPolicy};
 use crate::components::RequireUser;

@@ -40,7 +40,12 @@ fn credential_fields(keep: bool) -> impl IntoView {
 }
 
 #[component]
-fn ServerRow(s: ServerAdminView, refresh: ServerAction<RefreshServer>, remove: ServerAction<RemoveServer>, update: ServerAction<UpdateServer>) -> impl IntoView {
+fn ServerRow(
+    s: ServerAdminView,
+    refresh: ServerAction<RefreshServer>,
+    remove: ServerAction<RemoveServer>,
+    update: ServerAction<UpdateServer>,
+) -> impl IntoView {
     let now = now_ms();
     let credential = match (s.credential_kind.as_str(), s.credential_set) {
         ("none", _) | (_, false) => "none".to_owned(),
@@ -97,7 +102,9 @@ pub fn ExternalServers() -> impl IntoView {
     let remove = ServerAction::<RemoveServer>::new();
     let setting = ServerAction::<SetServerRegistration>::new();
     let page = Resource::new(
-        move || (register.version().get(), update.version().get(), refresh.version().get(), remove.version().get(), setting.version().get()),
+        move || {
+            (register.version().get(), update.version().get(), refresh.version().get(), remove.version().get(), setting.version().get())
+        },
         |_| external_servers(),
     );
     let error = move || {
@@ -112,7 +119,9 @@ pub fn ExternalServers() -> impl IntoView {
     // Registering a server that cannot be reached succeeds: say why it has no tools.
     let registered = move || {
         register.value().get().and_then(Result::ok).map(|s| match s.last_error {
-            Some(e) => view! { <p class="alert error">{format!("Registered {}, but importing its tools failed: {e}", s.name)}</p> }.into_any(),
+            Some(e) => {
+                view! { <p class="alert error">{format!("Registered {}, but importing its tools failed: {e}", s.name)}</p> }.into_any()
+            }
             None => view! { <p class="alert ok">{format!("Registered {}: {} tools imported.", s.name, s.tool_count)}</p> }.into_any(),
         })
     };

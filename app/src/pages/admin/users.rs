@@ -61,7 +61,13 @@ pub fn UsersCard() -> impl IntoView {
         move || (role.version().get(), status.version().get(), moved.version().get()),
         |_| async move { Ok::<_, crate::error::AppError>((admin_users().await?, admin_departments().await?)) },
     );
-    let error = move || super::first_error([role.value().get().and_then(Result::err), status.value().get().and_then(Result::err), moved.value().get().and_then(Result::err)]);
+    let error = move || {
+        super::first_error([
+            role.value().get().and_then(Result::err),
+            status.value().get().and_then(Result::err),
+            moved.value().get().and_then(Result::err),
+        ])
+    };
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {

@@ -54,7 +54,8 @@ fn form_encode(s: &str) -> String {
     out
 }
 
-const SORTS: [(&str, &str); 4] = [("relevance", "Best match"), ("most_used", "Most used (30 days)"), ("newest", "Newest"), ("updated", "Recently updated")];
+const SORTS: [(&str, &str); 4] =
+    [("relevance", "Best match"), ("most_used", "Most used (30 days)"), ("newest", "Newest"), ("updated", "Recently updated")];
 const KINDS: [(&str, &str); 3] = [("", "Tools and bundles"), ("tool", "Tools"), ("bundle", "Bundles")];
 
 #[component]
@@ -117,10 +118,7 @@ fn Results(params: BrowseParams, found: BrowseView) -> impl IntoView {
 pub fn Browse() -> impl IntoView {
     let query = use_query_map();
     let params = Memo::new(move |_| query.with(BrowseParams::from_query));
-    let found = Resource::new(
-        move || params.get(),
-        |p| browse_listings(p.q, p.department, p.tag, p.kind, p.sort, p.page),
-    );
+    let found = Resource::new(move || params.get(), |p| browse_listings(p.q, p.department, p.tag, p.kind, p.sort, p.page));
     let departments = Resource::new(|| (), |_| departments());
     view! {
         <Title text="Browse" />

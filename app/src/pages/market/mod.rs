@@ -5,8 +5,8 @@ mod usage_chart;
 
 use leptos::prelude::*;
 
-pub use browse::Browse;
 pub(crate) use browse::page_href;
+pub use browse::Browse;
 pub use usage_chart::UsageChart;
 
 use crate::api::ListingCardView;

@@ -11,8 +11,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionsPanel;
 use super::{ago, now_ms};
 use crate::api::{
-    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases, SaveDraft,
-    SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases,
+    SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows};
 use crate::components::RequireUser;
@@ -93,7 +93,14 @@ fn Editor(data: EditorState) -> impl IntoView {
         Some(Err(_)) => {
             save_state.set(SaveState::Failed);
             // A network blip: try again shortly; the text stays in the editor meanwhile.
-            set_timeout(move || if save_state.get_untracked() == SaveState::Failed { schedule_save() }, std::time::Duration::from_secs(3));
+            set_timeout(
+                move || {
+                    if save_state.get_untracked() == SaveState::Failed {
+                        schedule_save()
+                    }
+                },
+                std::time::Duration::from_secs(3),
+            );
         }
         _ => {}
     });

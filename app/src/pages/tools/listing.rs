@@ -13,9 +13,11 @@ use serde::Serialize;
 use super::api_card::ApiCard;
 use super::mcp_debugger::ConnectPanel;
 use super::run_panel::RunPanel;
-use super::{ago, now_ms};
 use super::versions::VersionDiff;
-use crate::api::{listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, ToolInfo, UsageView};
+use super::{ago, now_ms};
+use crate::api::{
+    listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, ToolInfo, UsageView,
+};
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
 use crate::error::AppError;
@@ -83,7 +85,9 @@ pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
 pub fn ModerationNotice(tool: ToolInfo) -> impl IntoView {
     let m = tool.moderation.clone();
     let status = match tool.status.as_str() {
-        "hidden" => Some("Hidden by an administrator: it is out of browse and search, and only its authors and admins can open it or call its endpoint."),
+        "hidden" => Some(
+            "Hidden by an administrator: it is out of browse and search, and only its authors and admins can open it or call its endpoint.",
+        ),
         "disabled" => Some("Disabled by an administrator: the listing is visible, but its endpoint refuses calls."),
         "deleted" => Some("Deleted by an administrator: only admins can see it."),
         _ => None,
@@ -319,7 +323,10 @@ where
         move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
         move |(d, n)| async move {
             let page = load(d, n).await?;
-            let (id, published) = { let l = listing(&page); (l.id, l.published_version.is_some()) };
+            let (id, published) = {
+                let l = listing(&page);
+                (l.id, l.published_version.is_some())
+            };
             let usage = listing_usage(id).await?;
             let api = if published { Some(listing_api(id).await?) } else { None };
             Ok::<_, AppError>((page, usage, api))

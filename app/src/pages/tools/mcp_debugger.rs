@@ -149,7 +149,8 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
         session.set(None);
         fill_arguments();
         leptos::task::spawn_local(async move {
-            let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "toolshed-debugger", "version": "1"}});
+            let init =
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "toolshed-debugger", "version": "1"}});
             if exchange("initialize", Some(init), true).await.is_ok_and(|m| m.iter().any(|m| m.get("result").is_some())) {
                 let _ = exchange("notifications/initialized", None, false).await;
                 let _ = exchange("tools/list", None, true).await;
@@ -235,10 +236,7 @@ fn messages_in(body: &str) -> Vec<Value> {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         return vec![v];
     }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .collect()
+    body.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).collect()
 }
 
 struct Reply {

@@ -16,8 +16,8 @@ pub use editor::{SettingsCard, ToolEditor};
 pub use list::MyTools;
 pub use listing::{Lineage, ListingActions, ListingHead, ListingPage, ModerationNotice, ToolListing, VersionList};
 pub use mcp_debugger::ConnectPanel;
-pub use run_panel::ConsoleLines;
 pub use new::{NewBundle, NewTool};
+pub use run_panel::ConsoleLines;
 pub use versions::VersionsPanel;
 
 /// "3 minutes ago"-style text for a Unix-ms time, against `now_ms`.

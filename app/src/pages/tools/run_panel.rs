@@ -105,7 +105,8 @@ pub fn RunResult(run: RunView) -> impl IntoView {
     let body = match (&run.error, run.kind.as_str()) {
         (Some(e), _) => {
             let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            view! { <div class="alert error run-error"><strong>{e.kind.replace('_', " ")}</strong> ": " {e.message.clone()} {line}</div> }.into_any()
+            view! { <div class="alert error run-error"><strong>{e.kind.replace('_', " ")}</strong> ": " {e.message.clone()} {line}</div> }
+                .into_any()
         }
         (None, "json") => view! { <pre class="result json">{run.result.clone()}</pre> }.into_any(),
         (None, _) => {

@@ -114,4 +114,3 @@ fn DiffText(text: String) -> impl IntoView {
     }
     .into_any()
 }
-

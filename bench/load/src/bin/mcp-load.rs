@@ -108,11 +108,8 @@ fn main() -> ExitCode {
         eprintln!("mcp-load: --concurrency and --requests must be at least 1");
         return ExitCode::from(2);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(args.threads.max(1)).enable_all().build().expect("tokio runtime");
     runtime.block_on(run(args))
 }
 
@@ -168,7 +165,8 @@ async fn run(args: Args) -> ExitCode {
     let elapsed = started.elapsed().as_secs_f64();
 
     for session in sessions.iter().flatten() {
-        let _ = shared.client.delete(&a.url).header("mcp-session-id", session).header("mcp-protocol-version", PROTOCOL_VERSION).send().await;
+        let _ =
+            shared.client.delete(&a.url).header("mcp-session-id", session).header("mcp-protocol-version", PROTOCOL_VERSION).send().await;
     }
 
     let ok = hist.len();
@@ -273,7 +271,8 @@ async fn call(shared: &Shared, session: Option<&str>, id: u64, text: &str) -> Re
     if !status.is_success() {
         return Err((Failure::Status(status.as_u16()), format!("request {id}: HTTP {status}: {}", String::from_utf8_lossy(&bytes))));
     }
-    let msg = response_message(&bytes, is_sse, id).ok_or_else(|| (Failure::Unparsable, format!("request {id}: no JSON-RPC response in {:?}", String::from_utf8_lossy(&bytes))))?;
+    let msg = response_message(&bytes, is_sse, id)
+        .ok_or_else(|| (Failure::Unparsable, format!("request {id}: no JSON-RPC response in {:?}", String::from_utf8_lossy(&bytes))))?;
     if let Some(err) = msg.get("error") {
         return Err((Failure::RpcError(err["code"].as_i64().unwrap_or(0)), format!("request {id}: JSON-RPC error {err}")));
     }
@@ -333,7 +332,8 @@ async fn open_session(shared: &Shared) -> Result<String, String> {
     if !status.is_success() {
         return Err(format!("initialize: HTTP {status}: {}", String::from_utf8_lossy(&bytes)));
     }
-    let msg = response_message(&bytes, is_sse, 0).ok_or_else(|| format!("initialize: no response in {:?}", String::from_utf8_lossy(&bytes)))?;
+    let msg =
+        response_message(&bytes, is_sse, 0).ok_or_else(|| format!("initialize: no response in {:?}", String::from_utf8_lossy(&bytes)))?;
     if msg.get("result").is_none() {
         return Err(format!("initialize: {msg}"));
     }

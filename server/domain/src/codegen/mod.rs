@@ -170,6 +170,9 @@ mod tests {
         assert!(def.description.contains(&typescript_api("demo/kit", &[t])));
         assert_eq!(def.input_schema["required"], json!(["code"]));
         let api = ListingApi::build("demo/kit", None, &[sample("echo", json!({"type": "object"}), None)]);
-        assert_eq!(api.code_mode_tokens, token_count(&tools_list_json(&[run_code_def("demo/kit", &[sample("echo", json!({"type": "object"}), None)])])));
+        assert_eq!(
+            api.code_mode_tokens,
+            token_count(&tools_list_json(&[run_code_def("demo/kit", &[sample("echo", json!({"type": "object"}), None)])]))
+        );
     }
 }

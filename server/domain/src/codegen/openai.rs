@@ -13,8 +13,27 @@ const MAX_NAME: usize = 64;
 
 /// The keywords strict mode accepts (OpenAI, "Supported schemas").
 const STRICT_KEYWORDS: [&str; 22] = [
-    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "description", "title", "anyOf", "$ref",
-    "$defs", "definitions", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "description",
+    "title",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
     "maxItems",
 ];
 
@@ -119,7 +138,8 @@ mod tests {
 
     #[test]
     fn an_open_nested_object_is_not_strict() {
-        let schema = closed(json!({"where": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}), &["where"]);
+        let schema =
+            closed(json!({"where": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}), &["where"]);
         assert_eq!(strict_problem(&schema).as_deref(), Some("parameters.where must set additionalProperties to false"));
     }
 

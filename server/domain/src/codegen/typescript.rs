@@ -36,7 +36,10 @@ pub fn typescript_api(slug: &str, tools: &[ToolDef]) -> String {
         .iter()
         .map(|t| {
             let base = pascal_case(&t.name);
-            let unique = (1..).map(|n| if n == 1 { base.clone() } else { format!("{base}{n}") }).find(|b| !taken.contains(b)).expect("some suffix is free");
+            let unique = (1..)
+                .map(|n| if n == 1 { base.clone() } else { format!("{base}{n}") })
+                .find(|b| !taken.contains(b))
+                .expect("some suffix is free");
             taken.insert(unique.clone());
             unique
         })
@@ -165,7 +168,8 @@ fn type_named(t: &str, s: &Map<String, Value>, indent: usize) -> String {
 fn object_type(schema: &Value, indent: usize) -> String {
     let empty = Map::new();
     let props = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-    let required: HashSet<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required: HashSet<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let extra = match schema.get("additionalProperties") {
         Some(Value::Bool(false)) => None,
         Some(Value::Object(s)) if !s.is_empty() => Some(ts_type(&Value::Object(s.clone()), indent + 1)),
@@ -286,7 +290,10 @@ declare const tools: {
             },
             "required": ["words"],
         });
-        let ts = typescript_api("demo/word_stats", &[sample("word_stats", json!({"type": "object", "properties": {}, "additionalProperties": false}), Some(out))]);
+        let ts = typescript_api(
+            "demo/word_stats",
+            &[sample("word_stats", json!({"type": "object", "properties": {}, "additionalProperties": false}), Some(out))],
+        );
         assert!(ts.contains("export interface WordStatsInput {}\n"), "{ts}");
         assert!(ts.contains(
             "export interface WordStatsOutput {\n  /** How many words */\n  words: number;\n  top?: {\n    word: string;\n    [key: string]: unknown;\n  }[];\n  note?: string | null;\n  [key: string]: unknown;\n}\n"
@@ -295,7 +302,14 @@ declare const tools: {
 
     #[test]
     fn a_non_object_output_schema_becomes_a_type_alias() {
-        let ts = typescript_api("d/t", &[sample("t", json!({"type": "object"}), Some(json!({"anyOf": [{"type": "string"}, {"type": "array", "items": {"enum": [1, 2]}}]})))]);
+        let ts = typescript_api(
+            "d/t",
+            &[sample(
+                "t",
+                json!({"type": "object"}),
+                Some(json!({"anyOf": [{"type": "string"}, {"type": "array", "items": {"enum": [1, 2]}}]})),
+            )],
+        );
         assert!(ts.contains("export type TOutput = string | (1 | 2)[];"), "{ts}");
         assert!(ts.contains("export type TInput = Record<string, unknown>;"), "{ts}");
     }

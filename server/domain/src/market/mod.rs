@@ -234,8 +234,13 @@ impl Toolshed {
         let limit = st.bind(Value::Int(per_page));
         let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
         st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
-        let page: Vec<(String, i64)> =
-            st.query().fetch_all(self.db.pool()).await?.iter().map(|r| Ok((r.try_get("kind")?, r.try_get("id")?))).collect::<Result<_, sqlx::Error>>()?;
+        let page: Vec<(String, i64)> = st
+            .query()
+            .fetch_all(self.db.pool())
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get("kind")?, r.try_get("id")?)))
+            .collect::<Result<_, sqlx::Error>>()?;
         let ids: Vec<i64> = page.iter().map(|(_, id)| *id).collect();
         let mut cards = self.listing_cards(user, &ids, since).await?;
         cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));

@@ -128,7 +128,8 @@ impl ChatClient {
             };
             return Err(EndpointError::Status { status: status.as_u16(), hint, message: error_message(&text) });
         }
-        let is_json = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("application/json"));
+        let is_json =
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("application/json"));
         if is_json {
             let text = self.read_some(&mut response, MAX_ANSWER_BYTES).await?;
             let completion = whole_completion(&text)?;
@@ -240,7 +241,9 @@ fn whole_completion(body: &str) -> Result<Completion, EndpointError> {
     let message = v.pointer("/choices/0/message").ok_or_else(|| EndpointError::Junk(shorten(body)))?;
     let content = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
     let calls: Vec<ToolCall> = match message.get("tool_calls") {
-        Some(Value::Array(calls)) => calls.iter().cloned().map(serde_json::from_value).collect::<Result<_, _>>().map_err(|e| EndpointError::Junk(e.to_string()))?,
+        Some(Value::Array(calls)) => {
+            calls.iter().cloned().map(serde_json::from_value).collect::<Result<_, _>>().map_err(|e| EndpointError::Junk(e.to_string()))?
+        }
         _ => Vec::new(),
     };
     Ok(Completion { content, tool_calls: calls })
@@ -281,7 +284,8 @@ impl Stream {
             self.done = true;
             return Ok(None);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|_| EndpointError::Junk(format!("a data line is not JSON: {}", shorten(data))))?;
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|_| EndpointError::Junk(format!("a data line is not JSON: {}", shorten(data))))?;
         if let Some(e) = chunk.get("error") {
             return Err(EndpointError::Reported(error_message(&e.to_string())));
         }
@@ -373,7 +377,9 @@ mod tests {
     fn junk_instead_of_a_stream_is_reported_with_what_came() {
         assert_eq!(feed(&["<html>Bad gateway</html>"]).unwrap_err(), EndpointError::Junk("<html>Bad gateway</html>".into()));
         assert!(matches!(feed(&["data: {oops"]).unwrap_err(), EndpointError::Junk(m) if m.contains("not JSON")));
-        assert!(matches!(feed(&[r#"data: {"error":{"message":"overloaded"}}"#]).unwrap_err(), EndpointError::Reported(m) if m == "overloaded"));
+        assert!(
+            matches!(feed(&[r#"data: {"error":{"message":"overloaded"}}"#]).unwrap_err(), EndpointError::Reported(m) if m == "overloaded")
+        );
     }
 
     #[test]
@@ -388,7 +394,11 @@ mod tests {
     fn messages_serialize_as_the_chat_completions_api_takes_them() {
         let m = Message::Assistant {
             content: None,
-            tool_calls: vec![ToolCall { id: "c".into(), kind: function_type(), function: FunctionCall { name: "f".into(), arguments: "{}".into() } }],
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                kind: function_type(),
+                function: FunctionCall { name: "f".into(), arguments: "{}".into() },
+            }],
         };
         assert_eq!(
             serde_json::to_value(&m).unwrap(),

@@ -207,11 +207,21 @@ impl Toolshed {
     }
 
     /// Changes an endpoint's settings (admins only); the key as `spec.key` says.
-    pub async fn update_chat_endpoint(&self, admin: &User, id: ChatEndpointId, spec: EndpointSpec) -> Result<ChatEndpoint, PlaygroundError> {
+    pub async fn update_chat_endpoint(
+        &self,
+        admin: &User,
+        id: ChatEndpointId,
+        spec: EndpointSpec,
+    ) -> Result<ChatEndpoint, PlaygroundError> {
         self.save_chat_endpoint(admin, Some(id), spec).await
     }
 
-    async fn save_chat_endpoint(&self, admin: &User, id: Option<ChatEndpointId>, spec: EndpointSpec) -> Result<ChatEndpoint, PlaygroundError> {
+    async fn save_chat_endpoint(
+        &self,
+        admin: &User,
+        id: Option<ChatEndpointId>,
+        spec: EndpointSpec,
+    ) -> Result<ChatEndpoint, PlaygroundError> {
         if !admin.is_admin {
             return Err(PlaygroundError::Forbidden);
         }
@@ -229,15 +239,17 @@ impl Toolshed {
             Some(id) => {
                 let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_optional(&mut *tx).await?;
                 let (before, _) = endpoint_row(&row.ok_or(PlaygroundError::UnknownEndpoint)?)?;
-                sqlx::query("UPDATE chat_endpoints SET name = $1, base_url = $2, model = $3, timeout_secs = $4, updated_at = $5 WHERE id = $6")
-                    .bind(&spec.name)
-                    .bind(&spec.base_url)
-                    .bind(&spec.model)
-                    .bind(spec.timeout_secs)
-                    .bind(now)
-                    .bind(id.0)
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "UPDATE chat_endpoints SET name = $1, base_url = $2, model = $3, timeout_secs = $4, updated_at = $5 WHERE id = $6",
+                )
+                .bind(&spec.name)
+                .bind(&spec.base_url)
+                .bind(&spec.model)
+                .bind(spec.timeout_secs)
+                .bind(now)
+                .bind(id.0)
+                .execute(&mut *tx)
+                .await?;
                 (id, Some(before))
             }
             None => {
@@ -266,7 +278,8 @@ impl Toolshed {
         let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_one(&mut *tx).await?;
         let (after, _) = endpoint_row(&row)?;
         let action = if before.is_some() { "chat_endpoint.updated" } else { "chat_endpoint.created" };
-        audit::record(&mut tx, Some(admin.id), action, &after.audit_target(), before.map(|b| b.audit_json()), Some(after.audit_json())).await?;
+        audit::record(&mut tx, Some(admin.id), action, &after.audit_target(), before.map(|b| b.audit_json()), Some(after.audit_json()))
+            .await?;
         tx.commit().await?;
         Ok(after)
     }

@@ -98,7 +98,8 @@ impl Toolshed {
         let defs = self.tool_defs(user, &listing).await?;
         let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
         let functions = openai_functions(prefix, &defs);
-        let mut served: HashMap<String, ServedTool> = self.served_by(user, &listing).await?.into_iter().map(|s| (s.name.clone(), s)).collect();
+        let mut served: HashMap<String, ServedTool> =
+            self.served_by(user, &listing).await?.into_iter().map(|s| (s.name.clone(), s)).collect();
         // The model calls tools by their function names (`bundle__tool`, cut to 64).
         let tools = defs
             .iter()
@@ -143,18 +144,28 @@ impl Turn {
                 return Ok(());
             }
             for call in calls {
-                send(events, PlaygroundEvent::ToolCall { id: call.id.clone(), name: call.function.name.clone(), arguments: call.function.arguments.clone() })
-                    .await?;
+                send(
+                    events,
+                    PlaygroundEvent::ToolCall {
+                        id: call.id.clone(),
+                        name: call.function.name.clone(),
+                        arguments: call.function.arguments.clone(),
+                    },
+                )
+                .await?;
                 let result = self.call(&call).await;
                 let message = Message::Tool { tool_call_id: call.id.clone(), content: result.output.clone() };
-                send(events, PlaygroundEvent::ToolResult {
-                    id: call.id,
-                    name: call.function.name,
-                    ok: result.ok,
-                    output: result.output,
-                    console: result.console,
-                    duration_ms: result.duration_ms,
-                })
+                send(
+                    events,
+                    PlaygroundEvent::ToolResult {
+                        id: call.id,
+                        name: call.function.name,
+                        ok: result.ok,
+                        output: result.output,
+                        console: result.console,
+                        duration_ms: result.duration_ms,
+                    },
+                )
                 .await?;
                 self.messages.push(message.clone());
                 send(events, PlaygroundEvent::Message { message }).await?;
@@ -166,7 +177,8 @@ impl Turn {
     /// Runs one tool call the way an MCP `tools/call` of this listing runs it.
     async fn call(&self, call: &ToolCall) -> CallResult {
         let started = Instant::now();
-        let failed = |output: String| CallResult { ok: false, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
+        let failed =
+            |output: String| CallResult { ok: false, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
         let Some(served) = self.tools.get(&call.function.name) else {
             return failed(format!("Error: there is no tool named {}", call.function.name));
         };

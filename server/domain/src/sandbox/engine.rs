@@ -49,17 +49,11 @@ pub fn run_reporting(req: RunRequest, report: impl FnOnce(RunOutcome)) {
 
 fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
     let started = Instant::now();
-    let host = Rc::new(Host::new(
-        started,
-        req.events.take(),
-        req.limits.console_bytes,
-    ));
+    let host = Rc::new(Host::new(started, req.events.take(), req.limits.console_bytes));
     let stats = Rc::new(MemoryStats::default());
     let guard = Guard {
         limits: req.limits.clone(),
-        deadline: started
-            .checked_add(Duration::from_millis(req.limits.wall_clock_ms))
-            .unwrap_or(started + FAR_FUTURE),
+        deadline: started.checked_add(Duration::from_millis(req.limits.wall_clock_ms)).unwrap_or(started + FAR_FUTURE),
         timed_out: Rc::new(Cell::new(false)),
         stats: stats.clone(),
     };
@@ -71,12 +65,7 @@ fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
         }
         Err(error) => (Err(error), None),
     };
-    let outcome = RunOutcome {
-        result,
-        console: host.take_console(),
-        duration: started.elapsed(),
-        peak_memory_bytes: stats.peak(),
-    };
+    let outcome = RunOutcome { result, console: host.take_console(), duration: started.elapsed(), peak_memory_bytes: stats.peak() };
     (outcome, context)
 }
 
@@ -116,9 +105,7 @@ impl Guard {
             if self.stats.exhausted() {
                 self.out_of_memory()
             } else {
-                RunError::Internal {
-                    message: format!("cannot create a JS context: {e}"),
-                }
+                RunError::Internal { message: format!("cannot create a JS context: {e}") }
             }
         })?;
         if needs.tools {
@@ -130,16 +117,12 @@ impl Guard {
     }
 
     fn out_of_memory(&self) -> RunError {
-        RunError::OutOfMemory {
-            limit_bytes: self.limits.memory_bytes,
-        }
+        RunError::OutOfMemory { limit_bytes: self.limits.memory_bytes }
     }
 
     fn timeout(&self) -> RunError {
         self.timed_out.set(true);
-        RunError::Timeout {
-            limit_ms: self.limits.wall_clock_ms,
-        }
+        RunError::Timeout { limit_ms: self.limits.wall_clock_ms }
     }
 
     /// A limit that tripped explains any error that follows it.
@@ -157,9 +140,7 @@ impl Guard {
     fn failure(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> RunError {
         match error {
             rquickjs::Error::Exception => self.thrown(ctx, ctx.catch()),
-            other => self.tripped().unwrap_or(RunError::Internal {
-                message: other.to_string(),
-            }),
+            other => self.tripped().unwrap_or(RunError::Internal { message: other.to_string() }),
         }
     }
 
@@ -169,38 +150,18 @@ impl Guard {
         }
         let Some(error) = value.as_object().filter(|_| value.is_error()) else {
             let message = display(ctx, &value).unwrap_or_else(|_| value.type_name().into());
-            return RunError::Thrown {
-                name: "Error".into(),
-                message,
-                line: None,
-                stack: None,
-            };
+            return RunError::Thrown { name: "Error".into(), message, line: None, stack: None };
         };
-        let text = |key: &str| {
-            error
-                .get::<_, Option<Coerced<String>>>(key)
-                .ok()
-                .flatten()
-                .map(|v| v.0)
-        };
+        let text = |key: &str| error.get::<_, Option<Coerced<String>>>(key).ok().flatten().map(|v| v.0);
         let name = text("name").unwrap_or_else(|| "Error".into());
         let message = text("message").unwrap_or_default();
         let stack = text("stack").and_then(tidy_stack);
         let line = stack.as_deref().and_then(line_in_tool);
         match name.as_str() {
-            "RangeError" if message.contains("call stack size exceeded") => {
-                RunError::StackOverflow { line }
-            }
-            "InternalError" if message.contains("stack overflow") => {
-                RunError::StackOverflow { line }
-            }
+            "RangeError" if message.contains("call stack size exceeded") => RunError::StackOverflow { line },
+            "InternalError" if message.contains("stack overflow") => RunError::StackOverflow { line },
             "InternalError" if message == "out of memory" => self.out_of_memory(),
-            _ => RunError::Thrown {
-                name,
-                message,
-                line,
-                stack,
-            },
+            _ => RunError::Thrown { name, message, line, stack },
         }
     }
 
@@ -213,49 +174,34 @@ impl Guard {
             None => match ctx.json_stringify(value.clone()) {
                 Ok(Some(json)) => (json, true),
                 Ok(None) => {
-                    return Err(RunError::NotSerializable {
-                        message: format!("a {} cannot be represented as JSON", value.type_name()),
-                    })
+                    return Err(RunError::NotSerializable { message: format!("a {} cannot be represented as JSON", value.type_name()) })
                 }
                 Err(rquickjs::Error::Exception) => {
                     let error = ctx.catch();
-                    return Err(self.tripped().unwrap_or_else(|| RunError::NotSerializable {
-                        message: display(ctx, &error).unwrap_or_default(),
-                    }));
+                    return Err(self
+                        .tripped()
+                        .unwrap_or_else(|| RunError::NotSerializable { message: display(ctx, &error).unwrap_or_default() }));
                 }
                 Err(e) => return Err(self.failure(ctx, e)),
             },
         };
-        let text = text.to_string().map_err(|_| RunError::NotSerializable {
-            message: "the text is not valid Unicode".into(),
-        })?;
+        let text = text.to_string().map_err(|_| RunError::NotSerializable { message: "the text is not valid Unicode".into() })?;
         if text.len() > self.limits.result_bytes {
-            return Err(RunError::OutputTooLarge {
-                limit_bytes: self.limits.result_bytes,
-                actual_bytes: text.len(),
-            });
+            return Err(RunError::OutputTooLarge { limit_bytes: self.limits.result_bytes, actual_bytes: text.len() });
         }
         if !is_json {
             return Ok(ToolValue::Text(text));
         }
-        serde_json::from_str(&text)
-            .map(ToolValue::Json)
-            .map_err(|e| RunError::NotSerializable {
-                message: match e.to_string().contains("recursion limit") {
-                    true => "it is nested more than 128 levels deep".into(),
-                    false => e.to_string(),
-                },
-            })
+        serde_json::from_str(&text).map(ToolValue::Json).map_err(|e| RunError::NotSerializable {
+            message: match e.to_string().contains("recursion limit") {
+                true => "it is nested more than 128 levels deep".into(),
+                false => e.to_string(),
+            },
+        })
     }
 }
 
-fn execute<'js>(
-    ctx: &Ctx<'js>,
-    req: &RunRequest,
-    needs: &Needs,
-    host: &Rc<Host>,
-    guard: &Guard,
-) -> Result<ToolValue, RunError> {
+fn execute<'js>(ctx: &Ctx<'js>, req: &RunRequest, needs: &Needs, host: &Rc<Host>, guard: &Guard) -> Result<ToolValue, RunError> {
     let calls = Rc::new(RefCell::new(HostCalls::new(req)));
     let _clear = ClearOnDrop(&calls);
     install(ctx, req, needs, host.clone(), calls.clone()).map_err(|e| guard.failure(ctx, e))?;
@@ -276,12 +222,7 @@ impl Drop for ClearOnDrop<'_, '_> {
 
 /// Evaluates the wrapped body, then runs jobs and settles host calls until
 /// its promise settles.
-fn drive<'js>(
-    ctx: &Ctx<'js>,
-    code: &str,
-    calls: &RefCell<HostCalls<'js>>,
-    guard: &Guard,
-) -> Result<ToolValue, RunError> {
+fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard: &Guard) -> Result<ToolValue, RunError> {
     let mut source = String::with_capacity(PREFIX.len() + code.len() + SUFFIX.len());
     source.push_str(PREFIX);
     source.push_str(code);
@@ -293,12 +234,7 @@ fn drive<'js>(
         Err(rquickjs::Error::Exception) => {
             let error = ctx.catch();
             return Err(match guard.thrown(ctx, error) {
-                RunError::Thrown {
-                    name,
-                    message,
-                    line,
-                    ..
-                } if name == "SyntaxError" => RunError::Syntax { message, line },
+                RunError::Thrown { name, message, line, .. } if name == "SyntaxError" => RunError::Syntax { message, line },
                 other => other,
             });
         }
@@ -359,10 +295,7 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
 /// Drops the frame of the wrapper's call, which is not the user's code.
 fn tidy_stack(stack: String) -> Option<String> {
     let wrapper = format!("at <eval> ({FILE_NAME}:");
-    let tidy: String = stack
-        .split_inclusive('\n')
-        .filter(|frame| !frame.contains(&wrapper))
-        .collect();
+    let tidy: String = stack.split_inclusive('\n').filter(|frame| !frame.contains(&wrapper)).collect();
     (!tidy.trim().is_empty()).then_some(tidy)
 }
 
@@ -370,9 +303,6 @@ fn tidy_stack(stack: String) -> Option<String> {
 fn line_in_tool(stack: &str) -> Option<u32> {
     let marker = format!("{FILE_NAME}:");
     let at = stack.find(&marker)? + marker.len();
-    let digits: String = stack[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = stack[at..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }

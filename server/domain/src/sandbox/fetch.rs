@@ -49,15 +49,9 @@ pub(super) fn io() -> Result<&'static FetchIo, String> {
 pub(super) fn host_allowed(allow: &[String], host: &str) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     allow.iter().any(|pattern| {
-        let pattern = pattern
-            .trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
+        let pattern = pattern.trim().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
         match pattern.strip_prefix("*.") {
-            Some(domain) => host
-                .strip_suffix(domain)
-                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            Some(domain) => host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
             None => host == pattern,
         }
     })
@@ -65,9 +59,7 @@ pub(super) fn host_allowed(allow: &[String], host: &str) -> bool {
 
 fn check_target(allow: &[String], url: &Url) -> Result<(), String> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "only http and https URLs can be fetched, not {url}"
-        ));
+        return Err(format!("only http and https URLs can be fetched, not {url}"));
     }
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
@@ -78,9 +70,7 @@ fn check_target(allow: &[String], url: &Url) -> Result<(), String> {
     if host_allowed(allow, &host) {
         Ok(())
     } else {
-        Err(format!(
-            "host {host} is not on this tool's fetch allow-list"
-        ))
+        Err(format!("host {host} is not on this tool's fetch allow-list"))
     }
 }
 
@@ -99,12 +89,7 @@ pub(super) struct FetchResponse {
     body: String,
 }
 
-async fn send(
-    client: reqwest::Client,
-    allow: Arc<[String]>,
-    mut req: FetchRequest,
-    max_bytes: usize,
-) -> Result<FetchResponse, String> {
+async fn send(client: reqwest::Client, allow: Arc<[String]>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
     for _ in 0..=MAX_REDIRECTS {
         let mut builder = client.request(req.method.clone(), req.url.clone());
         for (name, value) in &req.headers {
@@ -115,26 +100,16 @@ async fn send(
         }
         let mut response = builder.send().await.map_err(|e| describe(&e))?;
         let status = response.status();
-        if let Some(location) = status
-            .is_redirection()
-            .then(|| response.headers().get(LOCATION))
-            .flatten()
-        {
+        if let Some(location) = status.is_redirection().then(|| response.headers().get(LOCATION)).flatten() {
             let location = location.to_str().unwrap_or_default();
-            let next = req
-                .url
-                .join(location)
-                .map_err(|_| format!("invalid redirect location {location:?}"))?;
+            let next = req.url.join(location).map_err(|_| format!("invalid redirect location {location:?}"))?;
             check_target(&allow, &next).map_err(|e| format!("redirect refused: {e}"))?;
             if next.host() != req.url.host() {
-                req.headers.retain(|(name, _)| {
-                    !name.eq_ignore_ascii_case(AUTHORIZATION.as_str())
-                        && !name.eq_ignore_ascii_case(COOKIE.as_str())
-                });
+                req.headers
+                    .retain(|(name, _)| !name.eq_ignore_ascii_case(AUTHORIZATION.as_str()) && !name.eq_ignore_ascii_case(COOKIE.as_str()));
             }
             let becomes_get = status == StatusCode::SEE_OTHER
-                || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
-                    && req.method == Method::POST);
+                || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && req.method == Method::POST);
             if becomes_get {
                 req.method = Method::GET;
                 req.body = None;
@@ -143,13 +118,7 @@ async fn send(
             continue;
         }
 
-        let too_large = || {
-            format!(
-                "response body from {} exceeds {}",
-                req.url,
-                human_bytes(max_bytes)
-            )
-        };
+        let too_large = || format!("response body from {} exceeds {}", req.url, human_bytes(max_bytes));
         if response.content_length().unwrap_or(0) > max_bytes as u64 {
             return Err(too_large());
         }
@@ -193,12 +162,7 @@ pub(super) fn request(
     Ok(async move {
         tokio::time::timeout(timeout, request)
             .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "request to {url} timed out after {} ms",
-                    timeout.as_millis()
-                ))
-            })
+            .unwrap_or_else(|_| Err(format!("request to {url} timed out after {} ms", timeout.as_millis())))
     })
 }
 
@@ -219,57 +183,41 @@ pub(super) fn fetch_function<'js>(
     ctx: &Ctx<'js>,
     calls: std::rc::Rc<std::cell::RefCell<HostCalls<'js>>>,
 ) -> rquickjs::Result<Function<'js>> {
-    Function::new(
-        ctx.clone(),
-        move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
-            let (promise, resolve, reject) = ctx.promise()?;
-            let started = parse_request(&url.0, init.0.as_ref())
-                .and_then(|req| calls.borrow_mut().start_fetch(req, (resolve, reject.clone())));
-            if let Err(message) = started {
-                // A throwing getter on `init` left an exception: let it propagate.
-                if ctx.has_exception() {
-                    return Err(rquickjs::Error::Exception);
-                }
-                reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+    Function::new(ctx.clone(), move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
+        let (promise, resolve, reject) = ctx.promise()?;
+        let started = parse_request(&url.0, init.0.as_ref()).and_then(|req| calls.borrow_mut().start_fetch(req, (resolve, reject.clone())));
+        if let Err(message) = started {
+            // A throwing getter on `init` left an exception: let it propagate.
+            if ctx.has_exception() {
+                return Err(rquickjs::Error::Exception);
             }
-            Ok::<Promise<'js>, rquickjs::Error>(promise)
-        },
-    )?
+            reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+        }
+        Ok::<Promise<'js>, rquickjs::Error>(promise)
+    })?
     .with_name("$fetch")
 }
 
 fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<FetchRequest, String> {
     let url = Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))?;
-    let mut req = FetchRequest {
-        url,
-        method: Method::GET,
-        headers: Vec::new(),
-        body: None,
-    };
+    let mut req = FetchRequest { url, method: Method::GET, headers: Vec::new(), body: None };
     let Some(init) = init.filter(|v| !v.is_undefined() && !v.is_null()) else {
         return Ok(req);
     };
     let init = init.as_object().ok_or("$fetch: init must be an object")?;
     let bad = |field: &str| format!("$fetch: init.{field} is invalid");
-    if let Some(method) = init
-        .get::<_, Option<String>>("method")
-        .map_err(|_| bad("method"))?
-    {
-        req.method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-            .map_err(|_| bad("method"))?;
+    if let Some(method) = init.get::<_, Option<String>>("method").map_err(|_| bad("method"))? {
+        req.method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).map_err(|_| bad("method"))?;
     }
-    if let Some(headers) = init
-        .get::<_, Option<Object>>("headers")
-        .map_err(|_| bad("headers"))?
-    {
+    if let Some(headers) = init.get::<_, Option<Object>>("headers").map_err(|_| bad("headers"))? {
         for entry in headers.props::<String, Coerced<String>>() {
             let (name, value) = entry.map_err(|_| bad("headers"))?;
             req.headers.push((name, value.0));
         }
     }
-    req.body = init.get::<_, Option<String>>("body").map_err(|_| {
-        "$fetch: init.body must be a string (use JSON.stringify for objects)".to_string()
-    })?;
+    req.body = init
+        .get::<_, Option<String>>("body")
+        .map_err(|_| "$fetch: init.body must be a string (use JSON.stringify for objects)".to_string())?;
     Ok(req)
 }
 
@@ -305,10 +253,7 @@ pub(super) fn response_object<'js>(ctx: &Ctx<'js>, response: FetchResponse) -> r
     Ok(object)
 }
 
-fn settled<'js>(
-    ctx: &Ctx<'js>,
-    outcome: Result<Value<'js>, Value<'js>>,
-) -> rquickjs::Result<Promise<'js>> {
+fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rquickjs::Result<Promise<'js>> {
     let (promise, resolve, reject) = ctx.promise()?;
     match outcome {
         Ok(value) => resolve.call::<_, ()>((value,))?,

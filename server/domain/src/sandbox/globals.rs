@@ -29,31 +29,15 @@ pub(super) struct Host {
 }
 
 impl Host {
-    pub(super) fn new(
-        started: Instant,
-        events: Option<UnboundedSender<RunEvent>>,
-        console_limit: usize,
-    ) -> Self {
-        Self {
-            started,
-            events,
-            console_limit,
-            console_used: Cell::new(0),
-            truncated: Cell::new(false),
-            console: RefCell::new(Vec::new()),
-        }
+    pub(super) fn new(started: Instant, events: Option<UnboundedSender<RunEvent>>, console_limit: usize) -> Self {
+        Self { started, events, console_limit, console_used: Cell::new(0), truncated: Cell::new(false), console: RefCell::new(Vec::new()) }
     }
 
     pub(super) fn take_console(&self) -> Vec<ConsoleLine> {
         self.console.take()
     }
 
-    fn log<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        level: LogLevel,
-        args: &[Value<'js>],
-    ) -> rquickjs::Result<()> {
+    fn log<'js>(&self, ctx: &Ctx<'js>, level: LogLevel, args: &[Value<'js>]) -> rquickjs::Result<()> {
         if self.truncated.get() {
             return Ok(());
         }
@@ -67,10 +51,7 @@ impl Host {
         let used = self.console_used.get() + message.len() + LINE_OVERHEAD;
         if used > self.console_limit {
             self.truncated.set(true);
-            let marker = format!(
-                "[console output truncated: over {} logged]",
-                human_bytes(self.console_limit)
-            );
+            let marker = format!("[console output truncated: over {} logged]", human_bytes(self.console_limit));
             self.push(LogLevel::Warn, marker);
         } else {
             self.console_used.set(used);
@@ -80,11 +61,7 @@ impl Host {
     }
 
     fn push(&self, level: LogLevel, message: String) {
-        let line = ConsoleLine {
-            level,
-            message,
-            elapsed_ms: self.started.elapsed().as_millis() as u64,
-        };
+        let line = ConsoleLine { level, message, elapsed_ms: self.started.elapsed().as_millis() as u64 };
         if let Some(events) = &self.events {
             // A closed receiver only means nobody is listening live any more.
             let _ = events.send(RunEvent::Console(line.clone()));
@@ -94,11 +71,7 @@ impl Host {
 
     fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
         if let Some(events) = &self.events {
-            let _ = events.send(RunEvent::Progress {
-                done,
-                total,
-                message,
-            });
+            let _ = events.send(RunEvent::Progress { done, total, message });
         }
     }
 }
@@ -110,18 +83,9 @@ pub(super) fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Resu
         return text.to_string();
     }
     if let Some(error) = value.as_object().filter(|_| value.is_error()) {
-        let name = error
-            .get::<_, Option<Coerced<String>>>("name")?
-            .map_or_else(|| "Error".to_string(), |n| n.0);
-        let message = error
-            .get::<_, Option<Coerced<String>>>("message")?
-            .map(|m| m.0)
-            .unwrap_or_default();
-        return Ok(if message.is_empty() {
-            name
-        } else {
-            format!("{name}: {message}")
-        });
+        let name = error.get::<_, Option<Coerced<String>>>("name")?.map_or_else(|| "Error".to_string(), |n| n.0);
+        let message = error.get::<_, Option<Coerced<String>>>("message")?.map(|m| m.0).unwrap_or_default();
+        return Ok(if message.is_empty() { name } else { format!("{name}: {message}") });
     }
     if value.is_object() && !value.is_function() {
         match ctx.json_stringify(value.clone()) {
@@ -184,9 +148,7 @@ impl<'a> Needs<'a> {
             tools: code_mode && code.contains("tools"),
             date: code.contains("Date"),
             // A `/` may start a regex literal; match and search build a RegExp from a string.
-            regexp: ["/", "RegExp", "match", "search"]
-                .iter()
-                .any(|w| code.contains(w)),
+            regexp: ["/", "RegExp", "match", "search"].iter().any(|w| code.contains(w)),
             // Also covers WeakMap and WeakSet.
             map_set: code.contains("Map") || code.contains("Set"),
         }
@@ -250,37 +212,25 @@ pub(super) fn install<'js>(
             ("debug", LogLevel::Debug),
         ] {
             let host = host.clone();
-            let log = Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>, args: rquickjs::function::Rest<Value<'js>>| {
-                    host.log(&ctx, level, &args.0)
-                },
-            )?
+            let log = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: rquickjs::function::Rest<Value<'js>>| {
+                host.log(&ctx, level, &args.0)
+            })?
             .with_name(name)?;
             console.set(name, log)?;
         }
         globals.set("console", console)?;
     }
     if needs.names("$progress") {
-        let progress = Function::new(
-            ctx.clone(),
-            move |done: f64, total: Opt<Option<f64>>, message: Opt<Option<Coerced<String>>>| {
-                host.progress(done, total.0.flatten(), message.0.flatten().map(|m| m.0));
-            },
-        )?
+        let progress = Function::new(ctx.clone(), move |done: f64, total: Opt<Option<f64>>, message: Opt<Option<Coerced<String>>>| {
+            host.progress(done, total.0.flatten(), message.0.flatten().map(|m| m.0));
+        })?
         .with_name("$progress")?;
         globals.set("$progress", progress)?;
     }
     if needs.names("$json2MarkdownTable") {
-        let table = Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>, rows: Value<'js>, columns: Opt<Option<Vec<String>>>| {
-                Ok::<_, rquickjs::Error>(markdown_table(
-                    &table_rows(&ctx, rows)?,
-                    columns.0.flatten(),
-                ))
-            },
-        )?
+        let table = Function::new(ctx.clone(), move |ctx: Ctx<'js>, rows: Value<'js>, columns: Opt<Option<Vec<String>>>| {
+            Ok::<_, rquickjs::Error>(markdown_table(&table_rows(&ctx, rows)?, columns.0.flatten()))
+        })?
         .with_name("$json2MarkdownTable")?;
         globals.set("$json2MarkdownTable", table)?;
     }
@@ -313,29 +263,22 @@ const TOOLS_JS: &str = "(call, names) => {
     });
 }";
 
-fn tools_object<'js>(
-    ctx: &Ctx<'js>,
-    names: Vec<String>,
-    calls: Rc<RefCell<HostCalls<'js>>>,
-) -> rquickjs::Result<Value<'js>> {
-    let call = Function::new(
-        ctx.clone(),
-        move |ctx: Ctx<'js>, name: String, input: Opt<Value<'js>>| {
-            let (promise, resolve, reject) = ctx.promise()?;
-            let input = match input.0.filter(|v| !v.type_of().is_void()) {
-                None => Ok(serde_json::Value::Object(Default::default())),
-                Some(value) => js_to_json(&ctx, value),
-            };
-            let started = input.and_then(|input| calls.borrow_mut().start_tool(name, input, (resolve, reject.clone())));
-            if let Err(message) = started {
-                if ctx.has_exception() {
-                    return Err(rquickjs::Error::Exception);
-                }
-                reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+fn tools_object<'js>(ctx: &Ctx<'js>, names: Vec<String>, calls: Rc<RefCell<HostCalls<'js>>>) -> rquickjs::Result<Value<'js>> {
+    let call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String, input: Opt<Value<'js>>| {
+        let (promise, resolve, reject) = ctx.promise()?;
+        let input = match input.0.filter(|v| !v.type_of().is_void()) {
+            None => Ok(serde_json::Value::Object(Default::default())),
+            Some(value) => js_to_json(&ctx, value),
+        };
+        let started = input.and_then(|input| calls.borrow_mut().start_tool(name, input, (resolve, reject.clone())));
+        if let Err(message) = started {
+            if ctx.has_exception() {
+                return Err(rquickjs::Error::Exception);
             }
-            Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
-        },
-    )?;
+            reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+        }
+        Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
+    })?;
     let make: Function = ctx.eval(TOOLS_JS)?;
     make.call((call, names))
 }
@@ -361,8 +304,7 @@ fn js_to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<serde_json::Valu
 
 /// Through one JSON.parse: cheaper than building the value property by property.
 pub(super) fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
-    let json =
-        serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
+    let json = serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
     ctx.json_parse(json)
 }
 
@@ -388,29 +330,18 @@ fn freeze<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> rquickjs::Result<Value<'js>
 
 /// Cells are rendered like console arguments, with null and undefined empty.
 fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>) -> rquickjs::Result<Vec<Row>> {
-    let rows = rows.into_array().ok_or_else(|| {
-        Exception::throw_type(ctx, "$json2MarkdownTable: rows must be an array of objects")
-    })?;
+    let rows = rows.into_array().ok_or_else(|| Exception::throw_type(ctx, "$json2MarkdownTable: rows must be an array of objects"))?;
     let mut out = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter::<Value>().enumerate() {
         let row = row?;
         let object = row
             .as_object()
             .filter(|_| !row.is_array() && !row.is_function())
-            .ok_or_else(|| {
-                Exception::throw_type(
-                    ctx,
-                    &format!("$json2MarkdownTable: rows[{i}] is not an object"),
-                )
-            })?;
+            .ok_or_else(|| Exception::throw_type(ctx, &format!("$json2MarkdownTable: rows[{i}] is not an object")))?;
         let mut cells = Vec::new();
         for prop in object.props::<String, Value>() {
             let (key, value) = prop?;
-            let text = if value.type_of().is_void() {
-                String::new()
-            } else {
-                display(ctx, &value)?
-            };
+            let text = if value.type_of().is_void() { String::new() } else { display(ctx, &value)? };
             cells.push((key, text));
         }
         out.push(cells);
@@ -420,10 +351,7 @@ fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>) -> rquickjs::Result<Vec<Row
 
 /// Argument names that can follow `$` as a plain identifier.
 fn is_identifier(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
 }
 
 #[cfg(test)]

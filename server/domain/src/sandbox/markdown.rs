@@ -23,14 +23,7 @@ pub(super) fn markdown_table(rows: &[Row], columns: Option<Vec<String>>) -> Stri
     push_row(&mut out, columns.iter().map(String::as_str));
     push_row(&mut out, columns.iter().map(|_| "---"));
     for row in rows {
-        push_row(
-            &mut out,
-            columns.iter().map(|column| {
-                row.iter()
-                    .find(|(key, _)| key == column)
-                    .map_or("", |(_, text)| text.as_str())
-            }),
-        );
+        push_row(&mut out, columns.iter().map(|column| row.iter().find(|(key, _)| key == column).map_or("", |(_, text)| text.as_str())));
     }
     out.pop();
     out
@@ -41,12 +34,7 @@ fn push_row<'a>(out: &mut String, cells: impl Iterator<Item = &'a str>) {
     for cell in cells {
         out.push(' ');
         // A `|` would end the cell and a newline the row.
-        out.push_str(
-            &cell
-                .replace('|', "\\|")
-                .replace("\r\n", "<br>")
-                .replace(['\n', '\r'], "<br>"),
-        );
+        out.push_str(&cell.replace('|', "\\|").replace("\r\n", "<br>").replace(['\n', '\r'], "<br>"));
         out.push_str(" |");
     }
     out.push('\n');
@@ -57,22 +45,13 @@ mod tests {
     use super::*;
 
     fn row(cells: &[(&str, &str)]) -> Row {
-        cells
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        cells.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn columns_default_to_the_union_of_keys_in_first_seen_order() {
-        let rows = [
-            row(&[("b", "x|y"), ("a", "1")]),
-            row(&[("c", "[1,2]"), ("a", "")]),
-        ];
-        assert_eq!(
-            markdown_table(&rows, None),
-            "| b | a | c |\n| --- | --- | --- |\n| x\\|y | 1 |  |\n|  |  | [1,2] |"
-        );
+        let rows = [row(&[("b", "x|y"), ("a", "1")]), row(&[("c", "[1,2]"), ("a", "")])];
+        assert_eq!(markdown_table(&rows, None), "| b | a | c |\n| --- | --- | --- |\n| x\\|y | 1 |  |\n|  |  | [1,2] |");
     }
 
     #[test]
@@ -87,9 +66,6 @@ mod tests {
     #[test]
     fn no_rows_and_no_columns_is_an_empty_string() {
         assert_eq!(markdown_table(&[], None), "");
-        assert_eq!(
-            markdown_table(&[], Some(vec!["a".into()])),
-            "| a |\n| --- |"
-        );
+        assert_eq!(markdown_table(&[], Some(vec!["a".into()])), "| a |\n| --- |");
     }
 }

@@ -101,10 +101,7 @@ pub struct RunRequest {
 
 impl RunRequest {
     pub fn new(code: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            ..Self::default()
-        }
+        Self { code: code.into(), ..Self::default() }
     }
 }
 
@@ -139,11 +136,7 @@ pub struct ConsoleLine {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum RunEvent {
     Console(ConsoleLine),
-    Progress {
-        done: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    },
+    Progress { done: f64, total: Option<f64>, message: Option<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -202,12 +195,7 @@ impl fmt::Display for RunError {
                 write!(f, "SyntaxError: {message}")?;
                 write_line(f, *line)
             }
-            Self::Thrown {
-                name,
-                message,
-                line,
-                ..
-            } => {
+            Self::Thrown { name, message, line, .. } => {
                 match (name.is_empty(), message.is_empty()) {
                     (false, false) => write!(f, "{name}: {message}")?,
                     (true, _) => f.write_str(message)?,
@@ -223,21 +211,13 @@ impl fmt::Display for RunError {
                 f.write_str("Stack overflow: maximum call stack size exceeded")?;
                 write_line(f, *line)
             }
-            Self::OutputTooLarge {
-                limit_bytes,
-                actual_bytes,
-            } => write!(
-                f,
-                "Result too large: {} (limit {})",
-                human_bytes(*actual_bytes),
-                human_bytes(*limit_bytes)
-            ),
+            Self::OutputTooLarge { limit_bytes, actual_bytes } => {
+                write!(f, "Result too large: {} (limit {})", human_bytes(*actual_bytes), human_bytes(*limit_bytes))
+            }
             Self::NotSerializable { message } => {
                 write!(f, "The result is not JSON-serializable: {message}")
             }
-            Self::NeverSettled => {
-                f.write_str("The tool never finished: it awaits a promise that nothing can resolve")
-            }
+            Self::NeverSettled => f.write_str("The tool never finished: it awaits a promise that nothing can resolve"),
             Self::Internal { message } => write!(f, "Sandbox error: {message}"),
         }
     }

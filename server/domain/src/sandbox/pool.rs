@@ -24,10 +24,7 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self {
-            workers: thread::available_parallelism().map_or(2, |n| n.get()),
-            queue: 64,
-        }
+        Self { workers: thread::available_parallelism().map_or(2, |n| n.get()), queue: 64 }
     }
 }
 
@@ -67,12 +64,10 @@ impl Sandbox {
     /// Runs a call on a worker. `Busy` when the queue is full.
     pub async fn run(&self, req: RunRequest) -> Result<RunOutcome, SandboxError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .try_send(Job { req, reply })
-            .map_err(|e| match e {
-                TrySendError::Full(_) => SandboxError::Busy,
-                TrySendError::Disconnected(_) => SandboxError::WorkerLost,
-            })?;
+        self.jobs.try_send(Job { req, reply }).map_err(|e| match e {
+            TrySendError::Full(_) => SandboxError::Busy,
+            TrySendError::Disconnected(_) => SandboxError::WorkerLost,
+        })?;
         answer.await.map_err(|_| SandboxError::WorkerLost)
     }
 }

@@ -44,33 +44,21 @@ fn http_server(count: usize, respond: fn(&str) -> String) -> u16 {
 }
 
 fn http_response(status: &str, extra_headers: &str, body: &str) -> String {
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}",
-        body.len()
-    )
+    format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}", body.len())
 }
 
 #[test]
 fn a_string_result_is_returned_as_text() {
-    let outcome = run_blocking(RunRequest {
-        args: args(json!({"text": "hello"})),
-        ..RunRequest::new("return $text")
-    });
+    let outcome = run_blocking(RunRequest { args: args(json!({"text": "hello"})), ..RunRequest::new("return $text") });
     assert_eq!(outcome.result, Ok(ToolValue::Text("hello".into())));
     assert!(outcome.peak_memory_bytes > 0);
 }
 
 #[test]
 fn other_results_are_returned_as_json_and_undefined_as_empty_text() {
-    assert_eq!(
-        run("return {a: [1, 2.5, null], b: 'x'}").result,
-        Ok(ToolValue::Json(json!({"a": [1, 2.5, null], "b": "x"})))
-    );
+    assert_eq!(run("return {a: [1, 2.5, null], b: 'x'}").result, Ok(ToolValue::Json(json!({"a": [1, 2.5, null], "b": "x"}))));
     assert_eq!(run("return 42").result, Ok(ToolValue::Json(json!(42))));
-    assert_eq!(
-        run("const x = 1;").result,
-        Ok(ToolValue::Text(String::new()))
-    );
+    assert_eq!(run("const x = 1;").result, Ok(ToolValue::Text(String::new())));
 }
 
 #[test]
@@ -78,14 +66,9 @@ fn env_and_context_are_frozen() {
     let outcome = run_blocking(RunRequest {
         env: [("API_BASE".to_string(), "https://x.test".to_string())].into(),
         context: args(json!({"caller": "ann"})),
-        ..RunRequest::new(
-            "try { $env.API_BASE = 'changed'; } catch (e) { return [e.name, $env.API_BASE] }",
-        )
+        ..RunRequest::new("try { $env.API_BASE = 'changed'; } catch (e) { return [e.name, $env.API_BASE] }")
     });
-    assert_eq!(
-        outcome.result,
-        Ok(ToolValue::Json(json!(["TypeError", "https://x.test"])))
-    );
+    assert_eq!(outcome.result, Ok(ToolValue::Json(json!(["TypeError", "https://x.test"]))));
 }
 
 #[test]
@@ -99,42 +82,20 @@ fn arguments_are_readable_as_dollar_names_and_through_args() {
                      args.env, Object.isFrozen($context), $context.caller];",
         )
     });
-    assert_eq!(
-        outcome.result,
-        Ok(ToolValue::Json(json!([
-            "Oslo",
-            3,
-            "Ann",
-            "undefined",
-            "https://x.test",
-            "arg",
-            true,
-            "ann"
-        ])))
-    );
+    assert_eq!(outcome.result, Ok(ToolValue::Json(json!(["Oslo", 3, "Ann", "undefined", "https://x.test", "arg", true, "ann"]))));
 }
 
 #[test]
 fn an_infinite_loop_times_out_and_the_next_call_works() {
     let outcome = with_limits("while (true) {}", |l| l.wall_clock_ms = 200);
     assert_eq!(outcome.result, Err(RunError::Timeout { limit_ms: 200 }));
-    assert!(
-        outcome.duration < Duration::from_secs(1),
-        "{:?}",
-        outcome.duration
-    );
-    assert_eq!(
-        run("return 'fine'").result,
-        Ok(ToolValue::Text("fine".into()))
-    );
+    assert!(outcome.duration < Duration::from_secs(1), "{:?}", outcome.duration);
+    assert_eq!(run("return 'fine'").result, Ok(ToolValue::Text("fine".into())));
 }
 
 #[test]
 fn a_timeout_cannot_be_caught_by_the_tool() {
-    let outcome = with_limits(
-        "try { while (true) {} } catch (e) { return 'caught' }",
-        |l| l.wall_clock_ms = 100,
-    );
+    let outcome = with_limits("try { while (true) {} } catch (e) { return 'caught' }", |l| l.wall_clock_ms = 100);
     assert_eq!(outcome.result, Err(RunError::Timeout { limit_ms: 100 }));
 }
 
@@ -147,18 +108,12 @@ fn a_pending_await_still_times_out() {
         let _held = listener.accept();
         thread::sleep(Duration::from_secs(3));
     });
-    let mut req = RunRequest::new(format!(
-        "await $fetch('http://127.0.0.1:{port}/slow'); return 'unreachable'"
-    ));
+    let mut req = RunRequest::new(format!("await $fetch('http://127.0.0.1:{port}/slow'); return 'unreachable'"));
     req.fetch_allow = vec!["127.0.0.1".into()];
     req.limits.wall_clock_ms = 300;
     let outcome = run_blocking(req);
     assert_eq!(outcome.result, Err(RunError::Timeout { limit_ms: 300 }));
-    assert!(
-        outcome.duration < Duration::from_secs(2),
-        "{:?}",
-        outcome.duration
-    );
+    assert!(outcome.duration < Duration::from_secs(2), "{:?}", outcome.duration);
 }
 
 #[test]
@@ -169,48 +124,23 @@ fn a_promise_nothing_can_resolve_is_reported() {
 
 #[test]
 fn allocating_a_huge_array_reports_out_of_memory() {
-    let outcome = with_limits(
-        "const chunks = [];\nwhile (true) chunks.push(new Array(100000).fill(1.5));",
-        |l| l.memory_bytes = 8 * MIB,
-    );
-    assert_eq!(
-        outcome.result,
-        Err(RunError::OutOfMemory {
-            limit_bytes: 8 * MIB
-        })
-    );
+    let outcome = with_limits("const chunks = [];\nwhile (true) chunks.push(new Array(100000).fill(1.5));", |l| l.memory_bytes = 8 * MIB);
+    assert_eq!(outcome.result, Err(RunError::OutOfMemory { limit_bytes: 8 * MIB }));
     assert!(outcome.peak_memory_bytes <= 8 * MIB);
-    assert!(
-        outcome.peak_memory_bytes > 7 * MIB,
-        "{}",
-        outcome.peak_memory_bytes
-    );
-    assert_eq!(
-        outcome.result.unwrap_err().to_string(),
-        "Out of memory (limit 8 MiB)"
-    );
+    assert!(outcome.peak_memory_bytes > 7 * MIB, "{}", outcome.peak_memory_bytes);
+    assert_eq!(outcome.result.unwrap_err().to_string(), "Out of memory (limit 8 MiB)");
 }
 
 #[test]
 fn a_huge_string_reports_out_of_memory() {
-    let outcome = with_limits("return 'x'.repeat(64 * 1024 * 1024)", |l| {
-        l.memory_bytes = 4 * MIB
-    });
-    assert_eq!(
-        outcome.result,
-        Err(RunError::OutOfMemory {
-            limit_bytes: 4 * MIB
-        })
-    );
+    let outcome = with_limits("return 'x'.repeat(64 * 1024 * 1024)", |l| l.memory_bytes = 4 * MIB);
+    assert_eq!(outcome.result, Err(RunError::OutOfMemory { limit_bytes: 4 * MIB }));
 }
 
 #[test]
 fn deep_recursion_reports_a_stack_overflow() {
     let outcome = run("function down(n) { return down(n + 1) + 1; }\nreturn down(0);");
-    assert_eq!(
-        outcome.result,
-        Err(RunError::StackOverflow { line: Some(1) })
-    );
+    assert_eq!(outcome.result, Err(RunError::StackOverflow { line: Some(1) }));
 }
 
 #[test]
@@ -230,19 +160,11 @@ fn a_thrown_error_reports_name_message_and_line() {
     let outcome = run("const a = 1;\nconst f = undefined;\nawait null;\nf();");
     let error = outcome.result.unwrap_err();
     match &error {
-        RunError::Thrown {
-            name,
-            message,
-            line,
-            stack,
-        } => {
+        RunError::Thrown { name, message, line, stack } => {
             assert_eq!(name, "TypeError");
             assert!(message.contains("not a function"), "{message}");
             assert_eq!(*line, Some(4));
-            assert!(
-                stack.as_deref().unwrap_or("").contains("tool.js:4"),
-                "{stack:?}"
-            );
+            assert!(stack.as_deref().unwrap_or("").contains("tool.js:4"), "{stack:?}");
         }
         other => panic!("{other:?}"),
     }
@@ -254,30 +176,15 @@ fn a_thrown_error_reports_name_message_and_line() {
 fn a_thrown_string_or_custom_error_is_reported() {
     assert_eq!(
         run("throw 'city not found'").result,
-        Err(RunError::Thrown {
-            name: "Error".into(),
-            message: "city not found".into(),
-            line: None,
-            stack: None,
-        })
+        Err(RunError::Thrown { name: "Error".into(), message: "city not found".into(), line: None, stack: None })
     );
-    match run(
-        "class NotFound extends Error { constructor(m) { super(m); this.name = 'NotFound'; } }\n\
-               throw new NotFound('no such city');",
-    )
+    match run("class NotFound extends Error { constructor(m) { super(m); this.name = 'NotFound'; } }\n\
+               throw new NotFound('no such city');")
     .result
     {
-        Err(RunError::Thrown {
-            name,
-            message,
-            line,
-            ..
-        }) => {
+        Err(RunError::Thrown { name, message, line, .. }) => {
             // The stack is captured where the error is constructed: in the class, line 1.
-            assert_eq!(
-                (name.as_str(), message.as_str(), line),
-                ("NotFound", "no such city", Some(1))
-            );
+            assert_eq!((name.as_str(), message.as_str(), line), ("NotFound", "no such city", Some(1)));
         }
         other => panic!("{other:?}"),
     }
@@ -285,10 +192,7 @@ fn a_thrown_string_or_custom_error_is_reported() {
 
 #[test]
 fn huge_console_output_is_truncated() {
-    let outcome = with_limits(
-        "for (let i = 0; i < 10000; i++) console.log('x'.repeat(100));\nreturn 'done'",
-        |l| l.console_bytes = 4096,
-    );
+    let outcome = with_limits("for (let i = 0; i < 10000; i++) console.log('x'.repeat(100));\nreturn 'done'", |l| l.console_bytes = 4096);
     assert_eq!(outcome.result, Ok(ToolValue::Text("done".into())));
     let last = outcome.console.last().unwrap();
     assert!(last.message.contains("truncated"), "{}", last.message);
@@ -300,22 +204,12 @@ fn huge_console_output_is_truncated() {
 
 #[test]
 fn a_non_serializable_result_is_a_clear_error() {
-    for (code, expected) in [
-        ("return 10n", "BigInt"),
-        ("const o = {}; o.self = o; return o", "circular"),
-        ("return () => 1", "function"),
-    ] {
+    for (code, expected) in [("return 10n", "BigInt"), ("const o = {}; o.self = o; return o", "circular"), ("return () => 1", "function")] {
         match run(code).result {
             Err(error @ RunError::NotSerializable { .. }) => {
                 let text = error.to_string();
-                assert!(
-                    text.starts_with("The result is not JSON-serializable"),
-                    "{text}"
-                );
-                assert!(
-                    text.to_lowercase().contains(&expected.to_lowercase()),
-                    "{text}"
-                );
+                assert!(text.starts_with("The result is not JSON-serializable"), "{text}");
+                assert!(text.to_lowercase().contains(&expected.to_lowercase()), "{text}");
             }
             other => panic!("{code}: {other:?}"),
         }
@@ -325,39 +219,18 @@ fn a_non_serializable_result_is_a_clear_error() {
 #[test]
 fn an_oversized_result_is_refused() {
     let outcome = with_limits("return 'x'.repeat(2048)", |l| l.result_bytes = 1024);
-    assert_eq!(
-        outcome.result,
-        Err(RunError::OutputTooLarge {
-            limit_bytes: 1024,
-            actual_bytes: 2048
-        })
-    );
+    assert_eq!(outcome.result, Err(RunError::OutputTooLarge { limit_bytes: 1024, actual_bytes: 2048 }));
 }
 
 #[test]
 fn fetch_to_a_host_not_on_the_allow_list_is_rejected() {
-    let mut req = RunRequest::new(
-        "try { await $fetch('https://evil.example.org/x'); } catch (e) { return e.message }",
-    );
+    let mut req = RunRequest::new("try { await $fetch('https://evil.example.org/x'); } catch (e) { return e.message }");
     req.fetch_allow = vec!["api.example.com".into(), "*.example.net".into()];
-    assert_eq!(
-        run_blocking(req).result,
-        Ok(ToolValue::Text(
-            "host evil.example.org is not on this tool's fetch allow-list".into()
-        ))
-    );
+    assert_eq!(run_blocking(req).result, Ok(ToolValue::Text("host evil.example.org is not on this tool's fetch allow-list".into())));
     match run("await $fetch('http://127.0.0.1:9/');").result {
-        Err(RunError::Thrown {
-            name,
-            message,
-            line,
-            ..
-        }) => {
+        Err(RunError::Thrown { name, message, line, .. }) => {
             assert_eq!(name, "Error");
-            assert_eq!(
-                message,
-                "host 127.0.0.1 is not on this tool's fetch allow-list"
-            );
+            assert_eq!(message, "host 127.0.0.1 is not on this tool's fetch allow-list");
             assert_eq!(line, Some(1));
         }
         other => panic!("{other:?}"),
@@ -367,11 +240,7 @@ fn fetch_to_a_host_not_on_the_allow_list_is_rejected() {
 #[test]
 fn fetch_to_an_allowed_host_returns_status_and_body() {
     let port = http_server(2, |path| match path {
-        "/hello" => http_response(
-            "200 OK",
-            "Content-Type: application/json\r\nX-Test: yes\r\n",
-            r#"{"greeting":"hi"}"#,
-        ),
+        "/hello" => http_response("200 OK", "Content-Type: application/json\r\nX-Test: yes\r\n", r#"{"greeting":"hi"}"#),
         _ => http_response("404 Not Found", "", "nope"),
     });
     let mut req = RunRequest::new(format!(
@@ -431,16 +300,13 @@ fn fetch_enforces_its_timeout_response_size_and_concurrency() {
 
 #[test]
 fn fetch_does_not_follow_redirects_off_the_allow_list() {
-    let port = http_server(1, |_| {
-        http_response("302 Found", "Location: http://elsewhere.test/\r\n", "")
-    });
+    let port = http_server(1, |_| http_response("302 Found", "Location: http://elsewhere.test/\r\n", ""));
     let mut req = RunRequest::new(format!("await $fetch('http://127.0.0.1:{port}/')"));
     req.fetch_allow = vec!["127.0.0.1".into()];
     match run_blocking(req).result {
-        Err(RunError::Thrown { message, .. }) => assert_eq!(
-            message,
-            "redirect refused: host elsewhere.test is not on this tool's fetch allow-list"
-        ),
+        Err(RunError::Thrown { message, .. }) => {
+            assert_eq!(message, "redirect refused: host elsewhere.test is not on this tool's fetch allow-list")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -450,17 +316,12 @@ fn globals_do_not_leak_between_calls() {
     let first = run("globalThis.leak = 42; Object.prototype.polluted = 1; return 'set'");
     assert_eq!(first.result, Ok(ToolValue::Text("set".into())));
     let second = run("return [typeof leak, typeof ({}).polluted, typeof eval].join()");
-    assert_eq!(
-        second.result,
-        Ok(ToolValue::Text("undefined,undefined,undefined".into()))
-    );
+    assert_eq!(second.result, Ok(ToolValue::Text("undefined,undefined,undefined".into())));
 }
 
 #[test]
 fn json2markdowntable_renders_rows() {
-    let outcome = run(
-        "return $json2MarkdownTable([{name: 'a|b', n: 1}, {name: 'c', tags: ['x'], at: new Date(0)}])",
-    );
+    let outcome = run("return $json2MarkdownTable([{name: 'a|b', n: 1}, {name: 'c', tags: ['x'], at: new Date(0)}])");
     assert_eq!(
         outcome.result,
         Ok(ToolValue::Text(
@@ -470,10 +331,7 @@ fn json2markdowntable_renders_rows() {
         ))
     );
     let with_columns = run("return $json2MarkdownTable([{a: 1, b: 2}], ['b'])");
-    assert_eq!(
-        with_columns.result,
-        Ok(ToolValue::Text("| b |\n| --- |\n| 2 |".into()))
-    );
+    assert_eq!(with_columns.result, Ok(ToolValue::Text("| b |\n| --- |\n| 2 |".into())));
 }
 
 #[test]
@@ -481,11 +339,7 @@ fn console_lines_carry_level_and_elapsed_ms() {
     let outcome = run("console.log('a', {b: 1}, 2, [1], null, undefined);\n\
          console.warn(new TypeError('bad'));\nconsole.error('e');\n\
          console.info('i');\nconsole.debug('d');");
-    let lines: Vec<(LogLevel, &str)> = outcome
-        .console
-        .iter()
-        .map(|l| (l.level, l.message.as_str()))
-        .collect();
+    let lines: Vec<(LogLevel, &str)> = outcome.console.iter().map(|l| (l.level, l.message.as_str())).collect();
     assert_eq!(
         lines,
         vec![
@@ -498,9 +352,7 @@ fn console_lines_carry_level_and_elapsed_ms() {
     );
     assert!(outcome.console.iter().all(|l| l.elapsed_ms < 1000));
 
-    let timed = run(
-        "console.log('early');\nconst t = Date.now();\nwhile (Date.now() - t < 40) {}\nconsole.log('late');",
-    );
+    let timed = run("console.log('early');\nconst t = Date.now();\nwhile (Date.now() - t < 40) {}\nconsole.log('late');");
     assert!(timed.console[1].elapsed_ms >= 30, "{:?}", timed.console);
     assert!(timed.console[0].elapsed_ms < timed.console[1].elapsed_ms);
 }
@@ -516,32 +368,14 @@ fn progress_events_reach_the_host() {
         events.push(event);
     }
     assert_eq!(events.len(), 3);
-    assert_eq!(
-        events[0],
-        RunEvent::Progress {
-            done: 1.0,
-            total: Some(3.0),
-            message: Some("one".into())
-        }
-    );
+    assert_eq!(events[0], RunEvent::Progress { done: 1.0, total: Some(3.0), message: Some("one".into()) });
     assert!(matches!(&events[1], RunEvent::Console(line) if line.message == "hi"));
-    assert_eq!(
-        events[2],
-        RunEvent::Progress {
-            done: 2.0,
-            total: None,
-            message: None
-        }
-    );
+    assert_eq!(events[2], RunEvent::Progress { done: 2.0, total: None, message: None });
 }
 
 #[tokio::test]
 async fn the_pool_refuses_work_when_its_queue_is_full() {
-    let sandbox = Sandbox::new(SandboxConfig {
-        workers: 1,
-        queue: 1,
-    })
-    .unwrap();
+    let sandbox = Sandbox::new(SandboxConfig { workers: 1, queue: 1 }).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut slow = RunRequest::new("console.log('started'); while (true) {}");
     slow.limits.wall_clock_ms = 500;
@@ -559,37 +393,16 @@ async fn the_pool_refuses_work_when_its_queue_is_full() {
 
     let refused = sandbox.run(RunRequest::new("return 'refused'")).await;
     assert_eq!(refused.unwrap_err(), SandboxError::Busy);
-    assert_eq!(
-        running.await.unwrap().unwrap().result,
-        Err(RunError::Timeout { limit_ms: 500 })
-    );
-    assert_eq!(
-        queued.await.unwrap().unwrap().result,
-        Ok(ToolValue::Text("queued".into()))
-    );
+    assert_eq!(running.await.unwrap().unwrap().result, Err(RunError::Timeout { limit_ms: 500 }));
+    assert_eq!(queued.await.unwrap().unwrap().result, Ok(ToolValue::Text("queued".into())));
 }
 
 #[test]
 fn errors_display_as_user_messages() {
+    assert_eq!(RunError::Timeout { limit_ms: 2000 }.to_string(), "Timed out after 2000 ms");
+    assert_eq!(RunError::OutOfMemory { limit_bytes: 32 * MIB }.to_string(), "Out of memory (limit 32 MiB)");
     assert_eq!(
-        RunError::Timeout { limit_ms: 2000 }.to_string(),
-        "Timed out after 2000 ms"
-    );
-    assert_eq!(
-        RunError::OutOfMemory {
-            limit_bytes: 32 * MIB
-        }
-        .to_string(),
-        "Out of memory (limit 32 MiB)"
-    );
-    assert_eq!(
-        RunError::Thrown {
-            name: "TypeError".into(),
-            message: "x is not a function".into(),
-            line: Some(3),
-            stack: None
-        }
-        .to_string(),
+        RunError::Thrown { name: "TypeError".into(), message: "x is not a function".into(), line: Some(3), stack: None }.to_string(),
         "TypeError: x is not a function (line 3)"
     );
 }
@@ -598,10 +411,7 @@ fn errors_display_as_user_messages() {
 fn outcomes_serialize_for_the_api() {
     let outcome = run("console.info('x'); return {n: 1}");
     let value = serde_json::to_value(&outcome).unwrap();
-    assert_eq!(
-        value["result"]["Ok"],
-        json!({"type": "json", "value": {"n": 1}})
-    );
+    assert_eq!(value["result"]["Ok"], json!({"type": "json", "value": {"n": 1}}));
     assert_eq!(value["console"][0]["level"], "info");
     let back: RunOutcome = serde_json::from_value(value).unwrap();
     assert_eq!(back, outcome);
@@ -609,20 +419,9 @@ fn outcomes_serialize_for_the_api() {
 
 #[test]
 fn builtins_the_code_names_are_available() {
-    let outcome = run(
-        "return [new Date(0).toISOString(), 'a-b'.replace(/-/g, '+'), [...new Set([1, 1, 2])],\n\
-                 new Map([['k', 'v']]).get('k'), 'abc'.match('b').index];",
-    );
-    assert_eq!(
-        outcome.result,
-        Ok(ToolValue::Json(json!([
-            "1970-01-01T00:00:00.000Z",
-            "a+b",
-            [1, 2],
-            "v",
-            1
-        ])))
-    );
+    let outcome = run("return [new Date(0).toISOString(), 'a-b'.replace(/-/g, '+'), [...new Set([1, 1, 2])],\n\
+                 new Map([['k', 'v']]).get('k'), 'abc'.match('b').index];");
+    assert_eq!(outcome.result, Ok(ToolValue::Json(json!(["1970-01-01T00:00:00.000Z", "a+b", [1, 2], "v", 1]))));
 }
 
 #[test]

@@ -108,7 +108,10 @@ impl Toolshed {
     /// The tool's variables for its editors; secret values are left out.
     pub async fn env_vars(&self, user: &User, id: ToolId) -> Result<Vec<EnvVar>, ToolError> {
         self.code_tool_for_edit(user, id).await?;
-        let rows = sqlx::query("SELECT name, value, secret FROM tool_env WHERE tool_id = $1 ORDER BY name").bind(id.0).fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query("SELECT name, value, secret FROM tool_env WHERE tool_id = $1 ORDER BY name")
+            .bind(id.0)
+            .fetch_all(self.db.pool())
+            .await?;
         rows.iter()
             .map(|r| {
                 let secret = r.try_get::<i64, _>("secret")? != 0;
@@ -137,7 +140,15 @@ impl Toolshed {
         .execute(&mut *tx)
         .await?;
         // The audit log records that a variable changed, never its value.
-        audit::record(&mut tx, Some(user.id), "tool.env_set", &tool.audit_target(), None, Some(serde_json::json!({"name": name, "secret": secret}))).await?;
+        audit::record(
+            &mut tx,
+            Some(user.id),
+            "tool.env_set",
+            &tool.audit_target(),
+            None,
+            Some(serde_json::json!({"name": name, "secret": secret})),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -146,7 +157,8 @@ impl Toolshed {
         let tool = self.code_tool_for_edit(user, id).await?;
         let mut tx = self.db.begin().await?;
         sqlx::query("DELETE FROM tool_env WHERE tool_id = $1 AND name = $2").bind(id.0).bind(name).execute(&mut *tx).await?;
-        audit::record(&mut tx, Some(user.id), "tool.env_deleted", &tool.audit_target(), Some(serde_json::json!({"name": name})), None).await?;
+        audit::record(&mut tx, Some(user.id), "tool.env_deleted", &tool.audit_target(), Some(serde_json::json!({"name": name})), None)
+            .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -329,9 +329,7 @@ pub fn can_see(user: &User, tool: &Tool) -> bool {
 /// Who may change a tool: its department's members (the owner alone for
 /// private tools), and admins.
 pub fn can_edit(user: &User, tool: &Tool) -> bool {
-    user.is_admin
-        || tool.owner_id == user.id
-        || (tool.department_id == user.department.id.0 && tool.visibility != Visibility::Private)
+    user.is_admin || tool.owner_id == user.id || (tool.department_id == user.department.id.0 && tool.visibility != Visibility::Private)
 }
 
 /// Parses the `$fetch` allow-list: one host or `*.domain` per line.
@@ -340,9 +338,8 @@ pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
     for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let host = line.to_ascii_lowercase();
         let bare = host.strip_prefix("*.").unwrap_or(&host);
-        let ok = !bare.is_empty()
-            && bare.len() <= 253
-            && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':');
+        let ok =
+            !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':');
         if !ok {
             return Err(Invalid { field: "Fetch allow-list", reason: format!("“{line}” is not a host name or *.domain") });
         }
@@ -465,7 +462,10 @@ impl Toolshed {
             return Err(Invalid { field: "Memory limit", reason: format!("must be between 1 and {} MiB", policy.max_memory_mib) }.into());
         }
         if let Some(host) = s.fetch_allow.iter().find(|h| !policy.permits_host(h)) {
-            return Err(Invalid { field: "Fetch allow-list", reason: format!("the administrator does not allow tools to reach “{host}”") }.into());
+            return Err(Invalid {
+                field: "Fetch allow-list", reason: format!("the administrator does not allow tools to reach “{host}”")
+            }
+            .into());
         }
         let mut tx = self.db.begin().await?;
         sqlx::query(

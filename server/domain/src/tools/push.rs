@@ -123,7 +123,8 @@ impl Toolshed {
             Some(n) => Some(self.version_row(tool.id, n).await?),
             None => None,
         };
-        let unchanged = latest.filter(|v| v.code == source.code.as_str() && v.args == source.args && v.output_schema == source.output_schema);
+        let unchanged =
+            latest.filter(|v| v.code == source.code.as_str() && v.args == source.args && v.output_schema == source.output_schema);
         let (version, new_version) = match unchanged {
             Some(v) => (v.version, false),
             None => (self.save_version(user, tool.id, source, &file.changelog).await?, true),
@@ -153,7 +154,11 @@ impl Toolshed {
         let description = file.description.clone().unwrap_or_else(|| tool.description.clone());
         let visibility = file.visibility.as_deref().map(Visibility::parse).transpose()?.unwrap_or(tool.visibility);
         let tags = tags.unwrap_or(Tags::parse(&tool.tags.join(" "))?);
-        if title == tool.title && description == tool.description && visibility == tool.visibility && tags.as_slice() == tool.tags.as_slice() {
+        if title == tool.title
+            && description == tool.description
+            && visibility == tool.visibility
+            && tags.as_slice() == tool.tags.as_slice()
+        {
             return Ok(tool);
         }
         let settings = ToolSettings {
@@ -186,7 +191,8 @@ mod tests {
     #[test]
     fn arguments_are_rows_or_a_json_schema() {
         let rows = parse_arguments(Some(json!([{"name": "text", "type": {"kind": "string"}, "required": true}]))).unwrap();
-        let schema = parse_arguments(Some(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))).unwrap();
+        let schema =
+            parse_arguments(Some(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))).unwrap();
         assert_eq!(rows, schema);
         assert!(parse_arguments(Some(json!("text"))).is_err());
         assert_eq!(parse_arguments(None).unwrap(), vec![]);

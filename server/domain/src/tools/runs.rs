@@ -10,17 +10,20 @@ use super::env::Env;
 use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
-use crate::sandbox::{Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
-use crate::usage::{Outcome, UsageRecord};
 use crate::policy::Policy;
+use crate::sandbox::{Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
 use crate::schema::{ArgDef, CompiledSchema};
+use crate::usage::{Outcome, UsageRecord};
 use crate::Toolshed;
 
 /// Which code to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RunSource {
     /// Unsaved editor content (authors only).
-    Draft { code: String, args: Vec<ArgDef> },
+    Draft {
+        code: String,
+        args: Vec<ArgDef>,
+    },
     Version(i64),
     Published,
 }
@@ -184,14 +187,24 @@ impl Toolshed {
 
     /// Hands a saved version's run to the usage writer (never waits for it).
     /// A call that never reached code (not found, not published) is not counted.
-    pub(crate) fn record_run(&self, user: &User, id: ToolId, via: Via<'_>, started: std::time::Instant, result: &Result<RunReport, ToolError>) {
+    pub(crate) fn record_run(
+        &self,
+        user: &User,
+        id: ToolId,
+        via: Via<'_>,
+        started: std::time::Instant,
+        result: &Result<RunReport, ToolError>,
+    ) {
         let (version, outcome) = match result {
-            Ok(r) => (r.version, match &r.outcome.result {
-                Ok(_) => Outcome::Ok,
-                Err(RunError::Timeout { .. }) => Outcome::Timeout,
-                Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
-                Err(_) => Outcome::ToolError,
-            }),
+            Ok(r) => (
+                r.version,
+                match &r.outcome.result {
+                    Ok(_) => Outcome::Ok,
+                    Err(RunError::Timeout { .. }) => Outcome::Timeout,
+                    Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
+                    Err(_) => Outcome::ToolError,
+                },
+            ),
             Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
             Err(ToolError::Busy) => (None, Outcome::Busy),
             Err(_) => return,

@@ -60,7 +60,14 @@ impl Toolshed {
     }
 
     /// Creates or replaces the test case with this name.
-    pub async fn save_test_case(&self, user: &User, id: ToolId, name: &str, args: serde_json::Value, expected: Option<String>) -> Result<(), ToolError> {
+    pub async fn save_test_case(
+        &self,
+        user: &User,
+        id: ToolId,
+        name: &str,
+        args: serde_json::Value,
+        expected: Option<String>,
+    ) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 80 {

@@ -109,17 +109,19 @@ pub(super) fn version_from_row(r: &sqlx::any::AnyRow) -> Result<ToolVersion, sql
     })
 }
 
-const VERSION_SELECT: &str = "SELECT v.version, v.code, v.args_json, v.output_schema_json, v.changelog, u.username AS created_by, v.created_at \
+const VERSION_SELECT: &str =
+    "SELECT v.version, v.code, v.args_json, v.output_schema_json, v.changelog, u.username AS created_by, v.created_at \
      FROM tool_versions v JOIN users u ON u.id = v.created_by";
 
 impl Toolshed {
     pub async fn draft(&self, user: &User, id: ToolId) -> Result<Draft, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
-        let row = sqlx::query("SELECT code, args_json, output_schema_json, updated_at FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
-            .bind(id.0)
-            .bind(user.id.0)
-            .fetch_optional(self.db.pool())
-            .await?;
+        let row =
+            sqlx::query("SELECT code, args_json, output_schema_json, updated_at FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
+                .bind(id.0)
+                .bind(user.id.0)
+                .fetch_optional(self.db.pool())
+                .await?;
         if let Some(r) = row {
             return Ok(Draft {
                 code: r.try_get("code")?,
@@ -167,7 +169,11 @@ impl Toolshed {
     /// Drops the author's draft, so the editor shows the latest version again.
     pub async fn discard_draft(&self, user: &User, id: ToolId) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
-        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(self.db.pool()).await?;
+        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
+            .bind(id.0)
+            .bind(user.id.0)
+            .execute(self.db.pool())
+            .await?;
         Ok(())
     }
 
@@ -279,7 +285,13 @@ impl Toolshed {
 /// Saves `source` as the tool's next version (1, 2, …) and returns its number.
 /// One statement picks the number and inserts it, so two saves cannot both
 /// take the same number; a racing save hits the primary key instead.
-pub(crate) async fn insert_version(tx: &mut sqlx::AnyConnection, user: &User, id: ToolId, source: &Source, changelog: &str) -> Result<i64, ToolError> {
+pub(crate) async fn insert_version(
+    tx: &mut sqlx::AnyConnection,
+    user: &User,
+    id: ToolId,
+    source: &Source,
+    changelog: &str,
+) -> Result<i64, ToolError> {
     let inserted = sqlx::query(
         "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
          SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
@@ -296,7 +308,9 @@ pub(crate) async fn insert_version(tx: &mut sqlx::AnyConnection, user: &User, id
     .map_err(StoreError::from);
     match inserted {
         Ok(row) => Ok(row.try_get("version")?),
-        Err(e) if e.is_unique_violation() => Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into()),
+        Err(e) if e.is_unique_violation() => {
+            Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into())
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -229,7 +229,11 @@ impl Connection {
         let channel = match endpoint.transport {
             Transport::StreamableHttp => Channel::Streamable { session: None },
             Transport::Sse => {
-                let res = send(authorize(http.get(with_query(&endpoint.url, &endpoint.credential)), &endpoint.credential).header("accept", "text/event-stream")).await?;
+                let res = send(
+                    authorize(http.get(with_query(&endpoint.url, &endpoint.credential)), &endpoint.credential)
+                        .header("accept", "text/event-stream"),
+                )
+                .await?;
                 let mut stream = Body::new(res);
                 let post_url = sse_endpoint(&mut stream, &endpoint.url).await?;
                 Channel::Sse { post_url: with_query(&post_url, &endpoint.credential), stream }
@@ -275,7 +279,11 @@ impl Connection {
     pub async fn close(self) {
         if let Channel::Streamable { session: Some(s) } = &self.channel {
             let credential = &self.endpoint.credential;
-            let req = self.http.delete(with_query(&self.endpoint.url, credential)).header("mcp-session-id", s.as_str()).header("mcp-protocol-version", PROTOCOL_VERSION);
+            let req = self
+                .http
+                .delete(with_query(&self.endpoint.url, credential))
+                .header("mcp-session-id", s.as_str())
+                .header("mcp-protocol-version", PROTOCOL_VERSION);
             let _ = tokio::time::timeout(Duration::from_secs(5), authorize(req, credential).send()).await;
         }
     }
@@ -381,7 +389,8 @@ mod tests {
     fn the_response_is_found_in_plain_json_sse_and_after_junk() {
         let ok = json!({"jsonrpc": "2.0", "id": 2, "result": {"x": 1}});
         assert_eq!(find(&ok.to_string(), 2), Some(ok.clone()));
-        let sse = format!("event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}}\n\nevent: message\ndata: {ok}\n\n");
+        let sse =
+            format!("event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}}\n\nevent: message\ndata: {ok}\n\n");
         assert_eq!(find(&sse, 2), Some(ok.clone()));
         let junk = format!("\u{feff}Starting server... {{not json}} [warn] {{\"id\": 1, \"result\": 0}}\n{ok}");
         assert_eq!(find(&junk, 2), Some(ok));

@@ -79,7 +79,9 @@ impl ServerName {
         if s.is_empty() || s.len() > Self::MAX {
             return bad("must be 1 to 32 characters");
         }
-        if !s.starts_with(|c: char| c.is_ascii_lowercase()) || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
+        if !s.starts_with(|c: char| c.is_ascii_lowercase())
+            || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
             return bad("must start with a lowercase letter and hold only lowercase letters, digits, '_' and '-'");
         }
         if s.contains("__") || s.ends_with('_') {
@@ -136,7 +138,10 @@ impl CredentialChange {
                 return Err(Invalid { field: "Credential", reason: format!("a {kind} credential needs a name and a value") });
             }
             if !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || value.chars().any(char::is_control) {
-                return Err(Invalid { field: "Credential", reason: "the name may hold letters, digits, '-', '_' and '.'; the value no line breaks".into() });
+                return Err(Invalid {
+                    field: "Credential",
+                    reason: "the name may hold letters, digits, '-', '_' and '.'; the value no line breaks".into(),
+                });
             }
             Ok(())
         };
@@ -198,7 +203,8 @@ impl ImportedTool {
         let text = |key: &str| t.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let input_schema = t.get("inputSchema").filter(|s| s.is_object()).cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
         let annotations = t.get("annotations").filter(|a| a.is_object()).cloned();
-        let title = Some(text("title")).filter(|s| !s.is_empty()).or_else(|| annotations.as_ref()?.get("title")?.as_str().map(str::to_owned));
+        let title =
+            Some(text("title")).filter(|s| !s.is_empty()).or_else(|| annotations.as_ref()?.get("title")?.as_str().map(str::to_owned));
         Some(Self {
             name: name.to_owned(),
             title: title.unwrap_or_default(),
@@ -253,14 +259,18 @@ fn purpose(id: i64) -> String {
     format!("mcp_server:{id}")
 }
 
-const VIEW_COLUMNS: &str = "s.id, d.name AS department, s.department_id, s.name, s.url, s.transport, s.credential_kind, s.credential_name, \
+const VIEW_COLUMNS: &str =
+    "s.id, d.name AS department, s.department_id, s.name, s.url, s.transport, s.credential_kind, s.credential_name, \
      CASE WHEN s.credential_sealed IS NULL THEN 0 ELSE 1 END AS credential_set, s.timeout_ms, s.refreshed_at, s.last_error, \
      (SELECT COUNT(*) FROM mcp_server_tools t WHERE t.server_id = s.id) AS tool_count, d.authors_register_servers";
 
 impl Toolshed {
     /// Whether `user` may register and manage servers of `department`.
     async fn may_manage_servers(&self, user: &User, department: DepartmentId) -> Result<bool, UpstreamError> {
-        let row = sqlx::query("SELECT authors_register_servers FROM departments WHERE id = $1").bind(department.0).fetch_one(self.db.pool()).await?;
+        let row = sqlx::query("SELECT authors_register_servers FROM departments WHERE id = $1")
+            .bind(department.0)
+            .fetch_one(self.db.pool())
+            .await?;
         Ok(may_manage(user, department, row.try_get::<i64, _>("authors_register_servers")? != 0))
     }
 
@@ -273,8 +283,15 @@ impl Toolshed {
     /// reached is registered all the same (it may be down for a moment): its
     /// status shows why, and Refresh tries again.
     #[tracing::instrument(skip(self, user, spec), fields(user = %user.username))]
-    pub async fn register_mcp_server(&self, user: &User, department: &DepartmentName, name: &ServerName, spec: ServerSpec) -> Result<ServerView, UpstreamError> {
-        let dept = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(self.db.pool()).await?;
+    pub async fn register_mcp_server(
+        &self,
+        user: &User,
+        department: &DepartmentName,
+        name: &ServerName,
+        spec: ServerSpec,
+    ) -> Result<ServerView, UpstreamError> {
+        let dept =
+            sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(self.db.pool()).await?;
         let dept = match dept {
             Some(r) => DepartmentId(r.try_get("id")?),
             None => return Err(invalid("Department", format!("there is no department “{department}”"))),
@@ -341,8 +358,12 @@ impl Toolshed {
             CredentialChange::Keep => return Ok(()),
             CredentialChange::Clear => ("none", "", None),
             CredentialChange::Set(Credential::None) => ("none", "", None),
-            CredentialChange::Set(Credential::Header { name, value }) => ("header", name.as_str(), Some(self.secrets().seal(&purpose(id), value))),
-            CredentialChange::Set(Credential::Query { name, value }) => ("query", name.as_str(), Some(self.secrets().seal(&purpose(id), value))),
+            CredentialChange::Set(Credential::Header { name, value }) => {
+                ("header", name.as_str(), Some(self.secrets().seal(&purpose(id), value)))
+            }
+            CredentialChange::Set(Credential::Query { name, value }) => {
+                ("query", name.as_str(), Some(self.secrets().seal(&purpose(id), value)))
+            }
         };
         sqlx::query("UPDATE mcp_servers SET credential_kind = $1, credential_name = $2, credential_sealed = $3 WHERE id = $4")
             .bind(kind)
@@ -384,7 +405,12 @@ impl Toolshed {
     }
 
     /// Whether authors of `department` may register servers for it.
-    pub async fn set_authors_register_servers(&self, admin: &User, department: &DepartmentName, allowed: bool) -> Result<(), UpstreamError> {
+    pub async fn set_authors_register_servers(
+        &self,
+        admin: &User,
+        department: &DepartmentName,
+        allowed: bool,
+    ) -> Result<(), UpstreamError> {
         if !admin.is_admin {
             return Err(UpstreamError::Forbidden);
         }
@@ -398,7 +424,15 @@ impl Toolshed {
             return Err(invalid("Department", format!("there is no department “{department}”")));
         }
         let after = serde_json::json!({"authors_register_servers": allowed});
-        audit::record(&mut tx, Some(admin.id), "department.server_registration_changed", &format!("department:{department}"), None, Some(after)).await?;
+        audit::record(
+            &mut tx,
+            Some(admin.id),
+            "department.server_registration_changed",
+            &format!("department:{department}"),
+            None,
+            Some(after),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -413,7 +447,11 @@ impl Toolshed {
     }
 
     /// The external tools an editor of `bundle` may add: those of its department's servers.
-    pub async fn external_candidates(&self, user: &User, bundle: crate::ids::ToolId) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
+    pub async fn external_candidates(
+        &self,
+        user: &User,
+        bundle: crate::ids::ToolId,
+    ) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
         let bundle = self.tool_for_edit(user, bundle).await?;
         Ok(self.external_tools_of(bundle.department_id).await?)
     }
@@ -432,11 +470,12 @@ impl Toolshed {
     }
 
     pub async fn mcp_server(&self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
-        let row = sqlx::query(&format!("SELECT {VIEW_COLUMNS} FROM mcp_servers s JOIN departments d ON d.id = s.department_id WHERE s.id = $1"))
-            .bind(id)
-            .fetch_optional(self.db.pool())
-            .await?
-            .ok_or(UpstreamError::NotFound)?;
+        let row =
+            sqlx::query(&format!("SELECT {VIEW_COLUMNS} FROM mcp_servers s JOIN departments d ON d.id = s.department_id WHERE s.id = $1"))
+                .bind(id)
+                .fetch_optional(self.db.pool())
+                .await?
+                .ok_or(UpstreamError::NotFound)?;
         let view = view_from_row(user, &row)?;
         if user.is_admin || view.department == user.department.name {
             Ok(view)
@@ -501,7 +540,12 @@ impl Toolshed {
 
     /// The external members of version `n` of a bundle `user` may see, each
     /// with the tool it serves (`None`: its server no longer lists it).
-    pub async fn bundle_external_members(&self, user: &User, bundle: crate::ids::ToolId, n: i64) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, crate::tools::ToolError> {
+    pub async fn bundle_external_members(
+        &self,
+        user: &User,
+        bundle: crate::ids::ToolId,
+        n: i64,
+    ) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, crate::tools::ToolError> {
         let bundle = self.tool(user, bundle).await?;
         if bundle.kind != crate::tools::ListingKind::Bundle {
             return Err(crate::tools::ToolError::NotFound);
@@ -511,13 +555,18 @@ impl Toolshed {
 
     /// Resolves the editor's external members against the tools of the
     /// servers of the bundle's department.
-    pub(crate) async fn check_external(&self, bundle: &Tool, members: &[ExternalMember]) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
+    pub(crate) async fn check_external(
+        &self,
+        bundle: &Tool,
+        members: &[ExternalMember],
+    ) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
         let available = self.external_tools_of(bundle.department_id).await?;
         members
             .iter()
             .map(|m| {
                 available.iter().find(|a| a.server == m.server && a.tool.name == m.tool).cloned().ok_or_else(|| {
-                    let reason = format!("{} is not a tool of an external server of {}", exposed_name(&m.server, &m.tool), bundle.department);
+                    let reason =
+                        format!("{} is not a tool of an external server of {}", exposed_name(&m.server, &m.tool), bundle.department);
                     Invalid { field: "External tools", reason }.into()
                 })
             })
@@ -529,7 +578,14 @@ impl Toolshed {
     /// model can read (what went wrong, in words), never a hang: the server's
     /// time limit bounds connecting and calling together.
     #[tracing::instrument(skip(self, user, bundle, tool, input), fields(user = %user.username, tool = %tool.name))]
-    pub async fn call_external(&self, user: &User, bundle: &Tool, tool: &ServedExternal, input: Value, via: crate::tools::Via<'_>) -> Value {
+    pub async fn call_external(
+        &self,
+        user: &User,
+        bundle: &Tool,
+        tool: &ServedExternal,
+        input: Value,
+        via: crate::tools::Via<'_>,
+    ) -> Value {
         let started = Instant::now();
         let (outcome, result) = self.call_external_unrecorded(tool, input).await;
         self.usage().record(UsageRecord {
@@ -576,7 +632,10 @@ impl Toolshed {
                 let outcome = if result.get("isError").and_then(Value::as_bool) == Some(true) { Outcome::ToolError } else { Outcome::Ok };
                 (outcome, result)
             }
-            Ok(other) => failed(Outcome::ToolError, format!("External server “{}” answered without a tool result: {}", tool.server, truncate(&other.to_string()))),
+            Ok(other) => failed(
+                Outcome::ToolError,
+                format!("External server “{}” answered without a tool result: {}", tool.server, truncate(&other.to_string())),
+            ),
             Err(e @ ClientError::Timeout(_)) => failed(Outcome::Timeout, format!("External server “{}”: {e}", tool.server)),
             Err(e) => failed(Outcome::ToolError, format!("External server “{}”: {e}", tool.server)),
         }
@@ -599,11 +658,13 @@ impl Toolshed {
 
     /// Where and how to reach server `id`, with its credential opened.
     async fn endpoint(&self, id: i64) -> Result<(Endpoint, Duration), UpstreamError> {
-        let r = sqlx::query("SELECT url, transport, credential_kind, credential_name, credential_sealed, timeout_ms FROM mcp_servers WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.db.pool())
-            .await?
-            .ok_or(UpstreamError::NotFound)?;
+        let r = sqlx::query(
+            "SELECT url, transport, credential_kind, credential_name, credential_sealed, timeout_ms FROM mcp_servers WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(self.db.pool())
+        .await?
+        .ok_or(UpstreamError::NotFound)?;
         let url: String = r.try_get("url")?;
         let sealed: Option<Vec<u8>> = r.try_get("credential_sealed")?;
         let name: String = r.try_get("credential_name")?;
@@ -652,7 +713,8 @@ impl Toolshed {
         let skipped = tools.len() - imported.len();
         let note = (skipped > 0).then(|| format!("{skipped} tool(s) skipped: their names do not make MCP tool names as {server}__name"));
         let mut tx = self.db.begin().await?;
-        let stored = sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position").bind(id).fetch_all(&mut *tx).await?;
+        let stored =
+            sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position").bind(id).fetch_all(&mut *tx).await?;
         let stored: Vec<ImportedTool> = stored.iter().map(tool_from_row).collect::<Result<_, _>>()?;
         let changed = stored != imported;
         if changed {
@@ -677,7 +739,12 @@ impl Toolshed {
             let (b, a) = (serde_json::json!({"tools": names(&stored)}), serde_json::json!({"tools": names(&imported)}));
             audit::record(&mut tx, None, "mcp_server.tools_changed", &audit_target(&server), Some(b), Some(a)).await?;
         }
-        sqlx::query("UPDATE mcp_servers SET refreshed_at = $1, last_error = $2 WHERE id = $3").bind(now).bind(note).bind(id).execute(&mut *tx).await?;
+        sqlx::query("UPDATE mcp_servers SET refreshed_at = $1, last_error = $2 WHERE id = $3")
+            .bind(now)
+            .bind(note)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -1,9 +1,7 @@
 //! MCP endpoints at the HTTP level: token checks, JSON-RPC answers, bad input,
 //! and usage records. (Real SDK clients are in end2end/tests/mcp.test.mjs.)
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{json, Value};
 
 async fn rpc(srv: &TestServer, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
@@ -42,7 +40,8 @@ server_test!(a_tool_call_with_a_token_runs_the_published_version_and_is_recorded
     // A clean shutdown writes every record.
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-    let rows: Vec<(String, String)> = sqlx::query_as("SELECT transport, outcome FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT transport, outcome FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
     assert_eq!(rows, [("mcp-http".into(), "ok".into()), ("mcp-http".into(), "invalid_arguments".into())]);
 });
 
@@ -193,7 +192,9 @@ server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream,
     assert!(endpoint.starts_with("/mcp/tools/demo/echo/messages?session_id="), "{endpoint}");
     let post = |body: &'static str| {
         let (url, token) = (srv.url(&endpoint), token.clone());
-        async move { reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap() }
+        async move {
+            reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap()
+        }
     };
     assert_eq!(post(INIT).await.status(), 202);
     let init = events.message().await;
@@ -221,7 +222,14 @@ server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream,
     assert_eq!(unknown.status(), 404);
     // A session answers only for the listing it was opened on.
     let elsewhere = endpoint.replace("/demo/echo/", "/demo/table/");
-    let res = reqwest::Client::new().post(srv.url(&elsewhere)).bearer_auth(&token).header("Content-Type", "application/json").body(INIT).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(srv.url(&elsewhere))
+        .bearer_auth(&token)
+        .header("Content-Type", "application/json")
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404);
     post(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}"#).await;
     assert_eq!(events.message().await["result"]["content"][0]["text"], "still here");
@@ -236,7 +244,13 @@ server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestSe
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "from the other replica", "{replies:?}");
 
     // Ending the session ends it everywhere.
-    let res = reqwest::Client::new().delete(other.url("/mcp/tools/demo/echo")).bearer_auth(&token).header("Mcp-Session-Id", &session.id).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .delete(other.url("/mcp/tools/demo/echo"))
+        .bearer_auth(&token)
+        .header("Mcp-Session-Id", &session.id)
+        .send()
+        .await
+        .unwrap();
     assert!(res.status().is_success(), "{}", res.status());
     let fresh = srv.replica().await;
     let gone = Session { url: fresh.url("/mcp/tools/demo/echo"), token, id: session.id.clone() };
@@ -260,7 +274,8 @@ server_test!(disabling_a_listing_tells_its_open_sessions_that_the_tool_list_chan
     let session = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
     let mut events = session.listen().await;
     let admin = srv.admin().await;
-    let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &tool.to_string()), ("action", "disable"), ("note", "Under review.")]).await;
+    let (status, _) =
+        srv.call(&admin, "moderation/act", &[("tool", &tool.to_string()), ("action", "disable"), ("note", "Under review.")]).await;
     assert_eq!(status, 200);
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
     assert_eq!(session.post(&call(1, "greeting", json!({}))).await.status(), 403, "and its calls are refused from then on");
@@ -274,19 +289,31 @@ server_test!(console_output_and_progress_reach_the_client_while_the_tool_runs, |
     let replies = session
         .request(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"countdown","arguments":{"from":2},"_meta":{"progressToken":"t1"}}}"#)
         .await;
-    let progress: Vec<_> = replies.iter().filter(|m| m["method"] == "notifications/progress").map(|m| (m["params"]["progress"].as_f64(), m["params"]["message"].clone())).collect();
+    let progress: Vec<_> = replies
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| (m["params"]["progress"].as_f64(), m["params"]["message"].clone()))
+        .collect();
     assert_eq!(progress, [(Some(1.0), json!("2 to go")), (Some(2.0), json!("1 to go"))], "{replies:?}");
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "Counted down from 2.");
     // Only lines at or above the level the client set: the warning, not the info lines.
     let m = log.message().await;
-    assert_eq!((m["method"].as_str(), m["params"]["level"].as_str(), m["params"]["data"].as_str()), (Some("notifications/message"), Some("warning"), Some("liftoff")));
+    assert_eq!(
+        (m["method"].as_str(), m["params"]["level"].as_str(), m["params"]["data"].as_str()),
+        (Some("notifications/message"), Some("warning"), Some("liftoff"))
+    );
 });
 
 server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| async move {
     let token = srv.token("admin");
     let url = srv.url("/mcp/tools/demo/echo");
     let send = |body: String, accept: &'static str, session: Option<&str>| {
-        let mut req = reqwest::Client::new().post(&url).bearer_auth(&token).header("Content-Type", "application/json").header("Accept", accept).body(body);
+        let mut req = reqwest::Client::new()
+            .post(&url)
+            .bearer_auth(&token)
+            .header("Content-Type", "application/json")
+            .header("Accept", accept)
+            .body(body);
         if let Some(s) = session {
             req = req.header("Mcp-Session-Id", s.to_owned());
         }
@@ -294,7 +321,12 @@ server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| 
     };
     let res = send(INIT.to_owned(), "text/html", None).await.unwrap();
     assert_eq!(res.status(), 406, "wrong Accept");
-    let res = send(format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#, "x".repeat(10 * 1024 * 1024)), "application/json, text/event-stream", None).await;
+    let res = send(
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#, "x".repeat(10 * 1024 * 1024)),
+        "application/json, text/event-stream",
+        None,
+    )
+    .await;
     assert!(res.map(|r| r.status() == 413).unwrap_or(true), "a 10 MB body is refused");
     let res = send(call(1, "echo", json!({"text": "x"})), "application/json, text/event-stream", Some("no-such-session")).await.unwrap();
     assert_eq!(res.status(), 404, "unknown session");
@@ -333,7 +365,15 @@ server_test!(the_listing_page_may_call_with_the_session_cookie_but_other_sites_m
     assert_eq!(post(&srv.base).await.unwrap().status(), 200);
     assert_eq!(post("https://evil.example").await.unwrap().status(), 401);
     // Signed out, the same-origin page gets nothing either.
-    let res = srv.browser().post(srv.url("/mcp/tools/demo/echo")).header("Origin", &srv.base).header("Content-Type", "application/json").body(INIT).send().await.unwrap();
+    let res = srv
+        .browser()
+        .post(srv.url("/mcp/tools/demo/echo"))
+        .header("Origin", &srv.base)
+        .header("Content-Type", "application/json")
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
 });
 
@@ -359,13 +399,33 @@ server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestSe
 
 /// A bundle `research/kit` by `client`, with `members` as (tool id, pinned version, exposed name), published.
 async fn published_bundle(srv: &TestServer, client: &reqwest::Client, members: Value) -> i64 {
-    let form = [("name", "kit"), ("title", "Research kit"), ("description", "Our tools."), ("tags", ""), ("visibility", "everyone"), ("kind", "bundle")];
+    let form = [
+        ("name", "kit"),
+        ("title", "Research kit"),
+        ("description", "Our tools."),
+        ("tags", ""),
+        ("visibility", "everyone"),
+        ("kind", "bundle"),
+    ];
     srv.post_form(client, "/api/tools/create", &form).await;
-    let res = client.post(srv.url("/api/bundles/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "kit")]).send().await.unwrap();
+    let res = client
+        .post(srv.url("/api/bundles/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "research"), ("name", "kit")])
+        .send()
+        .await
+        .unwrap();
     let id = res.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
-    let (status, version) = srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": members, "changelog": "first"})).await;
+    let (status, version) =
+        srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": members, "changelog": "first"})).await;
     assert_eq!(status, 200, "{version}");
-    let res = client.post(srv.url("/api/tools/publish")).header("Accept", "application/json").form(&[("tool", id.to_string()), ("version", version.to_string())]).send().await.unwrap();
+    let res = client
+        .post(srv.url("/api/tools/publish"))
+        .header("Accept", "application/json")
+        .form(&[("tool", id.to_string()), ("version", version.to_string())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     id
 }
@@ -381,7 +441,8 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
     let token = srv.token("carol");
     let session = Session::open(srv.url("/mcp/bundles/research/kit"), &token).await;
     let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
-    let names: Vec<&str> = listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["greeting_v1", "greeting"]);
     let text = |replies: Vec<Value>| replies.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
     assert_eq!(text(session.request(&call(2, "greeting_v1", json!({}))).await), "v1 says hi");
@@ -420,7 +481,10 @@ server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut 
     assert_eq!(tools[0]["name"], "run_code");
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["code"]));
     let description = tools[0]["description"].as_str().unwrap();
-    assert!(description.contains("greeting(input: GreetingInput): Promise<GreetingOutput>;") && description.contains("farewell("), "{description}");
+    assert!(
+        description.contains("greeting(input: GreetingInput): Promise<GreetingOutput>;") && description.contains("farewell("),
+        "{description}"
+    );
 
     let code = "const a = await tools.greeting({});\nconst b = await tools.farewell({});\nconsole.log(a, b);\nreturn [a, b].length;";
     let result = session.request(&call(2, "run_code", json!({"code": code}))).await.last().unwrap()["result"].clone();
@@ -473,7 +537,9 @@ server_test!(a_bundle_speaks_the_legacy_sse_transport_too, |srv: TestServer| asy
     assert!(endpoint.starts_with("/mcp/bundles/research/kit/messages?session_id="), "{endpoint}");
     let post = |body: String| {
         let (url, token) = (srv.url(&endpoint), token.clone());
-        async move { reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap() }
+        async move {
+            reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap()
+        }
     };
     post(INIT.into()).await;
     assert_eq!(events.message().await["result"]["serverInfo"]["name"], "research/kit");
@@ -486,10 +552,14 @@ server_test!(a_member_hidden_by_an_admin_leaves_the_bundle_and_its_sessions_hear
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
     let farewell = srv.create_tool(&client, "farewell", "everyone").await;
     srv.publish(&client, farewell, "bye").await;
-    published_bundle(&srv, &client, json!([
-        {"tool": greeting, "pinned_version": null, "exposed_name": ""},
-        {"tool": farewell, "pinned_version": 1, "exposed_name": ""},
-    ]))
+    published_bundle(
+        &srv,
+        &client,
+        json!([
+            {"tool": greeting, "pinned_version": null, "exposed_name": ""},
+            {"tool": farewell, "pinned_version": 1, "exposed_name": ""},
+        ]),
+    )
     .await;
     let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
     let mut events = session.listen().await;
@@ -498,15 +568,23 @@ server_test!(a_member_hidden_by_an_admin_leaves_the_bundle_and_its_sessions_hear
     assert_eq!(status, 200);
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
     let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
-    let names: Vec<&str> = listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        listed.last().unwrap()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["greeting"], "a hidden tool is served by no bundle, pinned or not");
     let refused = session.request(&call(2, "farewell", json!({}))).await;
     assert_eq!(refused.last().unwrap()["error"]["code"], -32602);
 
     // Disabling the bundle itself refuses its endpoint, with a clear message.
-    let res = client.post(srv.url("/api/bundles/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "kit")]).send().await.unwrap();
+    let res = client
+        .post(srv.url("/api/bundles/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "research"), ("name", "kit")])
+        .send()
+        .await
+        .unwrap();
     let bundle = res.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
-    let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &bundle.to_string()), ("action", "disable"), ("note", "Broken.")]).await;
+    let (status, _) =
+        srv.call(&admin, "moderation/act", &[("tool", &bundle.to_string()), ("action", "disable"), ("note", "Broken.")]).await;
     assert_eq!(status, 200);
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
     let res = session.post(&call(3, "greeting", json!({}))).await;
@@ -554,7 +632,8 @@ server_test!(a_private_tool_or_one_outside_the_token_scope_has_no_api_d_ts, |srv
     assert_eq!(get_api(&srv, "/mcp/tools/research/mine_only/api.d.ts", Some(&token)).await.0, 404);
     let own = srv.token("dave");
     assert_eq!(get_api(&srv, "/mcp/tools/research/mine_only/api.d.ts", Some(&own)).await.0, 200);
-    let (status, scoped) = srv.call(&client, "tokens/create", &[("name", "one tool"), ("expires_in_days", ""), ("scope", "research/secret")]).await;
+    let (status, scoped) =
+        srv.call(&client, "tokens/create", &[("name", "one tool"), ("expires_in_days", ""), ("scope", "research/secret")]).await;
     assert_eq!(status, 200, "{scoped}");
     let scoped = scoped.as_str().unwrap();
     assert_eq!(get_api(&srv, "/mcp/tools/research/secret/api.d.ts", Some(scoped)).await.0, 200);
@@ -578,7 +657,13 @@ server_test!(a_bundles_typescript_api_declares_every_member_it_serves, |srv: Tes
 
 server_test!(the_listing_page_gets_the_typescript_api_openai_functions_and_token_costs, |srv: TestServer| async move {
     let admin = srv.admin().await;
-    let bundle = admin.post(srv.url("/api/bundles/detail")).header("Accept", "application/json").form(&[("department", "demo"), ("name", "text_kit")]).send().await.unwrap();
+    let bundle = admin
+        .post(srv.url("/api/bundles/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "demo"), ("name", "text_kit")])
+        .send()
+        .await
+        .unwrap();
     let id = bundle.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
     let (status, api) = srv.call(&admin, "listings/api", &[("listing", &id.to_string())]).await;
     assert_eq!(status, 200, "{api}");

@@ -1,9 +1,7 @@
 //! Administration over real HTTP: roles, deactivation, departments, the audit
 //! log's filters, and members forging calls to admin server functions.
 
-mod common;
-
-use common::{redirected_error, TestServer};
+use crate::common::{redirected_error, TestServer};
 use serde_json::{json, Value};
 
 async fn users(srv: &TestServer, admin: &reqwest::Client) -> Vec<Value> {
@@ -55,7 +53,10 @@ server_test!(deactivating_a_user_ends_their_sessions_and_tokens_at_once, |srv: T
     let (status, body) = srv.call(&admin, "admin/users/status", &[("username", "admin"), ("status", "deactivated")]).await;
     assert_eq!((status, body), (409, json!({"Conflict": "You cannot deactivate your own account."})));
     let change = &audit(&srv, &admin, &[("action", "user.deactivated")]).await["entries"][0];
-    assert_eq!((change["target"].clone(), change["change"].clone()), (json!("user:bob"), json!(r#"{"is_active":true} → {"is_active":false}"#)));
+    assert_eq!(
+        (change["target"].clone(), change["change"].clone()),
+        (json!("user:bob"), json!(r#"{"is_active":true} → {"is_active":false}"#))
+    );
 });
 
 server_test!(a_user_deactivated_on_one_replica_loses_their_token_on_the_others_within_a_second, |srv: TestServer| async move {
@@ -63,13 +64,13 @@ server_test!(a_user_deactivated_on_one_replica_loses_their_token_on_the_others_w
     let token = srv.token("bob");
     let other = srv.replica().await;
     let url = other.url("/mcp/tools/demo/echo");
-    assert_eq!(common::mcp_initialize_status(&url, &token).await, 200, "the other replica now holds bob's token in its call cache");
+    assert_eq!(crate::common::mcp_initialize_status(&url, &token).await, 200, "the other replica now holds bob's token in its call cache");
 
     let admin = srv.admin().await;
     let (status, _) = srv.call(&admin, "admin/users/status", &[("username", "bob"), ("status", "deactivated")]).await;
     assert_eq!(status, 200);
     let since = std::time::Instant::now();
-    while common::mcp_initialize_status(&url, &token).await != 401 {
+    while crate::common::mcp_initialize_status(&url, &token).await != 401 {
         assert!(since.elapsed() < std::time::Duration::from_secs(2), "the other replica still accepts the token");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
@@ -94,7 +95,8 @@ server_test!(admins_promote_and_demote_but_the_last_admin_cannot_demote_themself
     assert_eq!((status, body), (422, json!({"Invalid": "No user “nobody”."})));
 
     let log = audit(&srv, &carol, &[("action", "user.")]).await;
-    let actions: Vec<_> = log["entries"].as_array().unwrap().iter().map(|e| (e["action"].as_str().unwrap(), e["actor"].as_str().unwrap())).take(2).collect();
+    let actions: Vec<_> =
+        log["entries"].as_array().unwrap().iter().map(|e| (e["action"].as_str().unwrap(), e["actor"].as_str().unwrap())).take(2).collect();
     assert_eq!(actions, [("user.demoted", "carol"), ("user.promoted", "admin")]);
 });
 
@@ -170,7 +172,10 @@ server_test!(every_admin_server_function_refuses_a_forged_request_from_a_member,
     assert_eq!(status, 401, "signed out: not even that");
     let admin = srv.admin().await;
     let list = users(&srv, &admin).await;
-    assert!(!user(&list, "mallory")["is_admin"].as_bool().unwrap() && user(&list, "alice")["is_active"].as_bool().unwrap(), "nothing changed");
+    assert!(
+        !user(&list, "mallory")["is_admin"].as_bool().unwrap() && user(&list, "alice")["is_active"].as_bool().unwrap(),
+        "nothing changed"
+    );
     let (_, detail) = srv.call(&alice, "tools/detail", &[("department", "finance"), ("name", "fx_rate")]).await;
     assert_eq!(detail["status"], "active");
 });
@@ -199,7 +204,9 @@ server_test!(the_audit_log_filters_by_action_actor_target_and_date_and_pages, |s
     assert_eq!(today["entries"].as_array().unwrap().len(), 1);
     let past = audit(&srv, &admin, &[("to", "2000-01-01")]).await;
     assert_eq!(past["entries"], json!([]));
-    let (status, body) = srv.call(&admin, "admin/audit", &[("action", ""), ("actor", ""), ("target", ""), ("from", "yesterday"), ("to", ""), ("page", "")]).await;
+    let (status, body) = srv
+        .call(&admin, "admin/audit", &[("action", ""), ("actor", ""), ("target", ""), ("from", "yesterday"), ("to", ""), ("page", "")])
+        .await;
     assert_eq!((status, body), (422, json!({"Invalid": "From: must be a date like 2026-01-31"})));
     let (_, html) = srv.page(&admin, "/admin/audit?action=user.&actor=alice").await;
     assert!(html.contains("user.registered") && html.contains("user:alice"), "the page works from its URL");

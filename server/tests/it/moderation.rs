@@ -2,9 +2,7 @@
 //! restore / delete with the note the author reads, review before publish, and
 //! what browse, listing pages, the Run panel and MCP endpoints answer meanwhile.
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{json, Value};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tests","version":"1"}}}"#;
@@ -36,7 +34,8 @@ async fn detail(srv: &TestServer, client: &reqwest::Client) -> (u16, Value) {
 }
 
 async fn search(srv: &TestServer, client: &reqwest::Client, q: &str) -> Value {
-    let (status, body) = srv.call(client, "market/browse", &[("q", q), ("department", ""), ("tag", ""), ("kind", ""), ("sort", ""), ("page", "")]).await;
+    let (status, body) =
+        srv.call(client, "market/browse", &[("q", q), ("department", ""), ("tag", ""), ("kind", ""), ("sort", ""), ("page", "")]).await;
     assert_eq!(status, 200, "{body}");
     body
 }
@@ -47,7 +46,8 @@ async fn moderate(srv: &TestServer, admin: &reqwest::Client, tool: i64, action: 
 
 /// The audit entries with this action, newest first, as the admin page shows them.
 async fn audited(srv: &TestServer, admin: &reqwest::Client, action: &str) -> Vec<Value> {
-    let (status, body) = srv.call(admin, "admin/audit", &[("action", action), ("actor", ""), ("target", ""), ("from", ""), ("to", ""), ("page", "")]).await;
+    let (status, body) =
+        srv.call(admin, "admin/audit", &[("action", action), ("actor", ""), ("target", ""), ("from", ""), ("to", ""), ("page", "")]).await;
     assert_eq!(status, 200, "{body}");
     body["entries"].as_array().unwrap().clone()
 }
@@ -90,11 +90,20 @@ server_test!(a_reported_listing_hidden_by_an_admin_leaves_browse_search_and_its_
     assert_eq!(endpoint(&srv, "finance/fx_rate", &bob_token).await.0, 404, "its endpoint too");
     let (status, mine) = detail(&srv, &alice).await;
     assert_eq!(status, 200);
-    assert_eq!((mine["status"].clone(), mine["moderation"]["note"].clone()), (json!("hidden"), json!("Rates are confidential; ask legal.")));
+    assert_eq!(
+        (mine["status"].clone(), mine["moderation"]["note"].clone()),
+        (json!("hidden"), json!("Rates are confidential; ask legal."))
+    );
     let (_, html) = srv.page(&alice, "/tools/finance/fx_rate").await;
-    assert!(html.contains("Hidden by an administrator") && html.contains("Rates are confidential; ask legal."), "the author reads the note");
+    assert!(
+        html.contains("Hidden by an administrator") && html.contains("Rates are confidential; ask legal."),
+        "the author reads the note"
+    );
     let (_, cards) = srv.call(&alice, "tools/mine", &[]).await;
-    assert_eq!((cards[0]["status"].clone(), cards[0]["moderation"]["note"].clone()), (json!("hidden"), json!("Rates are confidential; ask legal.")));
+    assert_eq!(
+        (cards[0]["status"].clone(), cards[0]["moderation"]["note"].clone()),
+        (json!("hidden"), json!("Rates are confidential; ask legal."))
+    );
     assert_eq!(endpoint(&srv, "finance/fx_rate", &alice_token).await.0, 200, "its owner still reaches the endpoint");
     assert_eq!(endpoint(&srv, "finance/fx_rate", &admin_token).await.0, 200, "admins too");
     assert_eq!(detail(&srv, &admin).await.0, 200);
@@ -107,7 +116,11 @@ server_test!(a_reported_listing_hidden_by_an_admin_leaves_browse_search_and_its_
 
     let hidden = &audited(&srv, &admin, "tool.hidden").await[0];
     assert_eq!((hidden["actor"].clone(), hidden["target"].clone()), (json!("admin"), json!("tool:finance/fx_rate")));
-    assert!(hidden["change"].as_str().unwrap().contains(r#""status":"active""#) && hidden["change"].as_str().unwrap().contains(r#""status":"hidden""#), "{hidden}");
+    assert!(
+        hidden["change"].as_str().unwrap().contains(r#""status":"active""#)
+            && hidden["change"].as_str().unwrap().contains(r#""status":"hidden""#),
+        "{hidden}"
+    );
     assert_eq!(audited(&srv, &admin, "tool.restored").await.len(), 1);
     assert_eq!(audited(&srv, &admin, "report.filed").await[0]["actor"], "bob");
 });
@@ -151,7 +164,12 @@ server_test!(a_deleted_listing_is_seen_by_admins_only_keeps_its_name_and_can_be_
     let (_, mine) = srv.call(&alice, "tools/mine", &[]).await;
     assert_eq!(mine, json!([]));
     assert_eq!(endpoint(&srv, "finance/fx_rate", &srv.token("alice")).await.0, 404);
-    srv.post_form(&alice, "/api/tools/create", &[("name", "fx_rate"), ("title", "again"), ("description", ""), ("tags", ""), ("visibility", "everyone")]).await;
+    srv.post_form(
+        &alice,
+        "/api/tools/create",
+        &[("name", "fx_rate"), ("title", "again"), ("description", ""), ("tags", ""), ("visibility", "everyone")],
+    )
+    .await;
     let (_, mine) = srv.call(&alice, "tools/mine", &[]).await;
     assert_eq!(mine, json!([]), "the name stays taken: nothing is freed");
     let (status, body) = detail(&srv, &admin).await;
@@ -166,7 +184,9 @@ server_test!(in_a_review_department_a_publish_waits_and_the_endpoint_keeps_the_a
     let admin = srv.admin().await;
     let (status, _) = srv.call(&admin, "admin/departments/review", &[("name", "finance"), ("review", "required")]).await;
     assert_eq!(status, 200);
-    let served = || async { srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": "Published", "input": "{}"})).await.1["result"].clone() };
+    let served = || async {
+        srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": "Published", "input": "{}"})).await.1["result"].clone()
+    };
 
     srv.publish(&alice, tool, "two").await;
     let (_, info) = detail(&srv, &alice).await;
@@ -180,7 +200,8 @@ server_test!(in_a_review_department_a_publish_waits_and_the_endpoint_keeps_the_a
     let id = tool.to_string();
     let (status, body) = srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "reject"), ("note", "")]).await;
     assert_eq!((status, body), (422, json!({"Invalid": "Note: is required"})));
-    let (status, _) = srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "reject"), ("note", "Hard-codes a password.")]).await;
+    let (status, _) =
+        srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "reject"), ("note", "Hard-codes a password.")]).await;
     assert_eq!(status, 200);
     let (_, info) = detail(&srv, &alice).await;
     assert_eq!(info["moderation"], json!({"note": null, "pending_version": null, "review_note": "Hard-codes a password."}));

@@ -3,17 +3,15 @@
 //! configuring it as a chat endpoint, and turns streamed from
 //! `POST /playground/chat` by a signed-in browser, on SQLite and PostgreSQL.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::TestServer;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use common::TestServer;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -63,9 +61,13 @@ fn tool_calls() -> Response {
     streamed(vec![
         chunk(json!({"role": "assistant", "content": "Let me "})),
         chunk(json!({"content": "check."})),
-        chunk(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "text_kit__table", "arguments": "{\"rows\":[{\"na"}}]})),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "text_kit__table", "arguments": "{\"rows\":[{\"na"}}]}),
+        ),
         chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "me\":\"apples\",\"value\":3}]}"}}]})),
-        chunk(json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "text_kit__echo", "arguments": "{\"text\":5}"}}]})),
+        chunk(
+            json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "text_kit__echo", "arguments": "{\"text\":5}"}}]}),
+        ),
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n".into(),
         "data: [DONE]\n\n".into(),
     ])
@@ -79,15 +81,23 @@ async fn completions(State(seen): State<Seen>, Path(mode): Path<String>, headers
         // Tools first; once it has a tool result, an answer quoting the first one.
         "script" if last["role"] == "tool" => {
             let messages = body["messages"].as_array().unwrap();
-            let table = messages.iter().find(|m| m["tool_call_id"] == "call_1").map(|m| m["content"].as_str().unwrap().to_owned()).unwrap_or_default();
+            let table = messages
+                .iter()
+                .find(|m| m["tool_call_id"] == "call_1")
+                .map(|m| m["content"].as_str().unwrap().to_owned())
+                .unwrap_or_default();
             streamed(vec![chunk(json!({"content": "The table:\n"})), chunk(json!({"content": table})), "data: [DONE]\n\n".into()])
         }
         "script" | "loop" => tool_calls(),
-        "unauthorized" => (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": "Invalid API key", "type": "invalid_request_error"}}))).into_response(),
+        "unauthorized" => {
+            (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": "Invalid API key", "type": "invalid_request_error"}})))
+                .into_response()
+        }
         "junk" => ([("content-type", "text/html")], "<html><body>502 Bad Gateway</body></html>").into_response(),
         // Headers, then nothing: the client must give up rather than hang.
         "stall" => {
-            let body = futures::stream::once(async { Ok::<_, std::convert::Infallible>(Bytes::from(": hold on\n\n")) }).chain(futures::stream::pending());
+            let body = futures::stream::once(async { Ok::<_, std::convert::Infallible>(Bytes::from(": hold on\n\n")) })
+                .chain(futures::stream::pending());
             ([("content-type", "text/event-stream")], Body::from_stream(body)).into_response()
         }
         _ => StatusCode::NOT_FOUND.into_response(),
@@ -97,7 +107,11 @@ async fn completions(State(seen): State<Seen>, Path(mode): Path<String>, headers
 /// Adds a chat endpoint as the admin; returns its ID.
 async fn add_endpoint(srv: &TestServer, admin: &reqwest::Client, name: &str, url: &str, key: &str, timeout: &str) -> i64 {
     let (status, body) = srv
-        .call(admin, "admin/chat_endpoints/create", &[("name", name), ("base_url", url), ("model", "scripted-model"), ("api_key", key), ("timeout_secs", timeout)])
+        .call(
+            admin,
+            "admin/chat_endpoints/create",
+            &[("name", name), ("base_url", url), ("model", "scripted-model"), ("api_key", key), ("timeout_secs", timeout)],
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     let (_, list) = srv.call(admin, "admin/chat_endpoints", &[]).await;
@@ -147,12 +161,29 @@ server_test!(a_turn_streams_text_runs_the_bundles_tool_calls_and_feeds_the_resul
     assert_eq!(status, 200, "{events:?}");
     assert_eq!(
         types(&events),
-        ["text", "text", "message", "tool_call", "tool_result", "message", "tool_call", "tool_result", "message", "text", "text", "message", "done"],
+        [
+            "text",
+            "text",
+            "message",
+            "tool_call",
+            "tool_result",
+            "message",
+            "tool_call",
+            "tool_result",
+            "message",
+            "text",
+            "text",
+            "message",
+            "done"
+        ],
         "{events:#?}"
     );
     assert_eq!(events[0]["delta"], "Let me ");
     assert_eq!(events[2]["message"]["tool_calls"].as_array().unwrap().len(), 2);
-    assert_eq!(events[3], json!({"type": "tool_call", "id": "call_1", "name": "text_kit__table", "arguments": "{\"rows\":[{\"name\":\"apples\",\"value\":3}]}"}));
+    assert_eq!(
+        events[3],
+        json!({"type": "tool_call", "id": "call_1", "name": "text_kit__table", "arguments": "{\"rows\":[{\"name\":\"apples\",\"value\":3}]}"})
+    );
     let table = &events[4];
     assert_eq!(table["ok"], true, "{table}");
     assert!(table["output"].as_str().unwrap().contains("| apples"), "{table}");
@@ -241,7 +272,10 @@ server_test!(only_signed_in_users_chat_with_listings_they_can_see_and_only_admin
     // A member may use the endpoint, never see or change its settings.
     for (path, form) in [
         ("admin/chat_endpoints", vec![]),
-        ("admin/chat_endpoints/create", vec![("name", "mine"), ("base_url", "http://127.0.0.1:9/v1"), ("model", "m"), ("api_key", ""), ("timeout_secs", "")]),
+        (
+            "admin/chat_endpoints/create",
+            vec![("name", "mine"), ("base_url", "http://127.0.0.1:9/v1"), ("model", "m"), ("api_key", ""), ("timeout_secs", "")],
+        ),
         ("admin/chat_endpoints/delete", vec![("id", "1")]),
     ] {
         let (status, body) = srv.call(&mallory, path, &form).await;
@@ -250,12 +284,19 @@ server_test!(only_signed_in_users_chat_with_listings_they_can_see_and_only_admin
     let (status, choices) = srv.call(&mallory, "playground/options", &[]).await;
     assert_eq!(status, 200);
     assert_eq!(choices["endpoints"], json!([{"id": endpoint, "name": "Scripted", "model": "scripted-model"}]), "no URL, no key");
-    let listed: Vec<String> = choices["listings"].as_array().unwrap().iter().map(|l| format!("{}:{}/{}", l["kind"].as_str().unwrap(), l["department"].as_str().unwrap(), l["name"].as_str().unwrap())).collect();
+    let listed: Vec<String> = choices["listings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("{}:{}/{}", l["kind"].as_str().unwrap(), l["department"].as_str().unwrap(), l["name"].as_str().unwrap()))
+        .collect();
     assert!(listed.contains(&"bundle:demo/text_kit".to_owned()), "{listed:?}");
     assert!(!listed.iter().any(|l| l.contains("secret_sauce")), "{listed:?}");
 
     // A forged request for the admin's private tool: not found, and the model is never asked.
-    let department = srv.call(&admin, "tools/mine", &[]).await.1.as_array().unwrap().iter().find(|t| t["name"] == "secret_sauce").unwrap()["department"].clone();
+    let department = srv.call(&admin, "tools/mine", &[]).await.1.as_array().unwrap().iter().find(|t| t["name"] == "secret_sauce").unwrap()
+        ["department"]
+        .clone();
     let forged = json!({"kind": "tool", "department": department, "name": "secret_sauce"});
     let (status, body) = turn(&srv, &mallory, forged.clone(), endpoint, ask("tell me")).await;
     assert_eq!((status, body[0]["error"].as_str()), (404, Some("No such listing.")));

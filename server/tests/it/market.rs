@@ -1,9 +1,7 @@
 //! The browse page over real HTTP, as a browser without JavaScript sees it:
 //! search in the URL, visibility, escaping, and bad input.
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::json;
 
 /// Alice (finance) publishes a public, a department and a private tool.
@@ -72,10 +70,18 @@ server_test!(forking_with_a_plain_form_opens_the_forks_editor_and_the_source_lis
     let (_, source) = srv.page(&carol, "/tools/finance/public_fx").await;
     assert!(source.contains("fork-form"), "a visible, published tool offers a fork form");
     let public_id = {
-        let res = carol.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "finance"), ("name", "public_fx")]).send().await.unwrap();
+        let res = carol
+            .post(srv.url("/api/tools/detail"))
+            .header("Accept", "application/json")
+            .form(&[("department", "finance"), ("name", "public_fx")])
+            .send()
+            .await
+            .unwrap();
         res.json::<serde_json::Value>().await.unwrap()["id"].as_i64().unwrap()
     };
-    let res = srv.post_form_from(&carol, "/tools/finance/public_fx", "/api/listings/fork", &[("listing", &public_id.to_string()), ("name", "my_fx")]).await;
+    let res = srv
+        .post_form_from(&carol, "/tools/finance/public_fx", "/api/listings/fork", &[("listing", &public_id.to_string()), ("name", "my_fx")])
+        .await;
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/tools/legal/my_fx/edit");
 
@@ -86,9 +92,21 @@ server_test!(forking_with_a_plain_form_opens_the_forks_editor_and_the_source_lis
     let (_, fork_page) = srv.page(&carol, "/tools/legal/my_fx").await;
     assert!(fork_page.contains("has published v2 since this was forked from v1"), "{fork_page}");
     // Published forks are listed on the source's page.
-    let res = carol.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "legal"), ("name", "my_fx")]).send().await.unwrap();
+    let res = carol
+        .post(srv.url("/api/tools/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "legal"), ("name", "my_fx")])
+        .send()
+        .await
+        .unwrap();
     let fork_id = res.json::<serde_json::Value>().await.unwrap()["id"].as_i64().unwrap();
-    let res = carol.post(srv.url("/api/tools/publish")).header("Accept", "application/json").form(&[("tool", fork_id.to_string()), ("version", "1".into())]).send().await.unwrap();
+    let res = carol
+        .post(srv.url("/api/tools/publish"))
+        .header("Accept", "application/json")
+        .form(&[("tool", fork_id.to_string()), ("version", "1".into())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     let (_, source) = srv.page(&alice, "/tools/finance/public_fx").await;
     assert!(source.contains("legal/my_fx"), "the source lists its fork");
@@ -96,13 +114,31 @@ server_test!(forking_with_a_plain_form_opens_the_forks_editor_and_the_source_lis
 
 server_test!(forking_a_listing_you_cannot_see_is_not_found_and_reveals_nothing, |srv: TestServer| async move {
     let alice = listings(&srv).await;
-    let res = alice.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "finance"), ("name", "secret_fx")]).send().await.unwrap();
+    let res = alice
+        .post(srv.url("/api/tools/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "finance"), ("name", "secret_fx")])
+        .send()
+        .await
+        .unwrap();
     let secret = res.json::<serde_json::Value>().await.unwrap()["id"].as_i64().unwrap();
     let carol = srv.member("carol", "legal").await;
-    let res = carol.post(srv.url("/api/listings/fork")).header("Accept", "application/json").form(&[("listing", secret.to_string().as_str()), ("name", "stolen")]).send().await.unwrap();
+    let res = carol
+        .post(srv.url("/api/listings/fork"))
+        .header("Accept", "application/json")
+        .form(&[("listing", secret.to_string().as_str()), ("name", "stolen")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404);
     let body = res.text().await.unwrap();
     assert!(!body.contains("secret"), "{body}");
-    let res = carol.post(srv.url("/api/listings/fork")).header("Accept", "application/json").form(&[("listing", "999999"), ("name", "x")]).send().await.unwrap();
+    let res = carol
+        .post(srv.url("/api/listings/fork"))
+        .header("Accept", "application/json")
+        .form(&[("listing", "999999"), ("name", "x")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404);
 });

@@ -1,11 +1,10 @@
 //! Forks and bundles, on SQLite and on PostgreSQL: what a fork copies and
 //! remembers, what a bundle serves to whom, and the mistakes an author can make.
 
-#[macro_use]
-mod support;
+use crate::support;
 
+use crate::support::{finance_and_legal as world, text_arg};
 use serde_json::json;
-use support::{finance_and_legal as world, text_arg};
 use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::market::{BrowseQuery, ListingKind};
 use toolshed_domain::names::ToolName;
@@ -14,7 +13,10 @@ use toolshed_domain::{Db, Toolshed, User};
 
 /// A tool with one version per body in `codes`, the last one published.
 async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, codes: &[&str]) -> Tool {
-    let t = ts.create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap()).await.unwrap();
+    let t = ts
+        .create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap())
+        .await
+        .unwrap();
     for code in codes {
         ts.save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
     }
@@ -26,7 +28,8 @@ fn member(tool: &Tool, pinned: Option<i64>, name: &str) -> MemberSpec {
 }
 
 async fn bundle(ts: &Toolshed, author: &User, name: &str, members: &[MemberSpec]) -> Tool {
-    let b = ts.create_bundle(author, NewTool::parse(name, "A bundle", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
+    let b =
+        ts.create_bundle(author, NewTool::parse(name, "A bundle", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
     ts.save_bundle_version(author, b.id, members, "first").await.unwrap();
     ts.publish(author, b.id, 1).await.unwrap()
 }
@@ -114,11 +117,10 @@ store_test!(a_bundle_serves_pinned_and_following_members_under_their_exposed_nam
 
     // The page lists every member with what it serves.
     let members = ts.bundle_members(&carol, b.id, 1).await.unwrap();
-    assert_eq!(members.iter().map(|m| (m.exposed_name.as_str(), m.pinned_version, m.serves)).collect::<Vec<_>>(), [
-        ("shout_v1", Some(1), Some(1)),
-        ("shout", None, Some(3)),
-        ("echo", None, Some(1)),
-    ]);
+    assert_eq!(
+        members.iter().map(|m| (m.exposed_name.as_str(), m.pinned_version, m.serves)).collect::<Vec<_>>(),
+        [("shout_v1", Some(1), Some(1)), ("shout", None, Some(3)), ("echo", None, Some(1)),]
+    );
     // A bundle has no code to run or edit as a tool.
     assert!(matches!(ts.run_tool(&alice, b.id, RunSource::Published, json!({}), "test", None).await, Err(ToolError::NotFound)));
     assert!(matches!(ts.draft(&alice, b.id).await, Err(ToolError::NotFound)));
@@ -136,7 +138,10 @@ store_test!(a_bundle_refuses_duplicate_names_unseen_tools_and_nothing_to_follow,
     let err = ts.save_bundle_version(&alice, b.id, &[member(&shout, None, ""), member(&legal_shout, None, "")], "").await.unwrap_err();
     let message = err.to_string();
     assert!(message.contains("“shout”") && message.contains("legal__shout"), "{message}");
-    assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, None, ""), member(&legal_shout, None, "legal__shout")], "").await.is_ok());
+    assert!(ts
+        .save_bundle_version(&alice, b.id, &[member(&shout, None, ""), member(&legal_shout, None, "legal__shout")], "")
+        .await
+        .is_ok());
 
     // A private tool of someone else's reads exactly like one that does not exist.
     let unseen = ts.save_bundle_version(&alice, b.id, &[member(&secret, None, "")], "").await.unwrap_err().to_string();
@@ -145,14 +150,22 @@ store_test!(a_bundle_refuses_duplicate_names_unseen_tools_and_nothing_to_follow,
     assert_eq!(unseen.replace(&secret.id.to_string(), "N"), nonexistent.replace("999999", "N"));
     assert!(!unseen.contains("secret"), "{unseen}");
 
-    assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, Some(7), "")], "").await.unwrap_err().to_string().contains("no version 7"));
+    assert!(ts
+        .save_bundle_version(&alice, b.id, &[member(&shout, Some(7), "")], "")
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("no version 7"));
     assert!(ts.save_bundle_version(&alice, b.id, &[], "").await.unwrap_err().to_string().contains("at least one"));
     assert!(ts.save_bundle_version(&alice, b.id, &[member(&shout, None, "bad name")], "").await.is_err());
     let draft = ts.create_tool(&alice, NewTool::parse("wip", "WIP", "", "", "everyone").unwrap()).await.unwrap();
     ts.save_version(&alice, draft.id, Source::parse("return 0;", vec![], None).unwrap(), "").await.unwrap();
     let err = ts.save_bundle_version(&alice, b.id, &[member(&draft, None, "")], "").await.unwrap_err().to_string();
     assert!(err.contains("no published version to follow"), "{err}");
-    assert!(ts.save_bundle_version(&alice, b.id, &[member(&draft, Some(1), "")], "").await.is_ok(), "pinning an unpublished version is fine");
+    assert!(
+        ts.save_bundle_version(&alice, b.id, &[member(&draft, Some(1), "")], "").await.is_ok(),
+        "pinning an unpublished version is fine"
+    );
     // Someone outside the department may not change the bundle at all.
     assert!(matches!(ts.save_bundle_version(&carol, b.id, &[member(&shout, None, "")], "").await, Err(ToolError::Forbidden)));
 });

@@ -1,10 +1,9 @@
 //! Tools, versions, publish and roll back, visibility and runs, on SQLite and on PostgreSQL.
 
-#[macro_use]
-mod support;
+use crate::support;
 
+use crate::support::{finance_and_legal as world, text_arg};
 use serde_json::json;
-use support::{finance_and_legal as world, text_arg};
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
@@ -96,7 +95,9 @@ store_test!(drafts_run_with_their_own_code_and_report_errors_with_lines, |db: Db
     let draft = RunSource::Draft { code: "const a = 1;\nthrow new TypeError('nope');".into(), args: text_arg() };
     let run = ts.run_tool(&alice, tool.id, draft.clone(), json!({"text": "x"}), "ui", None).await.unwrap();
     match run.outcome.result {
-        Err(RunError::Thrown { name, message, line, .. }) => assert_eq!((name.as_str(), message.as_str(), line), ("TypeError", "nope", Some(2))),
+        Err(RunError::Thrown { name, message, line, .. }) => {
+            assert_eq!((name.as_str(), message.as_str(), line), ("TypeError", "nope", Some(2)))
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(ts.run_tool(&carol, tool.id, draft, json!({"text": "x"}), "ui", None).await, Err(ToolError::Forbidden)));
@@ -125,10 +126,8 @@ store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async mov
     let run = ts.run_tool(&alice, echo.id, RunSource::Published, json!({"text": "ping"}), "test", None).await.unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("ping".into())));
     let table = ts.tool_by_slug(&alice, "demo", "table").await.unwrap();
-    let run = ts
-        .run_tool(&alice, table.id, RunSource::Published, json!({"rows": [{"name": "a", "value": 1}]}), "test", None)
-        .await
-        .unwrap();
+    let run =
+        ts.run_tool(&alice, table.id, RunSource::Published, json!({"rows": [{"name": "a", "value": 1}]}), "test", None).await.unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("| name | value |\n| --- | --- |\n| a | 1 |".into())));
     assert_eq!(run.outcome.console[0].message, "formatting 1 rows");
     let kit = ts.listing_by_slug(&alice, toolshed_domain::tools::ListingKind::Bundle, "demo", "text_kit").await.unwrap();

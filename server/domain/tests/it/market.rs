@@ -1,8 +1,7 @@
 //! The marketplace: search, filters, sorts, pages and visibility, featured
 //! listings and usage figures, on SQLite and on PostgreSQL (same answers).
 
-#[macro_use]
-mod support;
+use crate::support;
 
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
@@ -70,8 +69,10 @@ async fn market(db: Db) -> (Toolshed, [User; 4], Vec<Tool>) {
     let root = user(&ts, "root", "it", true).await;
     let tools = vec![
         listing(&ts, &alice, "fx_rate", "Currency converter | Converts amounts with the *daily* ECB rate. | finance fx | everyone").await,
-        listing(&ts, &alice, "ledger", "Ledger lookup | Finds postings; mentions the exchange rate once. | finance accounting | everyone").await,
-        listing(&ts, &carol, "contract_search", "Contract search | Full-text search over signed contracts. | legal search | everyone").await,
+        listing(&ts, &alice, "ledger", "Ledger lookup | Finds postings; mentions the exchange rate once. | finance accounting | everyone")
+            .await,
+        listing(&ts, &carol, "contract_search", "Contract search | Full-text search over signed contracts. | legal search | everyone")
+            .await,
         listing(&ts, &carol, "nda", "NDA generator | Drafts a mutual non-disclosure agreement. | legal templates | everyone").await,
     ];
     (ts, [alice, bob, carol, root], tools)
@@ -222,7 +223,8 @@ store_test!(admins_feature_listings_with_an_audit_row_and_the_home_page_shows_vi
     assert_eq!(names(ts.featured(&carol).await.unwrap()), ["fx_rate"]);
     let filter = toolshed_domain::admin::AuditFilter { action: "tool.".into(), ..Default::default() };
     let log = ts.audit_log(&root, &filter).await.unwrap();
-    let actions: Vec<_> = log.entries.iter().filter(|e| e.action.contains("featured")).map(|e| (e.action.as_str(), e.target.as_str())).collect();
+    let actions: Vec<_> =
+        log.entries.iter().filter(|e| e.action.contains("featured")).map(|e| (e.action.as_str(), e.target.as_str())).collect();
     assert_eq!(actions[..2], [("tool.unfeatured", "tool:legal/nda"), ("tool.featured", "tool:finance/team_only")]);
     let kinds: Vec<_> = ts.featured(&carol).await.unwrap().into_iter().map(|c| (c.kind, c.featured)).collect();
     assert_eq!(kinds, [(ListingKind::Tool, true)]);

@@ -2,11 +2,10 @@
 //! endpoints, how their keys are sealed and changed, what the audit log keeps,
 //! and which turns are refused before any model is asked.
 
-#[macro_use]
-mod support;
+use crate::support;
 
+use crate::support::{finance_and_legal as world, text_arg};
 use sqlx::Row;
-use support::{finance_and_legal as world, text_arg};
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::admin::AuditFilter;
 use toolshed_domain::playground::{ChatEndpointId, EndpointSpec, ListingRef, Message, PlaygroundError, TurnRequest};
@@ -24,7 +23,13 @@ fn spec(name: &str, key: &str, clear: bool) -> EndpointSpec {
 }
 
 async fn sealed_key(ts: &Toolshed, id: ChatEndpointId) -> Option<Vec<u8>> {
-    sqlx::query("SELECT api_key FROM chat_endpoints WHERE id = $1").bind(id.0).fetch_one(ts.db.pool()).await.unwrap().try_get("api_key").unwrap()
+    sqlx::query("SELECT api_key FROM chat_endpoints WHERE id = $1")
+        .bind(id.0)
+        .fetch_one(ts.db.pool())
+        .await
+        .unwrap()
+        .try_get("api_key")
+        .unwrap()
 }
 
 store_test!(an_endpoints_key_is_sealed_to_its_row_kept_replaced_or_cleared, |db: Db| async move {
@@ -58,7 +63,9 @@ store_test!(only_admins_configure_endpoints_with_unique_names_and_every_change_i
     let e = ts.create_chat_endpoint(&root, spec("DeepSeek", "sk-audited", false)).await.unwrap();
     assert!(matches!(ts.update_chat_endpoint(&alice, e.id, spec("Hijacked", "", false)).await, Err(PlaygroundError::Forbidden)));
     assert!(matches!(ts.delete_chat_endpoint(&alice, e.id).await, Err(PlaygroundError::Forbidden)));
-    assert!(matches!(ts.create_chat_endpoint(&root, spec("DeepSeek", "", false)).await, Err(PlaygroundError::NameTaken(n)) if n == "DeepSeek"));
+    assert!(
+        matches!(ts.create_chat_endpoint(&root, spec("DeepSeek", "", false)).await, Err(PlaygroundError::NameTaken(n)) if n == "DeepSeek")
+    );
     let second = ts.create_chat_endpoint(&root, spec("Ollama", "", false)).await.unwrap();
     assert!(matches!(ts.update_chat_endpoint(&root, second.id, spec("DeepSeek", "", false)).await, Err(PlaygroundError::NameTaken(_))));
     // Members see the endpoints, to pick one.
@@ -68,7 +75,13 @@ store_test!(only_admins_configure_endpoints_with_unique_names_and_every_change_i
     ts.update_chat_endpoint(&root, e.id, spec("DeepSeek", "sk-audited-2", false)).await.unwrap();
     ts.delete_chat_endpoint(&root, e.id).await.unwrap();
     assert!(matches!(ts.delete_chat_endpoint(&root, e.id).await, Err(PlaygroundError::UnknownEndpoint)));
-    let log = ts.audit_log(&root, &AuditFilter { action: "chat_endpoint.".into(), target: "chat_endpoint:DeepSeek".into(), page: 1, ..Default::default() }).await.unwrap();
+    let log = ts
+        .audit_log(
+            &root,
+            &AuditFilter { action: "chat_endpoint.".into(), target: "chat_endpoint:DeepSeek".into(), page: 1, ..Default::default() },
+        )
+        .await
+        .unwrap();
     let mut actions: Vec<&str> = log.entries.iter().map(|a| a.action.as_str()).collect();
     actions.sort();
     assert_eq!(actions, ["chat_endpoint.created", "chat_endpoint.deleted", "chat_endpoint.updated"]);
@@ -96,14 +109,22 @@ store_test!(a_turn_is_refused_before_the_model_is_asked_for_listings_the_user_ca
     // Bob shares the department; Carol (legal) is told it does not exist.
     assert!(ts.playground_turn(&bob, request(hi(), endpoint.id)).await.is_ok());
     assert!(matches!(ts.playground_turn(&carol, request(hi(), endpoint.id)).await, Err(PlaygroundError::NotFound)));
-    assert!(matches!(ts.playground_turn(&bob, request(hi(), ChatEndpointId(endpoint.id.0 + 50))).await, Err(PlaygroundError::UnknownEndpoint)));
-    let ends_with_model = vec![Message::User { content: "hi".into() }, Message::Assistant { content: Some("hello".into()), tool_calls: vec![] }];
+    assert!(matches!(
+        ts.playground_turn(&bob, request(hi(), ChatEndpointId(endpoint.id.0 + 50))).await,
+        Err(PlaygroundError::UnknownEndpoint)
+    ));
+    let ends_with_model =
+        vec![Message::User { content: "hi".into() }, Message::Assistant { content: Some("hello".into()), tool_calls: vec![] }];
     assert!(matches!(ts.playground_turn(&bob, request(ends_with_model, endpoint.id)).await, Err(PlaygroundError::Invalid(_))));
     assert!(matches!(ts.playground_turn(&bob, request(vec![], endpoint.id)).await, Err(PlaygroundError::Invalid(_))));
     let long: Vec<Message> = (0..=toolshed_domain::playground::MAX_MESSAGES).map(|_| Message::User { content: "again".into() }).collect();
     assert!(matches!(ts.playground_turn(&bob, request(long, endpoint.id)).await, Err(PlaygroundError::Invalid(_))));
     // A draft-only tool has nothing to chat with.
     let draft = ts.create_tool(&alice, NewTool::parse("draft", "Draft", "", "", "everyone").unwrap()).await.unwrap();
-    let draft_ref = TurnRequest { listing: ListingRef { kind: ListingKind::Tool, department: "finance".into(), name: draft.name.clone() }, endpoint: endpoint.id, messages: hi() };
+    let draft_ref = TurnRequest {
+        listing: ListingRef { kind: ListingKind::Tool, department: "finance".into(), name: draft.name.clone() },
+        endpoint: endpoint.id,
+        messages: hi(),
+    };
     assert!(matches!(ts.playground_turn(&alice, draft_ref).await, Err(PlaygroundError::NotFound)));
 });

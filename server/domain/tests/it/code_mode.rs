@@ -3,20 +3,22 @@
 //! member calls through `tools.x` validated, limited and recorded like direct
 //! calls, their errors thrown into the model's code, and the run's own limits.
 
-#[macro_use]
-mod support;
+use crate::support;
 
+use crate::support::{finance_and_legal as world, text_arg};
 use sqlx::Row;
-use support::{finance_and_legal as world, text_arg};
+use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::code_mode::{transcript, CodeMode};
 use toolshed_domain::names::{Description, Tags, Title};
 use toolshed_domain::sandbox::{RunError, RunOutcome, SandboxConfig};
 use toolshed_domain::tools::{NewTool, Source, Tool, ToolError, ToolSettings, Via, Visibility};
-use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::{Db, Settings, Toolshed, User};
 
 async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, code: &str) -> Tool {
-    let t = ts.create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap()).await.unwrap();
+    let t = ts
+        .create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap())
+        .await
+        .unwrap();
     ts.save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
     ts.publish(author, t.id, 1).await.unwrap()
 }
@@ -42,8 +44,10 @@ async fn kit(ts: &Toolshed, alice: &User) -> Tool {
     ts.update_tool_settings(alice, slow.id, limits).await.unwrap();
     let mine = tool(ts, alice, "mine", "private", "return 'private ' + $text;").await;
     let b = ts.create_bundle(alice, NewTool::parse("kit", "Kit", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
-    let members: Vec<MemberSpec> =
-        [&upper, &count, &fail, &slow, &mine].iter().map(|t| MemberSpec { tool: t.id, pinned_version: None, exposed_name: String::new() }).collect();
+    let members: Vec<MemberSpec> = [&upper, &count, &fail, &slow, &mine]
+        .iter()
+        .map(|t| MemberSpec { tool: t.id, pinned_version: None, exposed_name: String::new() })
+        .collect();
     ts.save_bundle_version(alice, b.id, &members, "first").await.unwrap();
     ts.publish(alice, b.id, 1).await.unwrap();
     ts.set_code_mode(alice, b.id, CodeMode::Instead).await.unwrap()
@@ -83,7 +87,10 @@ store_test!(code_mode_is_set_by_editors_audited_and_changes_what_the_endpoint_li
     assert_eq!(names(ts.mcp_tool_defs(&alice, &b).await.unwrap()), ["upper", "count", "fail", "slow", "mine"]);
     assert!(matches!(ts.run_code(&alice, &b, "return 1".into(), VIA).await, Err(ToolError::NotFound)), "no run_code while off");
 
-    assert!(matches!(ts.set_code_mode(&carol, b.id, CodeMode::Instead).await, Err(ToolError::Forbidden)), "Carol may not edit finance's bundle");
+    assert!(
+        matches!(ts.set_code_mode(&carol, b.id, CodeMode::Instead).await, Err(ToolError::Forbidden)),
+        "Carol may not edit finance's bundle"
+    );
     let upper = ts.tool_by_slug(&alice, "finance", "upper").await.unwrap();
     assert!(matches!(ts.set_code_mode(&alice, upper.id, CodeMode::Instead).await, Err(ToolError::NotFound)), "a tool has no code mode");
     assert!(CodeMode::parse("sometimes").is_err());
@@ -153,7 +160,8 @@ store_test!(member_failures_are_thrown_into_the_code_as_errors, |db: Db| async m
 store_test!(calling_a_tool_outside_the_bundle_or_unseen_throws_the_list_of_names, |db: Db| async move {
     let (ts, alice, _bob, carol) = world(db.clone()).await;
     let b = kit(&ts, &alice).await;
-    let outcome = run(&ts, &carol, &b, "try { await tools.nope({}); } catch (e) { console.log(e.message); }\nawait tools.mine({ text: 'x' });").await;
+    let outcome =
+        run(&ts, &carol, &b, "try { await tools.nope({}); } catch (e) { console.log(e.message); }\nawait tools.mine({ text: 'x' });").await;
     let text = transcript(&outcome).unwrap_err();
     assert!(text.starts_with("there is no tool “nope” here; the tools are: upper, count, fail, slow\n"), "{text}");
     assert!(text.ends_with("there is no tool “mine” here; the tools are: upper, count, fail, slow (line 2)"), "{text}");
@@ -177,7 +185,13 @@ store_test!(run_code_stops_infinite_loops_endless_tool_calls_and_memory_bombs, |
     assert!(matches!(outcome.result, Err(RunError::OutOfMemory { .. })), "{:?}", outcome.result);
 
     // A member that would run past the caller's deadline is cut at it.
-    let outcome = run(&ts, &alice, &b, "const t = Date.now();\nwhile (Date.now() - t < 1900) {}\nawait tools.slow({ text: 'x' }).catch(() => {});\nwhile (true) {}").await;
+    let outcome = run(
+        &ts,
+        &alice,
+        &b,
+        "const t = Date.now();\nwhile (Date.now() - t < 1900) {}\nawait tools.slow({ text: 'x' }).catch(() => {});\nwhile (true) {}",
+    )
+    .await;
     assert!(matches!(outcome.result, Err(RunError::Timeout { .. })), "{:?}", outcome.result);
     assert!(outcome.duration.as_millis() < 2400, "{:?}", outcome.duration);
 });
@@ -200,7 +214,9 @@ store_test!(concurrent_run_code_calls_beyond_the_pool_size_all_finish, |db: Db| 
     let mut runs = tokio::task::JoinSet::new();
     for i in 0..8 {
         let (ts, alice, b) = (ts.clone(), alice.clone(), b.clone());
-        let code = format!("const a = await tools.upper({{ text: 'run{i}' }});\nconst c = await tools.count({{ text: a }});\nreturn a + ' ' + c.length;");
+        let code = format!(
+            "const a = await tools.upper({{ text: 'run{i}' }});\nconst c = await tools.count({{ text: a }});\nreturn a + ' ' + c.length;"
+        );
         runs.spawn(async move { (i, transcript(&ts.run_code(&alice, &b, code, VIA).await.unwrap())) });
     }
     let mut done = 0;

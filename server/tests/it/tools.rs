@@ -1,9 +1,7 @@
 //! Tools over real HTTP: the editor's and the Run panel's calls, with the bad
 //! input a careless or malicious client sends.
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{json, Value};
 
 fn draft(code: &str) -> Value {
@@ -57,7 +55,8 @@ server_test!(arguments_of_the_wrong_type_are_listed_before_anything_runs, |srv: 
     let (_, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": 21}"#})).await;
     assert_eq!(body["kind"], "json");
     assert_eq!(body["result"], "42");
-    let (status, body) = srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": "x", "extra": 1}"#})).await;
+    let (status, body) =
+        srv.server_fn(&alice, "tools/run", json!({"tool": tool, "target": target, "input": r#"{"n": "x", "extra": 1}"#})).await;
     assert_eq!(status, 422);
     let msg = body["Invalid"].as_str().unwrap();
     assert!(msg.starts_with("Invalid arguments:") && msg.contains("`n`") && msg.contains("extra"), "{msg}");
@@ -70,12 +69,14 @@ server_test!(saving_invalid_definitions_changes_nothing, |srv: TestServer| async
     let alice = srv.member("alice", "finance").await;
     let tool = srv.create_tool(&alice, "strict", "everyone").await;
     let dup = json!([{ "name": "a", "type": { "kind": "string" } }, { "name": "a", "type": { "kind": "number" } }]);
-    let (status, body) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": dup, "changelog": ""})).await;
+    let (status, body) =
+        srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": dup, "changelog": ""})).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body, json!({"Invalid": "Arguments: a: appears twice"}));
     let huge = "x".repeat(300 * 1024);
     let (status, _) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": huge, "args": [], "changelog": ""})).await;
     assert_eq!(status, 422);
-    let (status, body) = srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": [], "changelog": "ok"})).await;
+    let (status, body) =
+        srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": [], "changelog": "ok"})).await;
     assert_eq!((status, body), (200, json!(1)), "the first valid save is version 1: nothing was half-written before");
 });

@@ -1,9 +1,7 @@
 //! The official Rust SDK's client (rmcp) against the real server, over
 //! Streamable HTTP. (The TypeScript and Python SDKs are in end2end/.)
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -31,9 +29,13 @@ server_test!(the_rust_sdk_client_lists_and_calls_a_published_tool, |srv: TestSer
     assert_eq!(tools[0].name, "word_stats");
     assert_eq!(tools[0].input_schema["required"], json!(["text"]));
 
-    let result = client.call_tool(CallToolRequestParams::new("word_stats").with_arguments(arguments(json!({"text": "a b a"})))).await.unwrap();
+    let result =
+        client.call_tool(CallToolRequestParams::new("word_stats").with_arguments(arguments(json!({"text": "a b a"})))).await.unwrap();
     assert_eq!(result.is_error, Some(false));
-    assert_eq!(result.structured_content, Some(json!({"words": 3, "characters": 5, "top": [{"word": "a", "count": 2}, {"word": "b", "count": 1}]})));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"words": 3, "characters": 5, "top": [{"word": "a", "count": 2}, {"word": "b", "count": 1}]}))
+    );
 
     let bad = client.call_tool(CallToolRequestParams::new("word_stats").with_arguments(arguments(json!({"text": 7})))).await.unwrap();
     assert_eq!(bad.is_error, Some(true), "bad arguments are a tool error the model can read");

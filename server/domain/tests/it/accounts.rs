@@ -1,8 +1,7 @@
 //! Accounts, on SQLite and on PostgreSQL.
 
+use crate::support;
 use toolshed_domain::accounts::Registration;
-#[macro_use]
-mod support;
 
 use toolshed_domain::{AccountError, Db, Settings, Toolshed};
 
@@ -94,8 +93,8 @@ store_test!(the_first_admin_is_created_once_with_a_generated_password, |db: Db| 
 
 store_test!(sessions_survive_in_the_database_and_die_with_the_password, |db: Db| async move {
     use std::sync::Arc;
-    use tower_sessions::{session::Id, Session, SessionStore};
     use toolshed_domain::sessions::DbSessionStore;
+    use tower_sessions::{session::Id, Session, SessionStore};
 
     let ts = toolshed(db.clone());
     let alice = ts.register(alice(), None).await.unwrap();

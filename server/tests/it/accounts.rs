@@ -1,8 +1,6 @@
 //! Accounts over real HTTP: what a browser (with or without JavaScript) sees.
 
-mod common;
-
-use common::{redirected_error, TestServer};
+use crate::common::{redirected_error, TestServer};
 
 server_test!(registering_signs_the_new_user_in, |srv: TestServer| async move {
     let browser = srv.browser();
@@ -38,9 +36,8 @@ server_test!(a_wrong_password_gets_the_generic_error_and_no_session, |srv: TestS
 server_test!(signing_in_and_out_works_with_plain_forms, |srv: TestServer| async move {
     srv.register(&srv.browser(), "grace", "compilers-all-the-way").await;
     let browser = srv.browser();
-    let res = srv
-        .post_form(&browser, "/api/login", &[("username", "GRACE"), ("password", "compilers-all-the-way"), ("next", "/account")])
-        .await;
+    let res =
+        srv.post_form(&browser, "/api/login", &[("username", "GRACE"), ("password", "compilers-all-the-way"), ("next", "/account")]).await;
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/account");
     assert_eq!(srv.page(&browser, "/account").await.0, 200);
@@ -85,24 +82,14 @@ server_test!(a_post_from_another_origin_is_refused, |srv: TestServer| async move
         .unwrap();
     assert_eq!(res.status(), 403);
     assert!(res.headers().get("set-cookie").is_none());
-    let res = srv
-        .browser()
-        .post(srv.url("/api/logout"))
-        .header("Sec-Fetch-Site", "cross-site")
-        .send()
-        .await
-        .unwrap();
+    let res = srv.browser().post(srv.url("/api/logout")).header("Sec-Fetch-Site", "cross-site").send().await.unwrap();
     assert_eq!(res.status(), 403);
 });
 
 server_test!(a_forged_session_cookie_is_treated_as_signed_out, |srv: TestServer| async move {
     let client = reqwest::Client::new();
-    let res = client
-        .get(srv.url("/account"))
-        .header("Cookie", "toolshed_session=AAAAAAAAAAAAAAAAAAAAAA.forged-signature")
-        .send()
-        .await
-        .unwrap();
+    let res =
+        client.get(srv.url("/account")).header("Cookie", "toolshed_session=AAAAAAAAAAAAAAAAAAAAAA.forged-signature").send().await.unwrap();
     let html = res.text().await.unwrap();
     assert!(!html.contains("Change password"), "no account page for a forged cookie");
 });
@@ -135,7 +122,13 @@ server_test!(the_first_admin_can_sign_in_with_the_printed_password, |srv: TestSe
 
 server_test!(oversized_bodies_are_refused, |srv: TestServer| async move {
     let big = "x".repeat(3 * 1024 * 1024);
-    let sent = srv.browser().post(srv.url("/api/login")).header("Origin", &srv.base).form(&[("username", "admin"), ("password", big.as_str())]).send().await;
+    let sent = srv
+        .browser()
+        .post(srv.url("/api/login"))
+        .header("Origin", &srv.base)
+        .form(&[("username", "admin"), ("password", big.as_str())])
+        .send()
+        .await;
     match sent {
         Ok(res) => assert_eq!(res.status(), 413),
         // The server answers 413 and closes before the client has written it all.

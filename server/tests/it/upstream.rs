@@ -4,12 +4,10 @@
 //! through Toolshed's bundle endpoint with the official Rust SDK's client, and
 //! failing the ways real servers do (wrong key, gone mid-call, slow, junk).
 
-mod common;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use crate::common::TestServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -61,7 +59,14 @@ impl Upstream {
 }
 
 /// Registers a server as `client`; the server function's status and answer.
-async fn register(srv: &TestServer, client: &reqwest::Client, name: &str, url: &str, transport: &str, credential: (&str, &str, &str)) -> (u16, Value) {
+async fn register(
+    srv: &TestServer,
+    client: &reqwest::Client,
+    name: &str,
+    url: &str,
+    transport: &str,
+    credential: (&str, &str, &str),
+) -> (u16, Value) {
     let (kind, cname, value) = credential;
     let form = [
         ("department", "research"),
@@ -80,7 +85,8 @@ async fn register(srv: &TestServer, client: &reqwest::Client, name: &str, url: &
 async fn world(srv: &TestServer, upstream: &Upstream) -> (reqwest::Client, reqwest::Client) {
     let alice = srv.member("alice", "research").await;
     let admin = srv.admin().await;
-    let (status, server) = register(srv, &admin, "ext", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", KEY)).await;
+    let (status, server) =
+        register(srv, &admin, "ext", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", KEY)).await;
     assert_eq!(status, 200, "{server}");
     assert_eq!(server["last_error"], Value::Null, "{server}");
     (alice, admin)
@@ -93,7 +99,8 @@ async fn bundle(srv: &TestServer, client: &reqwest::Client, external: &[&str]) -
     let (_, info) = srv.call(client, "bundles/detail", &[("department", "research"), ("name", "kit")]).await;
     let id = info["listing"]["id"].as_i64().expect("the bundle exists");
     let external: Vec<Value> = external.iter().map(|t| json!({"server": "ext", "tool": t})).collect();
-    let (status, version) = srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
+    let (status, version) =
+        srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
     assert_eq!(status, 200, "{version}");
     let (status, body) = srv.call(client, "tools/publish", &[("tool", &id.to_string()), ("version", &version.to_string())]).await;
     assert_eq!(status, 200, "{body}");
@@ -121,7 +128,10 @@ async fn connect<H: rmcp::ClientHandler>(srv: &TestServer, token: &str, handler:
 }
 
 async fn call(client: &RunningService<RoleClient, impl rmcp::ClientHandler>, name: &str, args: Value) -> CallToolResult {
-    client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().cloned().unwrap())).await.expect("a tool result, not a protocol error")
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().cloned().unwrap()))
+        .await
+        .expect("a tool result, not a protocol error")
 }
 
 fn text(result: &CallToolResult) -> String {
@@ -132,7 +142,9 @@ server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_
     let upstream = Upstream::start().await;
     let (alice, _admin) = world(&srv, &upstream).await;
     let id = bundle(&srv, &alice, &["echo", "fail"]).await;
-    let save = |external: Value| srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": ""}));
+    let save = |external: Value| {
+        srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": ""}))
+    };
     let (status, twice) = save(json!([{"server": "ext", "tool": "echo"}, {"server": "ext", "tool": "echo"}])).await;
     assert_eq!(status, 422);
     assert!(twice.to_string().contains("ext__echo"), "{twice}");
@@ -164,13 +176,17 @@ server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_
     client.cancel().await.unwrap();
 
     // The generated TypeScript API includes the external tools like any other.
-    let api = reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/api.d.ts")).bearer_auth(srv.token("alice")).send().await.unwrap();
+    let api =
+        reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/api.d.ts")).bearer_auth(srv.token("alice")).send().await.unwrap();
     assert!(api.text().await.unwrap().contains("ext__echo"));
 
     let mut rows: Vec<(i64, Option<i64>, Option<String>, String)> = Vec::new();
     for _ in 0..40 {
         let pool = pool(&srv).await;
-        rows = sqlx::query_as("SELECT tool_id, bundle_id, upstream_tool, outcome FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
+        rows = sqlx::query_as("SELECT tool_id, bundle_id, upstream_tool, outcome FROM usage_records ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
         if rows.len() >= 3 {
             break;
         }
@@ -197,7 +213,12 @@ server_test!(a_servers_credential_is_never_shown_back_to_anyone, |srv: TestServe
         }
     }
     seen.push(srv.call(&alice, "bundles/external_candidates", &[("bundle", "0")]).await.1.to_string());
-    seen.push(srv.call(&admin, "admin/audit", &[("action", ""), ("actor", ""), ("target", ""), ("from", ""), ("to", ""), ("page", "")]).await.1.to_string());
+    seen.push(
+        srv.call(&admin, "admin/audit", &[("action", ""), ("actor", ""), ("target", ""), ("from", ""), ("to", ""), ("page", "")])
+            .await
+            .1
+            .to_string(),
+    );
     assert!(seen.iter().all(|s| !s.contains(KEY)), "the key appears nowhere");
     assert!(seen[2].contains("X-Api-Key (set)"), "the admin page says a credential is set");
     let pool = pool(&srv).await;
@@ -210,7 +231,8 @@ server_test!(bad_registrations_are_refused_or_show_why_the_server_has_no_tools, 
     let (alice, admin) = world(&srv, &upstream).await;
     let header = ("header", "X-Api-Key", KEY);
 
-    let (status, wrong) = register(&srv, &admin, "wrong", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", "nope")).await;
+    let (status, wrong) =
+        register(&srv, &admin, "wrong", &upstream.url("/header/mcp"), "streamable_http", ("header", "X-Api-Key", "nope")).await;
     assert_eq!(status, 200, "a server that refuses us is registered, with the reason shown: {wrong}");
     assert_eq!(wrong["tool_count"], 0);
     assert!(wrong["last_error"].as_str().unwrap().contains("HTTP 401"), "{wrong}");
@@ -234,12 +256,29 @@ server_test!(bad_registrations_are_refused_or_show_why_the_server_has_no_tools, 
     let (status, _) = srv.call(&admin, "servers/registration", &[("department", "research"), ("allowed", "yes")]).await;
     assert_eq!(status, 200);
     assert_eq!(register(&srv, &alice, "mine", &upstream.url("/header/mcp"), "streamable_http", header).await.0, 200);
-    let other = [("department", "general"), ("name", "theirs"), ("url", "http://127.0.0.1:9/"), ("transport", "sse"), ("credential_kind", "none"), ("credential_name", ""), ("credential_value", ""), ("timeout_ms", "30000")];
+    let other = [
+        ("department", "general"),
+        ("name", "theirs"),
+        ("url", "http://127.0.0.1:9/"),
+        ("transport", "sse"),
+        ("credential_kind", "none"),
+        ("credential_name", ""),
+        ("credential_value", ""),
+        ("timeout_ms", "30000"),
+    ];
     assert_eq!(srv.call(&alice, "servers/register", &other).await.0, 403);
 
     // Fixing the key: an edit that replaces the credential imports the tools.
     let id = wrong["id"].as_i64().unwrap().to_string();
-    let edit = [("id", id.as_str()), ("url", &upstream.url("/header/mcp")), ("transport", "streamable_http"), ("credential_kind", "header"), ("credential_name", "X-Api-Key"), ("credential_value", KEY), ("timeout_ms", "30000")];
+    let edit = [
+        ("id", id.as_str()),
+        ("url", &upstream.url("/header/mcp")),
+        ("transport", "streamable_http"),
+        ("credential_kind", "header"),
+        ("credential_name", "X-Api-Key"),
+        ("credential_value", KEY),
+        ("timeout_ms", "30000"),
+    ];
     let (status, fixed) = srv.call(&admin, "servers/update", &edit).await;
     assert_eq!((status, fixed["tool_count"].as_i64(), &fixed["last_error"]), (200, Some(4), &Value::Null), "{fixed}");
     let (status, _) = srv.call(&admin, "servers/remove", &[("id", id.as_str())]).await;
@@ -256,7 +295,15 @@ server_test!(a_server_going_away_mid_call_or_too_slow_gives_a_clear_error_result
     // A slow answer is cut at the server's time limit.
     let (_, page) = srv.call(&admin, "servers", &[]).await;
     let id = page["servers"][0]["id"].as_i64().unwrap().to_string();
-    let edit = [("id", id.as_str()), ("url", &upstream.url("/header/mcp")), ("transport", "streamable_http"), ("credential_kind", "keep"), ("credential_name", ""), ("credential_value", ""), ("timeout_ms", "1500")];
+    let edit = [
+        ("id", id.as_str()),
+        ("url", &upstream.url("/header/mcp")),
+        ("transport", "streamable_http"),
+        ("credential_kind", "keep"),
+        ("credential_name", ""),
+        ("credential_value", ""),
+        ("timeout_ms", "1500"),
+    ];
     assert_eq!(srv.call(&admin, "servers/update", &edit).await.0, 200);
     let started = Instant::now();
     let slow = call(&client, "ext__sleep", json!({"ms": 20000})).await;
@@ -324,7 +371,8 @@ server_test!(noisy_servers_and_the_legacy_sse_transport_are_understood, |srv: Te
     let (_, info) = srv.call(&alice, "bundles/detail", &[("department", "research"), ("name", "kit")]).await;
     let id = info["listing"]["id"].as_i64().unwrap();
     let external = json!([{"server": "noisy", "tool": "echo"}, {"server": "legacy", "tool": "echo"}]);
-    let (status, version) = srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
+    let (status, version) =
+        srv.server_fn(&alice, "bundles/save_version", json!({"bundle": id, "members": [], "external": external, "changelog": "v1"})).await;
     assert_eq!(status, 200, "{version}");
     srv.call(&alice, "tools/publish", &[("tool", &id.to_string()), ("version", &version.to_string())]).await;
 

@@ -3,10 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-#[allow(dead_code)]
-#[path = "../domain/tests/support/mod.rs"]
-mod support;
-use support::TempDir;
+use crate::common::TempDir;
 
 fn toolshed(data_dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));

@@ -2,10 +2,9 @@
 //! may register for which department, names, sealed credentials, edits and
 //! removal. (Talking to a real server is in server/tests/upstream.rs.)
 
-#[macro_use]
-mod support;
+use crate::support;
 
-use support::finance_and_legal as world;
+use crate::support::finance_and_legal as world;
 use toolshed_domain::names::{DepartmentName, Invalid};
 use toolshed_domain::upstream::{CredentialChange, ServerName, ServerSpec, Transport, UpstreamError};
 use toolshed_domain::{Db, User};
@@ -14,7 +13,12 @@ use toolshed_domain::{Db, User};
 const DOWN: &str = "http://127.0.0.1:9/mcp";
 
 fn spec(credential: CredentialChange) -> ServerSpec {
-    ServerSpec { url: toolshed_domain::upstream::parse_url(DOWN).unwrap(), transport: Transport::StreamableHttp, credential, timeout_ms: 5_000 }
+    ServerSpec {
+        url: toolshed_domain::upstream::parse_url(DOWN).unwrap(),
+        transport: Transport::StreamableHttp,
+        credential,
+        timeout_ms: 5_000,
+    }
 }
 
 fn header(value: &str) -> CredentialChange {
@@ -33,7 +37,10 @@ store_test!(only_admins_and_allowed_authors_register_servers_for_their_departmen
     let (ts, alice, _bob, carol) = world(db).await;
     let root = admin(&carol);
     let name = |n: &str| ServerName::parse(n).unwrap();
-    assert!(matches!(ts.register_mcp_server(&alice, &dept("finance"), &name("a"), spec(CredentialChange::Clear)).await, Err(UpstreamError::Forbidden)));
+    assert!(matches!(
+        ts.register_mcp_server(&alice, &dept("finance"), &name("a"), spec(CredentialChange::Clear)).await,
+        Err(UpstreamError::Forbidden)
+    ));
     assert!(!ts.may_register_servers(&alice).await.unwrap());
     assert!(matches!(ts.set_authors_register_servers(&alice, &dept("finance"), true).await, Err(UpstreamError::Forbidden)));
 
@@ -42,8 +49,14 @@ store_test!(only_admins_and_allowed_authors_register_servers_for_their_departmen
     let mine = ts.register_mcp_server(&alice, &dept("finance"), &name("a"), spec(CredentialChange::Clear)).await.unwrap();
     assert!(mine.may_manage);
     assert!(mine.last_error.as_deref().unwrap().contains("could not reach the server"), "registered, with the reason it has no tools");
-    assert!(matches!(ts.register_mcp_server(&alice, &dept("legal"), &name("b"), spec(CredentialChange::Clear)).await, Err(UpstreamError::Forbidden)));
-    assert!(matches!(ts.register_mcp_server(&root, &dept("nowhere"), &name("c"), spec(CredentialChange::Clear)).await, Err(UpstreamError::Invalid(_))));
+    assert!(matches!(
+        ts.register_mcp_server(&alice, &dept("legal"), &name("b"), spec(CredentialChange::Clear)).await,
+        Err(UpstreamError::Forbidden)
+    ));
+    assert!(matches!(
+        ts.register_mcp_server(&root, &dept("nowhere"), &name("c"), spec(CredentialChange::Clear)).await,
+        Err(UpstreamError::Invalid(_))
+    ));
 
     // Carol (legal) sees neither finance's servers nor may she touch them; the admin sees all.
     assert!(ts.mcp_servers(&carol).await.unwrap().is_empty());
@@ -57,7 +70,8 @@ store_test!(only_admins_and_allowed_authors_register_servers_for_their_departmen
 store_test!(a_servers_credential_is_stored_sealed_and_can_be_kept_replaced_or_cleared, |db: Db| async move {
     let (ts, alice, _bob, _carol) = world(db.clone()).await;
     let root = admin(&alice);
-    let s = ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("vault").unwrap(), spec(header("s3cret-value"))).await.unwrap();
+    let s =
+        ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("vault").unwrap(), spec(header("s3cret-value"))).await.unwrap();
     assert_eq!((s.credential_kind.as_str(), s.credential_name.as_str(), s.credential_set), ("header", "X-Api-Key", true));
     let sealed: Vec<u8> = sqlx::query_scalar("SELECT credential_sealed FROM mcp_servers").fetch_one(db.pool()).await.unwrap();
     assert!(!sealed.windows(6).any(|w| w == b"s3cret"), "never in clear");
@@ -71,7 +85,11 @@ store_test!(a_servers_credential_is_stored_sealed_and_can_be_kept_replaced_or_cl
     let cleared = ts.update_mcp_server(&root, s.id, spec(CredentialChange::Clear)).await.unwrap();
     assert_eq!((cleared.credential_kind.as_str(), cleared.credential_set), ("none", false));
 
-    let audit: Vec<String> = sqlx::query_scalar("SELECT COALESCE(after_json, '') FROM audit_log WHERE target = 'mcp_server:vault' ORDER BY id").fetch_all(db.pool()).await.unwrap();
+    let audit: Vec<String> =
+        sqlx::query_scalar("SELECT COALESCE(after_json, '') FROM audit_log WHERE target = 'mcp_server:vault' ORDER BY id")
+            .fetch_all(db.pool())
+            .await
+            .unwrap();
     assert_eq!(audit.len(), 4, "registered and three edits: {audit:?}");
     assert!(audit.iter().all(|a| !a.contains("s3cret") && !a.contains("other")), "the audit log says what changed, never the value");
 
@@ -83,7 +101,8 @@ store_test!(server_names_are_unique_and_make_server__tool_names, |db: Db| async 
     let (ts, alice, _bob, carol) = world(db).await;
     let root = admin(&alice);
     ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("github").unwrap(), spec(CredentialChange::Clear)).await.unwrap();
-    let again = ts.register_mcp_server(&admin(&carol), &dept("legal"), &ServerName::parse("github").unwrap(), spec(CredentialChange::Clear)).await;
+    let again =
+        ts.register_mcp_server(&admin(&carol), &dept("legal"), &ServerName::parse("github").unwrap(), spec(CredentialChange::Clear)).await;
     assert!(matches!(again, Err(UpstreamError::NameTaken(n)) if n == "github"), "unique across departments: server__tool means one server");
     for bad in ["", "GitHub", "git__hub", "hub_", "1hub", "a b", &"x".repeat(33)] {
         assert!(ServerName::parse(bad).is_err(), "{bad:?}");

@@ -1,9 +1,7 @@
 //! Publishing from CI: `POST /api/v1/tools` with a publish-scoped token, and
 //! `toolshed push` against a real server.
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{json, Value};
 
 async fn push(srv: &TestServer, token: Option<&str>, body: &str) -> (u16, Value) {
@@ -45,8 +43,13 @@ server_test!(pushing_needs_a_token_with_the_publish_scope_for_that_listing, |srv
     assert_eq!(body["error"]["code"], "missing_scope");
     assert!(body["error"]["message"].as_str().unwrap().contains("publish scope"), "{body}");
 
-    let (status, scoped) =
-        srv.call(&client, "tokens/create", &[("name", "ci for another tool"), ("expires_in_days", ""), ("scope", "research/other"), ("publish", "on")]).await;
+    let (status, scoped) = srv
+        .call(
+            &client,
+            "tokens/create",
+            &[("name", "ci for another tool"), ("expires_in_days", ""), ("scope", "research/other"), ("publish", "on")],
+        )
+        .await;
     assert_eq!(status, 200, "{scoped}");
     let (status, body) = push(&srv, Some(scoped.as_str().unwrap()), &file).await;
     assert_eq!((status, &body["error"]["code"]), (403, &json!("out_of_scope")), "{body}");
@@ -61,7 +64,10 @@ server_test!(a_file_that_is_not_a_valid_tool_gets_400_invalid_file, |srv: TestSe
         ("not json".to_owned(), "not valid"),
         (json!({"name": "x", "code": "return 1;", "colour": "blue"}).to_string(), "unknown field `colour`"),
         (json!({"name": "bad name!", "code": "return 1;"}).to_string(), "Name"),
-        (json!({"name": "x", "code": "return 1;", "arguments": [{"name": "1st", "type": {"kind": "string"}}]}).to_string(), "argument name"),
+        (
+            json!({"name": "x", "code": "return 1;", "arguments": [{"name": "1st", "type": {"kind": "string"}}]}).to_string(),
+            "argument name",
+        ),
     ] {
         let (status, body) = push(&srv, Some(&token), &file).await;
         assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_file")), "{file}: {body}");
@@ -94,13 +100,22 @@ server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file
     );
     assert_eq!(body["test_results"][0]["passed"], true);
     assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 200);
-    let detail = client.post(srv.url("/api/tools/detail")).header("Accept", "application/json").form(&[("department", "research"), ("name", "shout")]).send().await.unwrap();
+    let detail = client
+        .post(srv.url("/api/tools/detail"))
+        .header("Accept", "application/json")
+        .form(&[("department", "research"), ("name", "shout")])
+        .send()
+        .await
+        .unwrap();
     let detail: Value = detail.json().await.unwrap();
     assert_eq!((&detail["title"], &detail["visibility"], &detail["tags"]), (&json!("Shout"), &json!("everyone"), &json!(["text"])));
 
     let (status, again) = push(&srv, Some(&token), &shout("return $text.toUpperCase();", "HELLO")).await;
     assert_eq!(status, 200, "{again}");
-    assert_eq!((&again["created"], &again["version"], &again["new_version"], &again["outcome"]), (&json!(false), &json!(1), &json!(false), &json!("published")));
+    assert_eq!(
+        (&again["created"], &again["version"], &again["new_version"], &again["outcome"]),
+        (&json!(false), &json!(1), &json!(false), &json!("published"))
+    );
 
     let (status, changed) = push(&srv, Some(&token), &shout("return $text.toUpperCase() + '';", "HELLO")).await;
     assert_eq!((status, &changed["version"], &changed["outcome"]), (200, &json!(2), &json!("published")), "{changed}");
@@ -109,7 +124,7 @@ server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file
 server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test_fails, |srv: TestServer| async move {
     srv.member("carol", "research").await;
     let token = srv.publish_token("carol");
-    let dir = common::TempDir::new();
+    let dir = crate::common::TempDir::new();
     let file = json!({
         "name": "greet", "description": "Greets someone.",
         "code_file": "greet.js",
@@ -136,7 +151,10 @@ server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stdout.contains("  FAIL ada") && stdout.contains("expected: Hello, Ada!") && stdout.contains("actual:   Hi, Ada"), "{stdout}");
-    assert!(stderr.contains("1 of 1 test cases failed; version 2 was saved but not published. (422 Unprocessable Entity, tests_failed)"), "{stderr}");
+    assert!(
+        stderr.contains("1 of 1 test cases failed; version 2 was saved but not published. (422 Unprocessable Entity, tests_failed)"),
+        "{stderr}"
+    );
 });
 
 server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {

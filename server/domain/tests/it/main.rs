@@ -1,0 +1,13 @@
+//! The domain's integration tests, as one test binary: every binary links the
+//! whole crate, so one instead of seven saves most of the link time.
+
+#[macro_use]
+mod support;
+
+mod accounts;
+mod bundles;
+mod code_mode;
+mod market;
+mod playground;
+mod tools;
+mod upstream;

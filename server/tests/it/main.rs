@@ -1,0 +1,17 @@
+//! The server's integration tests, as one test binary: every binary links the
+//! whole server, so one instead of eleven saves most of the link time.
+
+#[macro_use]
+mod common;
+
+mod accounts;
+mod admin;
+mod cli;
+mod market;
+mod mcp;
+mod mcp_rmcp_client;
+mod moderation;
+mod playground;
+mod publish_api;
+mod tools;
+mod upstream;

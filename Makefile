@@ -6,7 +6,8 @@ SHELL := /bin/bash
 bootstrap:
 	@scripts/bootstrap.sh
 
-build: bootstrap
+# Installs what is missing too (scripts/bootstrap.sh), beside the server's compile.
+build:
 	@scripts/build.sh
 
 ## Build (release) and serve http://127.0.0.1:3000 on ./data/toolshed.db, with demo data.

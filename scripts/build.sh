@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Builds the release site (wasm + JS + CSS) and the release server.
 # cargo-leptos would do this, but it takes ~30 minutes to install here; this
-# pipeline does the same steps with the tools bootstrap.sh installed.
+# pipeline does the same steps with the tools bootstrap.sh installed. Every step
+# is skipped when its inputs did not change, so a second build starts in seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 step() { echo "build: $*" >&2; }
+
+# The server needs nothing but rustup's cargo: it compiles while bootstrap.sh
+# downloads and installs the rest, which is mostly waiting on the network.
+step "server (release), in the background"
+cargo build -q --release -p toolshed &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+scripts/bootstrap.sh
 
 step "wasm (frontend, release)"
 # Debian's rustc-web has the std sources to build std for wasm32 (-Zbuild-std);
@@ -15,21 +24,31 @@ env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend -
     --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
     --target-dir "$WASM_TARGET_DIR"
 
-step "wasm-bindgen + wasm-opt"
+# The site is made from the wasm, the CSS, the editor's JS and the public assets:
+# the same inputs (and the same tool versions) give the same site.
+wasm="$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
 pkg="$SITE_DIR/pkg"
-rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp"
-wasm-bindgen --target web --no-typescript --out-dir "$pkg.tmp" --out-name toolshed \
-    "$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
-scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-    "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
-cat style/*.css > "$pkg.tmp/toolshed.css"
-# The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
-NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
-    --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
-rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
-cp -r public/. "$SITE_DIR/"
+stamp=$( { sha256sum "$wasm" style/*.css frontend/js/* public/* scripts/package-lock.json scripts/build.sh
+           wasm-bindgen --version; } | sha256sum | cut -d' ' -f1)
+if [ -f "$pkg/.inputs" ] && [ "$(cat "$pkg/.inputs")" = "$stamp" ]; then
+    step "site unchanged"
+else
+    step "wasm-bindgen + wasm-opt"
+    rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp"
+    wasm-bindgen --target web --no-typescript --out-dir "$pkg.tmp" --out-name toolshed "$wasm"
+    scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+        "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
+    cat style/*.css > "$pkg.tmp/toolshed.css"
+    # The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
+    NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
+        --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
+    echo "$stamp" > "$pkg.tmp/.inputs"
+    rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
+    cp -r public/. "$SITE_DIR/"
+fi
 
 step "server (release)"
-cargo build -q --release -p toolshed
+wait $server || { echo "build: the server did not build" >&2; exit 1; }
+trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
 step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm, server at target/toolshed"

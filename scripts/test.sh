@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Runs every test. Expects `scripts/build.sh` to have run (make test does).
+# Runs every check and test. Expects `scripts/build.sh` to have run (make test does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
+started=$SECONDS
+echo "test: formatting and lints (cargo fmt --check, cargo clippy -D warnings)" >&2
+cargo fmt --all --check
+# Release profile: clippy then shares the build's dependency graph settings.
+cargo clippy -q --release --all-targets -p toolshed -p toolshed-domain -p app -p toolshed-bench -p toolshed-load -- -D warnings
+
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
-scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed
+scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed -p app --features app/ssr
 
 echo "test: browser (end2end/, Chromium, release server)" >&2
 scripts/e2e.sh
+echo "test: everything passed in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s" >&2

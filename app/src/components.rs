@@ -86,24 +86,27 @@ pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {
 
 /// Renders its children for signed-in users; sends everyone else to sign in,
 /// with a way back here.
+///
+/// The children are created at once, not once the user is known: resources get
+/// their ids in the order they are created, and content created inside a
+/// `Suspend` is created when that future happens to finish on the server (and
+/// again if it re-runs), so a resource there could get another id than the
+/// browser gives it and hydrate against the wrong HTML. Created at once, every
+/// page's resources are numbered the same on both sides. A signed-out visitor
+/// is redirected before any of it shows (a 302 on the server).
 #[component]
-pub fn RequireUser(children: ChildrenFn) -> impl IntoView {
+pub fn RequireUser(children: Children) -> impl IntoView {
     let auth = expect_context::<Auth>();
     let location = leptos_router::hooks::use_location();
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || {
-                let children = children.clone();
-                Suspend::new(async move {
-                    match auth.me.await {
-                        Ok(Some(_)) => children().into_any(),
-                        _ => {
-                            let next = location.pathname.get_untracked();
-                            view! { <leptos_router::components::Redirect path=format!("/login?next={next}") /> }.into_any()
-                        }
-                    }
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                (!matches!(auth.me.await, Ok(Some(_)))).then(|| {
+                    let next = location.pathname.get_untracked();
+                    view! { <leptos_router::components::Redirect path=format!("/login?next={next}") /> }
                 })
-            }}
+            })}
         </Transition>
+        {children()}
     }
 }

@@ -138,6 +138,8 @@ pub struct EditorState {
     pub tool: ToolInfo,
     pub draft: DraftView,
     pub test_cases: Vec<TestCaseView>,
+    /// `$env` as its editors see it (empty for anyone else).
+    pub env: Vec<EnvVarView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -414,8 +416,11 @@ pub async fn editor_data(department: String, name: String) -> Result<EditorState
     let id = tool.id;
     let draft = ts.draft(&user, id).await.map_err(server::fail)?;
     let cases = ts.test_cases(&user, id).await.map_err(server::fail)?;
+    let tool = convert::detail(&ts, &user, tool).await?;
+    let env = if tool.can_edit { env_views(ts.env_vars(&user, id).await.map_err(server::fail)?) } else { Vec::new() };
     Ok(EditorState {
-        tool: convert::detail(&ts, &user, tool).await?,
+        tool,
+        env,
         draft: DraftView {
             code: draft.code,
             args: convert::args_from_domain(draft.args),
@@ -607,7 +612,12 @@ pub struct EnvVarView {
 pub async fn env_vars(tool: i64) -> Result<Vec<EnvVarView>, AppError> {
     let user = server::require_user().await?;
     let vars = server::toolshed()?.env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
-    Ok(vars.into_iter().map(|v| EnvVarView { name: v.name, value: v.value, secret: v.secret }).collect())
+    Ok(env_views(vars))
+}
+
+#[cfg(feature = "ssr")]
+fn env_views(vars: Vec<toolshed_domain::tools::EnvVar>) -> Vec<EnvVarView> {
+    vars.into_iter().map(|v| EnvVarView { name: v.name, value: v.value, secret: v.secret }).collect()
 }
 
 #[server(endpoint = "tools/env/set")]

@@ -46,12 +46,13 @@ pub fn Account() -> impl IntoView {
                                 <button type="submit" class="button">"Change password"</button>
                             </ActionForm>
                         </section>
-                        <TokensCard />
                     }.into_any(),
                     _ => view! { <Redirect path="/login?next=/account" /> }.into_any(),
                 }
             })}
         </Transition>
+        // Outside the Transition, so its resource is created at once (see `RequireUser`).
+        <TokensCard />
     }
 }
 

@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    bundle_detail, BundleCandidates, BundleExternalCandidates, BundleInfo, ExternalInput, ExternalView, ListingApiView, MemberInput,
+    bundle_candidates, bundle_detail, BundleExternalCandidates, BundleInfo, ExternalInput, ExternalView, ListingApiView, MemberInput,
     MemberView, Publish, SaveBundleVersion, SetCodeMode, ToolInfo, UsageView,
 };
 use crate::args::{ArgDef, ArgType};
@@ -236,8 +236,25 @@ fn Editor(info: BundleInfo) -> impl IntoView {
     let changelog = RwSignal::new(String::new());
     let save = ServerAction::<SaveBundleVersion>::new();
     let publish = ServerAction::<Publish>::new();
-    let search = ServerAction::<BundleCandidates>::new();
     let query = RwSignal::new(String::new());
+    // Search results answer the newest question only: an older search that
+    // answers late (the first, empty one starts on load) must never replace
+    // the list the author is clicking in.
+    let found = RwSignal::new(None::<Result<Vec<MemberView>, crate::error::AppError>>);
+    let searching = RwSignal::new(false);
+    let asked = StoredValue::new(0u64);
+    let search = move |q: String| {
+        let n = asked.get_value() + 1;
+        asked.set_value(n);
+        searching.set(true);
+        leptos::task::spawn_local(async move {
+            let answer = bundle_candidates(q).await;
+            if asked.get_value() == n {
+                found.set(Some(answer));
+                searching.set(false);
+            }
+        });
+    };
     Effect::new(move |_| {
         if let Some(Ok(fresh)) = publish.value().get() {
             tool.set(fresh);
@@ -257,7 +274,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
     // Effects run in the browser only: dispatching while rendering on the server
     // would race the render, and the page could hydrate against other HTML.
     Effect::new(move |_| {
-        search.dispatch(BundleCandidates { q: String::new() });
+        search(String::new());
         external_candidates.dispatch(BundleExternalCandidates { bundle: id });
     });
     let external_inputs = move || external.get_untracked().into_iter().map(|e| ExternalInput { server: e.server, tool: e.tool }).collect();
@@ -361,14 +378,14 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                     <h2>"Add tools"</h2>
                     <form class="inline-form" on:submit=move |ev| {
                         ev.prevent_default();
-                        search.dispatch(BundleCandidates { q: query.get_untracked() });
+                        search(query.get_untracked());
                     }>
                         <input type="search" class="candidate-search" placeholder="Search tools you can see…" maxlength="200"
                             prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
                         <button type="submit" class="button secondary">"Search"</button>
                     </form>
-                    {move || search.pending().get().then(|| view! { <p class="muted small">"Searching…"</p> })}
-                    {move || search.value().get().map(|r| match r {
+                    {move || searching.get().then(|| view! { <p class="muted small">"Searching…"</p> })}
+                    {move || found.get().map(|r| match r {
                         Ok(found) if found.is_empty() => view! { <p class="muted small">"No published tool you can see matches."</p> }.into_any(),
                         Ok(found) => view! {
                             <ul class="candidates">

@@ -5,7 +5,11 @@ use leptos_meta::Title;
 pub fn NotFound() -> impl IntoView {
     #[cfg(feature = "ssr")]
     if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
-        res.set_status(http::StatusCode::NOT_FOUND);
+        // A page that also redirects (a signed-out visitor, see `RequireUser`) stays a redirect.
+        let redirecting = res.0.read().is_ok_and(|parts| parts.status.is_some_and(|s| s.is_redirection()));
+        if !redirecting {
+            res.set_status(http::StatusCode::NOT_FOUND);
+        }
     }
     view! {
         <Title text="Not found" />

@@ -368,7 +368,7 @@ impl Toolshed {
         let ids: HashSet<ToolId> = rows.iter().map(|r| r.try_get("id").map(ToolId)).collect::<Result<_, _>>()?;
         let mut bundles: Vec<Tool> =
             self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
-        bundles.sort_by(|a, b| a.slug().cmp(&b.slug()));
+        bundles.sort_by_key(|b| b.slug());
         Ok(bundles)
     }
 }

@@ -214,7 +214,7 @@ impl ToolHost for Members {
                 );
                 result
             };
-            Ok(ToolCall::Run { request, finish: Box::new(finish) })
+            Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })
         })
     }
 }

@@ -115,8 +115,8 @@ server_test!(moving_a_user_changes_which_department_listings_they_see, |srv: Tes
     let (status, _) = srv.call(&admin, "admin/users/department", &[("username", "bob"), ("department", "finance")]).await;
     assert_eq!(status, 200);
     assert_eq!(open(bob.clone()).await, 200, "bob now sees finance's department listings");
-    assert_eq!(user(&users(&srv, &admin).await, "bob")["department"], "finance");
-    let moved = &audit(&srv, &admin, &[("action", "user.department_changed")]).await["entries"][0];
+    assert_eq!(user(&users(srv, &admin).await, "bob")["department"], "finance");
+    let moved = &audit(srv, &admin, &[("action", "user.department_changed")]).await["entries"][0];
     assert_eq!(moved["change"], r#"{"department":"sales"} → {"department":"finance"}"#);
 });
 

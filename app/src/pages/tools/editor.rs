@@ -11,8 +11,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionsPanel;
 use super::{ago, now_ms};
 use crate::api::{
-    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, LoadVersion, Publish, RowsFromSchema, RunTarget, RunTestCases,
-    SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvVarView, LoadVersion, Publish, RowsFromSchema, RunTarget,
+    RunTestCases, SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows};
 use crate::components::RequireUser;
@@ -50,7 +50,7 @@ enum SaveState {
 
 #[component]
 fn Editor(data: EditorState) -> impl IntoView {
-    let EditorState { tool, draft, test_cases } = data;
+    let EditorState { tool, draft, test_cases, env } = data;
     let id = tool.id;
     if !tool.can_edit {
         return view! { <p class="alert error">"You may not edit this tool."</p> }.into_any();
@@ -81,6 +81,20 @@ fn Editor(data: EditorState) -> impl IntoView {
         .ok();
         pending_timer.set_value(handle);
     };
+    // Leaving the page (client-side) within the debounce: save now, not never,
+    // and not from a timer that would find this page's signals gone.
+    on_cleanup(move || {
+        if let Some(h) = pending_timer.try_get_value().flatten() {
+            h.clear();
+            if let (Some(SaveState::Dirty), Some(code), Some(args)) =
+                (save_state.try_get_untracked(), code.try_get_untracked(), defs.try_get_untracked())
+            {
+                leptos::task::spawn_local(async move {
+                    let _ = crate::api::save_draft(id, code, args).await;
+                });
+            }
+        }
+    });
     Effect::new(move |first: Option<()>| {
         code.track();
         defs.track();
@@ -95,7 +109,7 @@ fn Editor(data: EditorState) -> impl IntoView {
             // A network blip: try again shortly; the text stays in the editor meanwhile.
             set_timeout(
                 move || {
-                    if save_state.get_untracked() == SaveState::Failed {
+                    if save_state.try_get_untracked() == Some(SaveState::Failed) {
                         schedule_save()
                     }
                 },
@@ -105,12 +119,17 @@ fn Editor(data: EditorState) -> impl IntoView {
         _ => {}
     });
     // Warn before leaving with unsaved text.
+    // The listener lives on the window, past this page: remove it with the page, or
+    // the next `beforeunload` (a search form on Browse fires one) reads a disposed signal.
     #[cfg(feature = "hydrate")]
-    let _unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
-        if matches!(save_state.get_untracked(), SaveState::Dirty | SaveState::Saving | SaveState::Failed) {
-            ev.prevent_default();
-        }
-    });
+    {
+        let unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
+            if matches!(save_state.try_get_untracked(), Some(SaveState::Dirty | SaveState::Saving | SaveState::Failed)) {
+                ev.prevent_default();
+            }
+        });
+        on_cleanup(move || unload.remove());
+    }
 
     // --- Schema preview and pasted schemas. ---
     let preview = ServerAction::<SchemaPreview>::new();
@@ -267,7 +286,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                 </section>
 
                 <SettingsCard tool />
-                <EnvCard tool=id />
+                <EnvCard tool=id vars=env />
             </div>
 
             <aside class="editor-side">
@@ -403,38 +422,46 @@ fn LimitInputs(timeout_ms: i64, memory_mib: i64, what: &'static str) -> impl Int
 }
 
 /// `$env`: configuration values; secrets can be replaced but never read back.
+///
+/// The first list comes with the editor's data rather than from a resource of
+/// its own: a resource created inside the editor's `Suspense` gets its id when
+/// that content happens to render on the server, which is not always in the
+/// same order, and a client that looks its value up under another id hydrates
+/// against the wrong HTML (the editor's one-load-in-three panic).
 #[component]
-fn EnvCard(tool: i64) -> impl IntoView {
+fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
     let set = ServerAction::<SetEnvVar>::new();
     let delete = ServerAction::<DeleteEnvVar>::new();
-    let vars = Resource::new(move || (set.version().get(), delete.version().get()), move |_| env_vars(tool));
+    let vars = RwSignal::new(vars);
+    Effect::new(move |_| {
+        if set.version().get() + delete.version().get() > 0 {
+            leptos::task::spawn_local(async move {
+                if let Ok(list) = env_vars(tool).await {
+                    vars.set(list);
+                }
+            });
+        }
+    });
     view! {
         <section class="card">
             <h2>"Configuration ($env)"</h2>
             <p class="muted small">"Values the code reads as " <code>"$env.NAME"</code> ". Secret values are never shown again, and are blanked out of results and console output."</p>
-            <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
-                    let list = vars.await.unwrap_or_default();
+            <ul class="env-vars">
+                {move || vars.get().into_iter().map(|v| {
+                    let name = v.name.clone();
                     view! {
-                        <ul class="env-vars">
-                            {list.into_iter().map(|v| {
-                                let name = v.name.clone();
-                                view! {
-                                    <li>
-                                        <code>{v.name.clone()}</code>
-                                        " = "
-                                        {match v.value {
-                                            Some(value) => view! { <span class="mono">{value}</span> }.into_any(),
-                                            None => view! { <span class="muted">"secret ••••••"</span> }.into_any(),
-                                        }}
-                                        <button type="button" class="link-button danger" on:click=move |_| { delete.dispatch(DeleteEnvVar { tool, name: name.clone() }); }>"remove"</button>
-                                    </li>
-                                }
-                            }).collect_view()}
-                        </ul>
+                        <li>
+                            <code>{v.name.clone()}</code>
+                            " = "
+                            {match v.value {
+                                Some(value) => view! { <span class="mono">{value}</span> }.into_any(),
+                                None => view! { <span class="muted">"secret ••••••"</span> }.into_any(),
+                            }}
+                            <button type="button" class="link-button danger" on:click=move |_| { delete.dispatch(DeleteEnvVar { tool, name: name.clone() }); }>"remove"</button>
+                        </li>
                     }
-                })}
-            </Transition>
+                }).collect_view()}
+            </ul>
             <ActionForm action=set attr:class="inline-form env-form">
                 <input type="hidden" name="tool" value=tool />
                 <input name="name" placeholder="NAME" required maxlength="64" class="mono" />

@@ -193,7 +193,7 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
                 <label class="small">"Arguments for tools/call"
                     <textarea class="mono debugger-args" rows="4" prop:value=move || input.get() on:input=move |ev| input.set(event_target_value(&ev))></textarea>
                 </label>
-                <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call.clone()>"Call tool"</button>
+                <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call>"Call tool"</button>
             </Show>
             <ol class="debugger-log">
                 {move || {

@@ -52,7 +52,7 @@ pub trait ToolHost: Send + Sync {
 /// needs a second worker and cannot starve the pool.
 pub enum ToolCall {
     Run {
-        request: RunRequest,
+        request: Box<RunRequest>,
         /// Records the run and turns its outcome into the value the JS call
         /// resolves with, or the message it rejects with.
         finish: Box<dyn FnOnce(RunOutcome) -> Result<ToolValue, String> + Send>,

@@ -289,7 +289,7 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
     }
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
     request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);
-    finish(run(request).0)
+    finish(run(*request).0)
 }
 
 /// Drops the frame of the wrapper's call, which is not the user's code.

@@ -219,7 +219,7 @@ enum Channel {
     /// Each request is a POST; answers come in its body.
     Streamable { session: Option<String> },
     /// Requests are POSTed to `post_url`; answers come on the open GET stream.
-    Sse { post_url: Url, stream: Body },
+    Sse { post_url: Url, stream: Box<Body> },
 }
 
 impl Connection {
@@ -236,7 +236,7 @@ impl Connection {
                 .await?;
                 let mut stream = Body::new(res);
                 let post_url = sse_endpoint(&mut stream, &endpoint.url).await?;
-                Channel::Sse { post_url: with_query(&post_url, &endpoint.credential), stream }
+                Channel::Sse { post_url: with_query(&post_url, &endpoint.credential), stream: Box::new(stream) }
             }
         };
         let mut conn = Self { http: http.clone(), endpoint: endpoint.clone(), next_id: 0, channel };

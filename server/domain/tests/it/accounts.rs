@@ -1,6 +1,5 @@
 //! Accounts, on SQLite and on PostgreSQL.
 
-use crate::support;
 use toolshed_domain::accounts::Registration;
 
 use toolshed_domain::{AccountError, Db, Settings, Toolshed};

@@ -1,8 +1,6 @@
 //! Forks and bundles, on SQLite and on PostgreSQL: what a fork copies and
 //! remembers, what a bundle serves to whom, and the mistakes an author can make.
 
-use crate::support;
-
 use crate::support::{finance_and_legal as world, text_arg};
 use serde_json::json;
 use toolshed_domain::bundles::MemberSpec;

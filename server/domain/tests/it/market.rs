@@ -1,8 +1,6 @@
 //! The marketplace: search, filters, sorts, pages and visibility, featured
 //! listings and usage figures, on SQLite and on PostgreSQL (same answers).
 
-use crate::support;
-
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::{BrowsePage, BrowseQuery, ListingCard, ListingKind};

@@ -2,8 +2,6 @@
 //! endpoints, how their keys are sealed and changed, what the audit log keeps,
 //! and which turns are refused before any model is asked.
 
-use crate::support;
-
 use crate::support::{finance_and_legal as world, text_arg};
 use sqlx::Row;
 use toolshed_domain::accounts::Registration;

@@ -1,7 +1,5 @@
 //! Tools, versions, publish and roll back, visibility and runs, on SQLite and on PostgreSQL.
 
-use crate::support;
-
 use crate::support::{finance_and_legal as world, text_arg};
 use serde_json::json;
 use toolshed_domain::accounts::Registration;

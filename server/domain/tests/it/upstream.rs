@@ -1,8 +1,6 @@
 //! External MCP servers' registration rules, on SQLite and on PostgreSQL: who
 //! may register for which department, names, sealed credentials, edits and
-//! removal. (Talking to a real server is in server/tests/upstream.rs.)
-
-use crate::support;
+//! removal. (Talking to a real server is in server/tests/it/upstream.rs.)
 
 use crate::support::finance_and_legal as world;
 use toolshed_domain::names::{DepartmentName, Invalid};
@@ -97,7 +95,7 @@ store_test!(a_servers_credential_is_stored_sealed_and_can_be_kept_replaced_or_cl
     assert!(ts.mcp_servers(&root).await.unwrap().is_empty());
 });
 
-store_test!(server_names_are_unique_and_make_server__tool_names, |db: Db| async move {
+store_test!(server_names_are_unique_and_make_double_underscore_tool_names, |db: Db| async move {
     let (ts, alice, _bob, carol) = world(db).await;
     let root = admin(&alice);
     ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("github").unwrap(), spec(CredentialChange::Clear)).await.unwrap();

@@ -1,0 +1,97 @@
+// Every page, loaded directly again and again and reached by navigation: the
+// wasm must hydrate each one without a panic or a console error. Hydration
+// mismatches come and go with timing (which server-side task renders first),
+// so one load proves little: each page is loaded LOADS times.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE, launch, hydrated, signInAsAdmin } from './browser.mjs';
+
+const LOADS = 30;
+/** Pages loaded at once: enough to keep the machine busy, few enough to stay fair. */
+const AT_ONCE = 5;
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+/** Opens a page in `context` that records every uncaught error and console error. */
+async function watchedPage(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text().split('\n')[0]}`); });
+  return { page, errors };
+}
+
+/** Loads `path` LOADS times (AT_ONCE at a time); returns "path (load n): error" lines. */
+async function loadRepeatedly(context, path) {
+  const failures = [];
+  const loadOnce = async (n) => {
+    const { page, errors } = await watchedPage(context);
+    await page.goto(`${BASE}${path}`);
+    await hydrated(page).catch(() => errors.push('never hydrated'));
+    // A panic in content hydrated after the first pass shows up a moment later.
+    await page.waitForTimeout(150);
+    failures.push(...errors.map((e) => `${path} (load ${n}): ${e}`));
+    await page.close();
+  };
+  for (let n = 0; n < LOADS; n += AT_ONCE) {
+    await Promise.all(Array.from({ length: Math.min(AT_ONCE, LOADS - n) }, (_, i) => loadOnce(n + i + 1)));
+  }
+  return failures;
+}
+
+const SIGNED_OUT = ['/', '/browse', '/browse?q=echo', '/login', '/register', '/tools/demo/echo', '/bundles/demo/text_kit'];
+const SIGNED_IN = [
+  '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
+  '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit',
+  '/account', '/playground', '/admin', '/admin/audit', '/admin/servers',
+];
+
+test(`every page a visitor can open hydrates cleanly, ${LOADS} loads each`, async () => {
+  const context = await browser.newContext();
+  const failures = [];
+  for (const path of SIGNED_OUT) failures.push(...await loadRepeatedly(context, path));
+  await context.close();
+  assert.deepEqual(failures, []);
+});
+
+test(`every page the administrator can open hydrates cleanly, ${LOADS} loads each`, async () => {
+  const context = await browser.newContext();
+  const { page } = await watchedPage(context);
+  await signInAsAdmin(page);
+  const failures = [];
+  for (const path of SIGNED_IN) failures.push(...await loadRepeatedly(context, path));
+  await context.close();
+  assert.deepEqual(failures, []);
+});
+
+test('navigating between pages without reloads keeps the app alive', async () => {
+  const context = await browser.newContext();
+  const { page, errors } = await watchedPage(context);
+  await signInAsAdmin(page);
+  // Editor → Browse → search → a listing → its editor → My tools → a bundle's editor → Browse, all client-side.
+  await page.goto(`${BASE}/tools/demo/echo/edit`);
+  await hydrated(page);
+  for (let round = 0; round < 3; round++) {
+    await page.click('nav a[href="/browse"]');
+    await page.waitForURL(/\/browse$/);
+    await page.fill('main input[name=q]', 'echo');
+    await page.press('main input[name=q]', 'Enter');
+    await page.waitForURL(/q=echo/);
+    await page.click('a[href="/tools/demo/echo"]');
+    await page.waitForSelector('.connect-panel');
+    await page.click('a[href="/tools/demo/echo/edit"]');
+    await page.waitForSelector('.cm-editor');
+    await page.click('nav a[href="/tools/mine"]');
+    await page.waitForURL(/\/tools\/mine$/);
+    await page.goto(`${BASE}/bundles/demo/text_kit/edit`);
+    await hydrated(page);
+    await page.waitForSelector('.bundle-search');
+  }
+  // The app still answers clicks after all that.
+  await page.click('.user-button');
+  await page.waitForSelector('.menu.open');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

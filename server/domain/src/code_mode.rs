@@ -221,7 +221,7 @@ impl ToolHost for Members {
 
 /// An external tool's MCP result as `tools.<name>()` resolves (its structured
 /// content, else its text) or rejects (`isError`, with its text).
-fn external_value(name: &str, result: serde_json::Value) -> Result<ToolValue, String> {
+pub(crate) fn external_value(name: &str, result: serde_json::Value) -> Result<ToolValue, String> {
     let text: Vec<&str> = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
     let text = text.join("\n");
     if result["isError"].as_bool() == Some(true) {

@@ -17,6 +17,7 @@ use crate::codegen::openai_functions;
 use crate::names::Invalid;
 use crate::sandbox::{ConsoleLine, ToolValue};
 use crate::tools::{ListingKind, RunSource, Tool, ToolError, Via};
+use crate::upstream::ServedExternal;
 use crate::Toolshed;
 
 /// Model requests in one turn before it is stopped: a model that keeps calling
@@ -62,13 +63,21 @@ pub enum PlaygroundEvent {
     Error { message: String },
 }
 
+/// What a function name the model sees calls.
+enum Callable {
+    /// The tool itself, or a bundle's member.
+    Own(ServedTool),
+    /// An external server's tool a bundle serves.
+    External(ServedExternal),
+}
+
 /// A checked turn, ready to run.
 pub struct Turn {
     toolshed: Toolshed,
     user: User,
     listing: Tool,
     /// By the function name the model sees.
-    tools: HashMap<String, ServedTool>,
+    tools: HashMap<String, Callable>,
     functions: Value,
     client: ChatClient,
     messages: Vec<Message>,
@@ -98,8 +107,18 @@ impl Toolshed {
         let defs = self.tool_defs(user, &listing).await?;
         let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
         let functions = openai_functions(prefix, &defs);
-        let mut served: HashMap<String, ServedTool> =
-            self.served_by(user, &listing).await?.into_iter().map(|s| (s.name.clone(), s)).collect();
+        let (own, external) = match listing.kind {
+            ListingKind::Tool => (self.served_by(user, &listing).await?, Vec::new()),
+            ListingKind::Bundle => {
+                let served = self.served_tools(user, &listing).await?;
+                (served.tools, served.external)
+            }
+        };
+        let mut served: HashMap<String, Callable> = own
+            .into_iter()
+            .map(|s| (s.name.clone(), Callable::Own(s)))
+            .chain(external.into_iter().map(|e| (e.name.clone(), Callable::External(e))))
+            .collect();
         // The model calls tools by their function names (`bundle__tool`, cut to 64).
         let tools = defs
             .iter()
@@ -179,13 +198,26 @@ impl Turn {
         let started = Instant::now();
         let failed =
             |output: String| CallResult { ok: false, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
-        let Some(served) = self.tools.get(&call.function.name) else {
+        let Some(callable) = self.tools.get(&call.function.name) else {
             return failed(format!("Error: there is no tool named {}", call.function.name));
         };
         let raw = call.function.arguments.trim();
         let input = if raw.is_empty() { Ok(Value::Null) } else { serde_json::from_str::<Value>(raw) };
         let Ok(input) = input else {
             return failed(format!("Error: the arguments are not valid JSON: {raw}"));
+        };
+        let served = match callable {
+            Callable::Own(served) => served,
+            Callable::External(ext) => {
+                let via = Via { transport: TRANSPORT, token_id: None, bundle_id: Some(self.listing.id) };
+                let answer = self.toolshed.call_external(&self.user, &self.listing, ext, input, via).await;
+                let (ok, output) = match crate::code_mode::external_value(&ext.name, answer) {
+                    Ok(ToolValue::Text(text)) => (true, text),
+                    Ok(ToolValue::Json(value)) => (true, value.to_string()),
+                    Err(e) => (false, format!("Error: {e}")),
+                };
+                return CallResult { ok, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
+            }
         };
         // A tool runs its published version (refused when disabled); a bundle's member the version the bundle serves.
         let (source, bundle_id) = match self.listing.kind {

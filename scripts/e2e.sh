@@ -10,7 +10,7 @@ data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-e2e.XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
 TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
-    DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn \
+    DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
     target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }

@@ -73,10 +73,12 @@ mod from_domain {
     impl From<ToolError> for AppError {
         fn from(e: ToolError) -> Self {
             match e {
-                ToolError::Invalid(_) | ToolError::BadArguments(_) | ToolError::NoSuchVersion(_) => AppError::Invalid(e.to_string()),
+                ToolError::Invalid(_) | ToolError::BadArguments(_) | ToolError::NoSuchVersion(_) | ToolError::UnknownTool(_) => {
+                    AppError::Invalid(e.to_string())
+                }
                 ToolError::NotFound => AppError::NotFound,
                 ToolError::Forbidden => AppError::Forbidden,
-                ToolError::NameTaken(_) | ToolError::NotPublished => AppError::Conflict(e.to_string()),
+                ToolError::NameTaken(_) | ToolError::NotPublished | ToolError::Conflict(_) => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
                 ToolError::Disabled => AppError::Refused(e.to_string()),
                 ToolError::Store(e) => {

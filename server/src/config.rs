@@ -38,6 +38,13 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_SECRETS_KEY", hide_env_values = true, global = true)]
     pub secrets_key: Option<String>,
 
+    /// Internal hosts (names or addresses, comma-separated) that tools' `$fetch`,
+    /// external MCP servers and chat endpoints may reach. Every other loopback,
+    /// private, link-local (cloud metadata), CGNAT or unique-local address is
+    /// refused, after name resolution and at every redirect.
+    #[arg(long, env = "TOOLSHED_INTERNAL_HOSTS", default_value = "", global = true)]
+    pub internal_hosts: String,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]

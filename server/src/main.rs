@@ -66,7 +66,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let db = Db::connect(&config.database_url()).await?;
     db.migrate().await?;
     let secrets = toolshed_domain::secrets::SecretBox::new(&config.secrets_key()?);
-    let toolshed = Toolshed::new(db, Settings { secrets, ..Settings::default() });
+    let internal_hosts = toolshed_domain::outbound::InternalHosts::parse(&config.internal_hosts);
+    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, ..Settings::default() });
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

@@ -52,6 +52,8 @@ pub struct Caller {
 pub struct McpState {
     toolshed: Toolshed,
     sse: sse::SseSessions,
+    /// Cancelled at shutdown: legacy SSE streams end.
+    closing: tokio_util::sync::CancellationToken,
 }
 
 /// One JSON-RPC message is small; anything larger is refused (413) unread.
@@ -59,15 +61,25 @@ const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// The MCP routes, behind the token check. `site_origin` is this server's own
 /// origin: a browser request from it may use the session cookie instead of a token.
-pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>, site_origin: String) -> axum::Router {
+///
+/// Every open stream ends when `closing` is cancelled (shutdown); sessions stay in the database.
+pub fn routes(
+    toolshed: Toolshed,
+    mode: SessionMode,
+    allowed_hosts: Vec<String>,
+    site_origin: String,
+    closing: tokio_util::sync::CancellationToken,
+) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts.clone())
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_legacy_session_mode(mode == SessionMode::Stateful)
-        .with_json_response(mode == SessionMode::Stateless);
+        .with_json_response(mode == SessionMode::Stateless)
+        .with_cancellation_token(closing.clone());
+    let stored = sessions::Stored::default();
     let transport = match mode {
         SessionMode::Stateful => {
-            config.session_store = Some(Arc::new(sessions::DbSessionStore(toolshed.clone())));
+            config.session_store = Some(Arc::new(sessions::DbSessionStore { toolshed: toolshed.clone(), stored: stored.clone() }));
             Transport::StreamableHttp
         }
         SessionMode::Stateless => Transport::Stateless,
@@ -78,13 +90,15 @@ pub fn routes(toolshed: Toolshed, mode: SessionMode, allowed_hosts: Vec<String>,
     };
     let streamable = match mode {
         SessionMode::Stateful => {
-            axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config))
+            let sessions = Arc::new(LocalSessionManager::default());
+            tokio::spawn(sessions::end_sessions_ended_elsewhere(toolshed.clone(), sessions.clone(), stored, closing.clone()));
+            axum::routing::any_service(StreamableHttpService::new(factory, sessions, config))
         }
         SessionMode::Stateless => {
             axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config))
         }
     };
-    let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default() };
+    let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing };
     let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts), stateful: mode == SessionMode::Stateful };
     let mut router = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
@@ -129,6 +143,19 @@ fn parse_error(e: &serde_json::Error) -> Response {
         "error": {"code": -32700, "message": format!("Parse error: not a single JSON-RPC message ({e})")},
     });
     (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}
+
+/// The database could not be asked (stopped, unreachable, pool exhausted): a
+/// JSON-RPC error a client can show, and a hint to try again.
+fn unavailable() -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32603, "message": "Toolshed cannot reach its database right now; try again in a few seconds."},
+    });
+    let mut res = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    res
 }
 
 fn unauthorized(reason: &str) -> Response {
@@ -199,7 +226,7 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             Ok(Err(_)) => return unauthorized("Invalid, expired or revoked API token."),
             Err(e) => {
                 tracing::error!(error = %e, "token check failed");
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+                return unavailable();
             }
         },
         None => match browser_user(&gate, req.headers(), req.extensions().get::<tower_sessions::Session>().cloned()).await {
@@ -214,25 +241,31 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {
             tracing::error!(error = %e, "listing lookup failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            return unavailable();
         }
     };
     if listing.status == Status::Disabled {
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
     }
+    let delete = req.method() == axum::http::Method::DELETE;
     // rmcp answers the DELETE of a session it never had with 202; the spec says 404.
-    if gate.stateful && req.method() == axum::http::Method::DELETE {
+    if gate.stateful && delete {
         if let Some(id) = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             match ts.load_mcp_session(id).await {
                 Ok(Some(_)) => {}
                 Ok(None) => return (StatusCode::NOT_FOUND, "No such session.\n").into_response(),
                 Err(e) => {
                     tracing::error!(error = %e, "session lookup failed");
-                    return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+                    return unavailable();
                 }
             }
         }
     }
     req.extensions_mut().insert(Caller { user, token, listing });
-    next.run(req).await
+    let mut res = next.run(req).await;
+    // A session ended: the official SDKs expect 200 (Python logs "Session termination failed: 202").
+    if delete && res.status() == StatusCode::ACCEPTED {
+        *res.status_mut() = StatusCode::OK;
+    }
+    res
 }

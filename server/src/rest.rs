@@ -42,6 +42,9 @@ pub enum ApiError {
     InvalidFile(String),
     #[error("{0}")]
     NameTaken(String),
+    /// A race with another push: retryable.
+    #[error("{0}")]
+    Conflict(String),
     #[error("{failed} of {total} test cases failed; version {} was saved but not published.", .report.version)]
     TestsFailed { failed: usize, total: usize, report: Box<PushReport> },
     #[error("The sandbox is busy; try again in a moment.")]
@@ -56,7 +59,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::MissingScope | ApiError::OutOfScope(_) | ApiError::Forbidden(_) | ApiError::Disabled => StatusCode::FORBIDDEN,
             ApiError::InvalidFile(_) => StatusCode::BAD_REQUEST,
-            ApiError::NameTaken(_) => StatusCode::CONFLICT,
+            ApiError::NameTaken(_) | ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TestsFailed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -72,6 +75,7 @@ impl ApiError {
             ApiError::Disabled => "disabled",
             ApiError::InvalidFile(_) => "invalid_file",
             ApiError::NameTaken(_) => "name_taken",
+            ApiError::Conflict(_) => "conflict",
             ApiError::TestsFailed { .. } => "tests_failed",
             ApiError::Busy => "busy",
             ApiError::Internal => "internal",
@@ -85,9 +89,10 @@ impl From<ToolError> for ApiError {
             ToolError::Invalid(_) | ToolError::BadArguments(_) => ApiError::InvalidFile(e.to_string()),
             ToolError::NotFound | ToolError::Forbidden => ApiError::Forbidden("You may not change this tool.".into()),
             ToolError::NameTaken(_) => ApiError::NameTaken(e.to_string()),
+            ToolError::Conflict(m) => ApiError::Conflict(m),
             ToolError::Disabled => ApiError::Disabled,
             ToolError::Busy => ApiError::Busy,
-            ToolError::NoSuchVersion(_) | ToolError::NotPublished | ToolError::Store(_) => {
+            ToolError::NoSuchVersion(_) | ToolError::NotPublished | ToolError::UnknownTool(_) | ToolError::Store(_) => {
                 tracing::error!(error = %e, "push failed");
                 ApiError::Internal
             }

@@ -60,7 +60,8 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
             toolshed.seed_demo().await?;
         }
     }
-    let app = router(&config, toolshed.clone(), args.mcp_sessions)?;
+    let shutdown = Shutdown::default();
+    let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
@@ -69,17 +70,91 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     });
     tokio::spawn(sweep_expired_sessions(toolshed.clone()));
     tokio::spawn(refresh_external_servers(toolshed.clone()));
-    let shutdown = shutdown_signal();
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await?;
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown.clone().sequence(shutdown_signal()));
+    tokio::select! {
+        served = server => served?,
+        () = async { shutdown.streams.cancelled().await; tokio::time::sleep(GRACE).await } => {
+            tracing::warn!("calls still running {GRACE:?} after the streams closed; stopping without them");
+        }
+    }
     // Calls answered before the shutdown are recorded before the pool closes.
     toolshed.usage().flush().await;
     toolshed.db.close().await;
     Ok(())
 }
 
-pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode) -> anyhow::Result<Router> {
+/// After SIGTERM, how long responses say `Connection: close` before the
+/// server stops reading requests: a client that sent one on a kept-alive
+/// connection gets its answer instead of a reset.
+const DRAIN: Duration = Duration::from_millis(750);
+/// After the streams close, how long calls still running may take.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Shutting down in order: drain (keep-alive ends), then close every open
+/// stream (legacy SSE, Streamable HTTP) so graceful shutdown can finish.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    draining: tokio_util::sync::CancellationToken,
+    /// Cancelled when event streams must end; MCP streams hold child tokens.
+    pub streams: tokio_util::sync::CancellationToken,
+}
+
+impl Shutdown {
+    /// Resolves when graceful shutdown may begin: after `signal`, the drain.
+    async fn sequence(self, signal: impl std::future::Future<Output = ()>) {
+        signal.await;
+        self.draining.cancel();
+        tokio::time::sleep(DRAIN).await;
+        self.streams.cancel();
+    }
+}
+
+/// Takes the quotes off quoted cookie values (`name="value"`, which RFC 6265
+/// allows and some HTTP clients send) before the session layer reads them.
+async fn unquote_cookies(mut req: Request, next: Next) -> Response {
+    let quoted = req.headers().get_all(header::COOKIE).iter().any(|v| v.as_bytes().contains(&b'"'));
+    if quoted {
+        let unquoted: Vec<header::HeaderValue> = req
+            .headers()
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .map(|pair| match pair.split_once('=') {
+                        Some((name, value)) => {
+                            let value = value.trim();
+                            let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+                            format!("{}={value}", name.trim())
+                        }
+                        None => pair.trim().to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .filter_map(|v| header::HeaderValue::from_str(&v).ok())
+            .collect();
+        req.headers_mut().remove(header::COOKIE);
+        for v in unquoted {
+            req.headers_mut().append(header::COOKIE, v);
+        }
+    }
+    next.run(req).await
+}
+
+/// While draining, every response closes its connection.
+async fn close_when_draining(State(shutdown): State<Shutdown>, req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    if shutdown.draining.is_cancelled() {
+        res.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    res
+}
+
+pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode, shutdown: Shutdown) -> anyhow::Result<Router> {
     let site_root = config.site_root();
     let leptos_options = LeptosOptions::builder()
         .output_name("toolshed")
@@ -123,15 +198,17 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     // MCP clients are not browsers: no cross-site check (a signed-in browser may
     // only call from our own origin, see `mcp::authorize`), and rmcp limits bodies.
     let site_origin = base_url.origin().ascii_serialization();
-    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin);
+    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
     let rest = crate::rest::routes(toolshed);
     let app = pages
         .merge(mcp)
         .merge(rest)
         .layer(sessions)
+        .layer(axum::middleware::from_fn(unquote_cookies))
         // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
         .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn_with_state(shutdown, close_when_draining))
         .layer(TraceLayer::new_for_http());
     Ok(app)
 }

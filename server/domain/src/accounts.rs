@@ -119,7 +119,7 @@ impl Toolshed {
     pub async fn register(&self, reg: Registration, actor: Option<UserId>) -> Result<User, AccountError> {
         let hash = passwords::hash(reg.password.expose().to_owned()).await;
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let department_id = ensure_department(&mut tx, &reg.department, now).await?;
         let inserted = sqlx::query(
             "INSERT INTO users (username, display_name, department_id, password_hash, is_admin, is_active, session_epoch, created_at, updated_at) \
@@ -201,7 +201,7 @@ impl Toolshed {
             Some(user) if ok && user.is_active => Ok(user),
             _ => {
                 let now = now_ms();
-                let mut tx = self.db.begin().await?;
+                let mut tx = self.begin().await?;
                 sqlx::query("INSERT INTO login_failures (username, client, at_ms) VALUES ($1, $2, $3)")
                     .bind(&username)
                     .bind(client)
@@ -232,7 +232,7 @@ impl Toolshed {
         }
         let new = NewPassword::parse(new, &Username::parse(&user.username)?)?;
         let new_hash = passwords::hash(new.expose().to_owned()).await;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1, updated_at = $2 WHERE id = $3")
             .bind(&new_hash)
             .bind(now_ms())

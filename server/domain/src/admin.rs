@@ -207,7 +207,7 @@ impl Toolshed {
     pub async fn set_admin(&self, admin: &User, username: &str, is_admin: bool) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         if !is_admin {
             self.keep_an_admin(&mut tx, &user).await?;
         }
@@ -241,7 +241,7 @@ impl Toolshed {
         if !active && user.id == admin.id {
             return Err(AdminError::DeactivateSelf);
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         if !active {
             self.keep_an_admin(&mut tx, &user).await?;
         }
@@ -272,7 +272,7 @@ impl Toolshed {
     pub async fn move_user(&self, admin: &User, username: &str, department: &DepartmentName) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(&mut *tx).await?;
         let Some(row) = row else { return Err(AdminError::UnknownDepartment(department.to_string())) };
         let dept_id: i64 = row.try_get("id")?;
@@ -304,7 +304,7 @@ impl Toolshed {
 
     pub async fn create_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
         require_admin(admin)?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let inserted = sqlx::query("INSERT INTO departments (name, title, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
             .bind(name.as_str())
             .bind(title.as_str())
@@ -324,7 +324,7 @@ impl Toolshed {
     pub async fn rename_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
         require_admin(admin)?;
         let before = self.department_row(name).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE departments SET title = $1 WHERE name = $2").bind(title.as_str()).bind(name.as_str()).execute(&mut *tx).await?;
         let (b, a) = (serde_json::json!({"title": before.title}), serde_json::json!({"title": title.as_str()}));
         audit::record(&mut tx, Some(admin.id), "department.renamed", &format!("department:{name}"), Some(b), Some(a)).await?;
@@ -336,7 +336,7 @@ impl Toolshed {
     pub async fn set_review_required(&self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
         require_admin(admin)?;
         let before = self.department_row(name).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2")
             .bind(i64::from(required))
             .bind(name.as_str())

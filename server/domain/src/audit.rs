@@ -21,7 +21,6 @@ pub async fn record(
         .bind(after.map(|v| v.to_string()))
         .execute(tx)
         .await?;
-    // Whatever changed may be in the call cache (see `cache` for the race left).
-    crate::cache::invalidate_all();
+    // Whatever changed may be in the call cache: `store::Tx::commit` empties it.
     Ok(())
 }

@@ -16,7 +16,7 @@ use crate::accounts::User;
 use crate::codegen::{ListingApi, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
-use crate::tools::{can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
+use crate::tools::{can_edit, can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
 use crate::upstream::{ExternalMember, ServedExternal};
 use crate::{audit, now_ms, Toolshed};
 
@@ -73,6 +73,8 @@ struct ItemRow {
     tool_id: ToolId,
     pinned_version: Option<i64>,
     exposed_name: String,
+    /// The pinned version has been served (see `tools::mark_published`).
+    pinned_published: bool,
 }
 
 impl Toolshed {
@@ -104,7 +106,7 @@ impl Toolshed {
                 reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name),
             }));
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {
             Ok(v) => v,
             Err(e) => return Err(rolled_back(tx, e).await),
@@ -195,6 +197,10 @@ impl Toolshed {
             let Some(tool) = tools.get(&item.tool_id) else { continue };
             served.member_targets.push(tool.audit_target());
             if !can_see(user, tool) || tool.status != Status::Active {
+                continue;
+            }
+            // A version never served reaches nobody but the tool's editors, a bundle or not.
+            if item.pinned_version.is_some() && !item.pinned_published && !can_edit(user, tool) {
                 continue;
             }
             if let Some(version) = item.pinned_version.or(tool.published_version) {
@@ -298,7 +304,11 @@ impl Toolshed {
             };
             match m.pinned_version {
                 Some(v) => {
-                    self.version_row(tool.id, v).await.map_err(|_| bad(format!("{} has no version {v}", tool.slug())))?;
+                    // A version never served is pinned by the tool's editors only; to others it does not exist.
+                    let usable = self.version_row(tool.id, v).await.is_ok() && self.may_use_version(user, &tool, v).await?;
+                    if !usable {
+                        return Err(bad(format!("{} has no version {v}", tool.slug())));
+                    }
                 }
                 None if tool.published_version.is_none() => {
                     return Err(bad(format!("{} has no published version to follow: pin a saved version", tool.slug())));
@@ -326,7 +336,9 @@ impl Toolshed {
 
     async fn items(&self, bundle: ToolId, n: i64) -> Result<Vec<ItemRow>, ToolError> {
         let rows = sqlx::query(
-            "SELECT tool_id, pinned_version, exposed_name FROM bundle_items WHERE bundle_id = $1 AND version = $2 ORDER BY position",
+            "SELECT i.tool_id, i.pinned_version, i.exposed_name, CASE WHEN v.published_at IS NULL THEN 0 ELSE 1 END AS pinned_published \
+             FROM bundle_items i LEFT JOIN tool_versions v ON v.tool_id = i.tool_id AND v.version = i.pinned_version \
+             WHERE i.bundle_id = $1 AND i.version = $2 ORDER BY i.position",
         )
         .bind(bundle.0)
         .bind(n)
@@ -338,6 +350,7 @@ impl Toolshed {
                     tool_id: ToolId(r.try_get("tool_id")?),
                     pinned_version: r.try_get("pinned_version")?,
                     exposed_name: r.try_get("exposed_name")?,
+                    pinned_published: r.try_get::<i64, _>("pinned_published")? != 0,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

@@ -4,14 +4,14 @@
 //! a worker thread and back, which cost more CPU than the call's own work.
 //!
 //! It is only a cache: every write that changes those rows also writes an
-//! audit row ([`crate::audit::record`]), and an audit row empties it
-//! - on this replica at once: `audit::record` moves [`EPOCH`], and an entry
-//!   loaded while the epoch moved is never trusted;
+//! audit row ([`crate::audit::record`]) in its transaction, and empties it
+//! - on this replica once that transaction commits: committing a
+//!   [`crate::store::Tx`] moves the [`Epoch`] the `Toolshed` owns, and an
+//!   entry loaded while the epoch moved is never trusted (a read inside the
+//!   writer's transaction saw the old row: the move after commit voids it);
 //! - on other replicas (and after `toolshed admin` commands) when the change
 //!   feed poller ([`crate::changes`]) sees the row, within its poll interval;
-//! - and in any case after [`TTL`], which bounds the one race left (a read that
-//!   starts inside a writer's transaction, before its commit) even if the
-//!   poller is down.
+//! - and in any case after [`TTL`], even if the poller is down.
 //!
 //! Entries hold rows, not verdicts: expiry, revocation, visibility and status
 //! are still checked on every call.
@@ -19,23 +19,30 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Moved by every audited write in this process and by every audit row the
-/// change feed sees. Process-wide, so every `Toolshed` in the process honours it.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// Moved by every write transaction's commit and by every audit row the
+/// change feed sees; owned by one `Toolshed` (cheap to clone).
+#[derive(Clone, Default)]
+pub(crate) struct Epoch(Arc<AtomicU64>);
+
+impl Epoch {
+    /// Invalidates every entry loaded before now.
+    pub fn invalidate(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn current(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
 
 /// The longest an entry is trusted, whatever else happens.
 pub const TTL: Duration = Duration::from_secs(1);
 
 /// Bounds memory: a full map starts over rather than tracking recency.
 const MAX_ENTRIES: usize = 10_000;
-
-/// Invalidates every cached entry in the process.
-pub(crate) fn invalidate_all() {
-    EPOCH.fetch_add(1, Ordering::AcqRel);
-}
 
 struct Entry<V> {
     value: V,
@@ -45,19 +52,17 @@ struct Entry<V> {
 
 pub(crate) struct Cached<K, V> {
     entries: Mutex<HashMap<K, Entry<V>>>,
-    epoch: &'static AtomicU64,
-}
-
-impl<K, V> Default for Cached<K, V> {
-    fn default() -> Self {
-        Self { entries: Mutex::new(HashMap::new()), epoch: &EPOCH }
-    }
+    epoch: Epoch,
 }
 
 impl<K: Eq + Hash, V: Clone> Cached<K, V> {
+    fn new(epoch: &Epoch) -> Self {
+        Self { entries: Mutex::new(HashMap::new()), epoch: epoch.clone() }
+    }
+
     /// Taken before loading what will be inserted (see [`Cached::insert`]).
     pub fn epoch(&self) -> u64 {
-        self.epoch.load(Ordering::Acquire)
+        self.epoch.current()
     }
 
     pub fn get(&self, key: &K) -> Option<V> {
@@ -86,7 +91,6 @@ impl<K: Eq + Hash, V: Clone> Cached<K, V> {
 }
 
 /// The caches a call reads through.
-#[derive(Default)]
 pub(crate) struct CallCache {
     /// By token hash: the token's row and its user's.
     pub tokens: Cached<String, (crate::User, crate::tokens::TokenInfo)>,
@@ -96,47 +100,49 @@ pub(crate) struct CallCache {
     pub envs: Cached<crate::ids::ToolId, (std::sync::Arc<crate::tools::Env>, crate::policy::Policy)>,
 }
 
+impl CallCache {
+    pub fn new(epoch: &Epoch) -> Self {
+        Self { tokens: Cached::new(epoch), listings: Cached::new(epoch), envs: Cached::new(epoch) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A cache with an epoch of its own, so tests running beside it cannot move it.
-    fn cache<V: Clone>(epoch: &'static AtomicU64) -> Cached<u8, V> {
-        Cached { entries: Mutex::new(HashMap::new()), epoch }
-    }
-
     #[test]
     fn an_entry_is_served_until_something_is_written() {
-        static E: AtomicU64 = AtomicU64::new(0);
-        let cache = cache(&E);
+        let epoch = Epoch::default();
+        let cache = Cached::new(&epoch);
         cache.insert(1, "row", cache.epoch());
         assert_eq!(cache.get(&1), Some("row"));
-        E.fetch_add(1, Ordering::AcqRel);
+        epoch.invalidate();
         assert_eq!(cache.get(&1), None);
     }
 
     #[test]
     fn an_entry_loaded_while_something_was_written_is_never_served() {
-        static E: AtomicU64 = AtomicU64::new(0);
-        let cache = cache(&E);
+        let epoch = Epoch::default();
+        let cache = Cached::new(&epoch);
         let at = cache.epoch();
-        E.fetch_add(1, Ordering::AcqRel); // a write lands while the row is being read
+        epoch.invalidate(); // a write commits while the row is being read
         cache.insert(1, "maybe old", at);
         assert_eq!(cache.get(&1), None);
     }
 
     #[test]
-    fn invalidate_all_empties_every_cache_in_the_process() {
-        let cache = Cached::<u8, &str>::default();
-        cache.insert(1, "row", cache.epoch());
-        invalidate_all();
-        assert_eq!(cache.get(&1), None);
+    fn an_epoch_empties_only_the_caches_that_share_it() {
+        let (mine, other) = (Epoch::default(), Epoch::default());
+        let (a, b) = (Cached::new(&mine), Cached::new(&other));
+        a.insert(1, "row", a.epoch());
+        b.insert(1, "row", b.epoch());
+        mine.invalidate();
+        assert_eq!((a.get(&1), b.get(&1)), (None, Some("row")));
     }
 
     #[test]
     fn update_changes_the_value_but_not_its_age() {
-        static E: AtomicU64 = AtomicU64::new(0);
-        let cache = cache(&E);
+        let cache = Cached::new(&Epoch::default());
         cache.insert(1, 1, cache.epoch());
         cache.update(&1, |v| *v = 2);
         assert_eq!(cache.get(&1), Some(2));

@@ -39,6 +39,8 @@ type News = (i64, Changed);
 pub struct ListingChanges {
     db: Db,
     tx: broadcast::Sender<News>,
+    /// The call cache's: moved whenever a new audit row appears.
+    epoch: crate::cache::Epoch,
 }
 
 /// Changes made after [`ListingChanges::subscribe`] returned.
@@ -63,9 +65,9 @@ impl Subscription {
 impl ListingChanges {
     /// Starts the poller, for the life of the runtime: besides the sessions'
     /// list changes it keeps the call cache true to writes made elsewhere.
-    pub fn start(db: Db) -> Self {
+    pub(crate) fn start(db: Db, epoch: crate::cache::Epoch) -> Self {
         let (tx, _) = broadcast::channel(256);
-        let this = Self { db: db.clone(), tx };
+        let this = Self { db: db.clone(), tx, epoch };
         let feed = this.clone();
         tokio::spawn(async move {
             loop {
@@ -73,7 +75,7 @@ impl ListingChanges {
                     tracing::warn!(error = %e, "listing change poller failed; restarting");
                 }
                 // Rows may have been missed meanwhile.
-                crate::cache::invalidate_all();
+                feed.epoch.invalidate();
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
@@ -116,10 +118,10 @@ impl ListingChanges {
                 }
             }
             if seen_any {
-                // Written here (already invalidated, but maybe before its commit) or on
-                // another replica; before the news goes out, so a session told of a
-                // change and calling at once sees it.
-                crate::cache::invalidate_all();
+                // Written on another replica (or here, already invalidated at its commit);
+                // before the news goes out, so a session told of a change and calling
+                // at once sees it.
+                self.epoch.invalidate();
             }
             for (id, target) in changed {
                 let _ = self.tx.send((id, target.into()));

@@ -12,13 +12,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::accounts::User;
-use crate::bundles::ServedTool;
+use crate::calls::{Callable, Callables};
 use crate::codegen::{run_code_def, ToolDef};
 use crate::ids::ToolId;
 use crate::names::Invalid;
 use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, SandboxError, ToolCall, ToolHost, ToolValue};
-use crate::tools::{ListingKind, PreparedRun, RunReport, RunSource, Status, Tool, ToolError, Via};
-use crate::upstream::ServedExternal;
+use crate::tools::{ListingKind, PreparedRun, RunReport, Status, Tool, ToolError, Via};
 use crate::{audit, now_ms, Toolshed};
 
 /// Tool calls one `run_code` may make: code that calls tools in a loop
@@ -84,7 +83,7 @@ impl Toolshed {
         if bundle.code_mode == mode {
             return Ok(bundle);
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE tools SET code_mode = $1, updated_at = $2 WHERE id = $3")
             .bind(mode.as_str())
             .bind(now_ms())
@@ -130,20 +129,15 @@ impl Toolshed {
         if bundle.status == Status::Disabled {
             return Err(ToolError::Disabled);
         }
-        let served = self.served_tools(user, bundle).await?;
-        let (members, external) = (served.tools, served.external);
+        let callables = self.callables(user, bundle).await?;
         let policy = self.policy().await?;
         let mut request = self.run_request(bundle, &policy, code, Default::default(), BTreeMap::new(), user, via.transport);
         request.fetch_allow.clear();
         request.tools = Some(CodeTools {
-            names: members.iter().map(|m| &m.name).chain(external.iter().map(|e| &e.name)).cloned().collect(),
+            names: callables.names().map(str::to_owned).collect(),
             max_calls: MAX_TOOL_CALLS,
             host: Arc::new(Members {
-                toolshed: self.clone(),
-                user: user.clone(),
-                bundle: bundle.clone(),
-                members,
-                external,
+                callables: Arc::new(callables),
                 transport: format!("{}{USAGE_SUFFIX}", via.transport),
                 token_id: via.token_id,
             }),
@@ -161,74 +155,45 @@ impl Toolshed {
 
 /// Answers `tools.<name>(input)` with the bundle's members as one caller sees them.
 struct Members {
-    toolshed: Toolshed,
-    user: User,
-    bundle: Tool,
-    members: Vec<ServedTool>,
-    /// External MCP servers' tools: called from the host, answered whole.
-    external: Vec<ServedExternal>,
+    callables: Arc<Callables>,
     transport: String,
     token_id: Option<i64>,
 }
 
 impl ToolHost for Members {
     fn prepare(&self, name: String, input: serde_json::Value) -> PreparedCall {
-        let (toolshed, user, transport) = (self.toolshed.clone(), self.user.clone(), self.transport.clone());
-        let (bundle, token_id) = (self.bundle.id, self.token_id);
-        if let Some(ext) = self.external.iter().find(|e| e.name == name).cloned() {
-            let bundle = self.bundle.clone();
-            return Box::pin(async move {
-                let via = Via { transport: &transport, token_id, bundle_id: Some(bundle.id) };
-                let result = toolshed.call_external(&user, &bundle, &ext, input, via).await;
-                Ok(ToolCall::Answered(external_value(&name, result)))
-            });
-        }
-        let member = self.members.iter().find(|m| m.name == name).cloned();
+        let (callables, transport, token_id) = (self.callables.clone(), self.transport.clone(), self.token_id);
         Box::pin(async move {
+            let via = callables.via(Via { transport: &transport, token_id, bundle_id: None });
+            let (tool, source) = match callables.get(&name) {
+                None => return Err(format!("there is no tool “{name}” here")),
+                Some(Callable::External(_)) => {
+                    // Answered whole by the host: it runs no code in this sandbox.
+                    let answer = callables.call(&name, input, via, None).await.map_err(|e| format!("{name}: {e}"))?;
+                    return Ok(ToolCall::Answered(answer.value().map_err(|e| format!("{name}: {e}"))));
+                }
+                Some(Callable::Tool { tool, source }) => (tool.clone(), source.clone()),
+            };
+            // A member runs inside this run's sandbox thread: prepared here, recorded when it finishes.
+            let (toolshed, user) = (callables.toolshed(), callables.user());
             let started = Instant::now();
-            let member = member.ok_or_else(|| format!("there is no tool “{name}” here"))?;
-            let prepared = toolshed.prepare_run(&user, &member.tool, RunSource::Version(member.version), input, &transport).await;
-            let PreparedRun { version, request, env } = match prepared {
+            let PreparedRun { version, request, env } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
                 Ok(p) => p,
                 Err(e) => {
                     let message = format!("{name}: {e}");
-                    toolshed.record_run(
-                        &user,
-                        member.tool.id,
-                        Via { transport: &transport, token_id, bundle_id: Some(bundle) },
-                        started,
-                        &Err(e),
-                    );
+                    toolshed.record_run(user, tool.id, via, started, &Err(e));
                     return Err(message);
                 }
             };
+            let (toolshed, user, bundle_id) = (toolshed.clone(), user.clone(), via.bundle_id);
             let finish = move |mut outcome: RunOutcome| {
                 env.redact(&mut outcome);
                 let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
-                toolshed.record_run(
-                    &user,
-                    member.tool.id,
-                    Via { transport: &transport, token_id, bundle_id: Some(bundle) },
-                    started,
-                    &Ok(RunReport { version, outcome }),
-                );
+                let via = Via { transport: &transport, token_id, bundle_id };
+                toolshed.record_run(&user, tool.id, via, started, &Ok(RunReport { version, outcome }));
                 result
             };
             Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })
         })
     }
-}
-
-/// An external tool's MCP result as `tools.<name>()` resolves (its structured
-/// content, else its text) or rejects (`isError`, with its text).
-pub(crate) fn external_value(name: &str, result: serde_json::Value) -> Result<ToolValue, String> {
-    let text: Vec<&str> = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
-    let text = text.join("\n");
-    if result["isError"].as_bool() == Some(true) {
-        return Err(format!("{name}: {text}"));
-    }
-    Ok(match result.get("structuredContent") {
-        Some(v) if !v.is_null() => ToolValue::Json(v.clone()),
-        _ => serde_json::from_str(&text).map(ToolValue::Json).unwrap_or(ToolValue::Text(text)),
-    })
 }

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod audit;
 pub mod bundles;
 mod cache;
+pub mod calls;
 pub mod changes;
 pub mod code_mode;
 pub mod codegen;
@@ -18,6 +19,7 @@ pub mod market;
 pub mod mcp_sessions;
 pub mod moderation;
 pub mod names;
+pub mod outbound;
 pub mod passwords;
 pub mod playground;
 pub mod policy;
@@ -54,6 +56,8 @@ struct Inner {
     changes: ListingChanges,
     runnables: tools::RunnableCache,
     calls: cache::CallCache,
+    /// Moved after every write commits (here) or is seen (the change feed).
+    epoch: cache::Epoch,
 }
 
 /// Knobs the domain needs from configuration.
@@ -67,6 +71,8 @@ pub struct Settings {
     pub sandbox: SandboxConfig,
     /// Seals stored credentials; all replicas must share its key.
     pub secrets: secrets::SecretBox,
+    /// Internal hosts requests on a user's behalf may reach (none by default).
+    pub internal_hosts: outbound::InternalHosts,
 }
 
 impl Default for Settings {
@@ -77,6 +83,7 @@ impl Default for Settings {
             login_window_ms: 15 * 60 * 1000,
             sandbox: SandboxConfig::default(),
             secrets: secrets::SecretBox::ephemeral(),
+            internal_hosts: Default::default(),
         }
     }
 }
@@ -88,8 +95,15 @@ impl Toolshed {
     pub fn new(db: Db, settings: Settings) -> Self {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
         let usage = UsageRecorder::start(db.clone());
-        let changes = ListingChanges::start(db.clone());
-        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default(), calls: Default::default() }) }
+        let epoch = cache::Epoch::default();
+        let changes = ListingChanges::start(db.clone(), epoch.clone());
+        let calls = cache::CallCache::new(&epoch);
+        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default(), calls, epoch }) }
+    }
+
+    /// A write transaction: its commit empties the call cache.
+    pub(crate) async fn begin(&self) -> Result<store::Tx, StoreError> {
+        Ok(store::Tx::new(self.db.begin().await?, self.inner.epoch.clone()))
     }
 
     pub fn usage(&self) -> &UsageRecorder {

@@ -3,6 +3,8 @@
 //! state is opaque here: the MCP layer stores the client's `initialize`
 //! parameters as JSON, and the logging level the client asked for.
 
+use std::collections::HashSet;
+
 use sqlx::Row;
 
 use crate::store::StoreError;
@@ -51,6 +53,25 @@ impl Toolshed {
             .execute(self.db.pool())
             .await?;
         Ok(())
+    }
+
+    /// Which of `ids` are still live sessions (not ended by a DELETE on any
+    /// replica, nor forgotten when idle).
+    pub async fn live_mcp_sessions(&self, ids: &[&str]) -> Result<HashSet<String>, StoreError> {
+        let mut live = HashSet::new();
+        // Bounded statements: far below either database's parameter limit.
+        for chunk in ids.chunks(500) {
+            let params: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT id FROM mcp_sessions WHERE id IN ({})", params.join(", "));
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.db.pool()).await? {
+                live.insert(row.try_get("id")?);
+            }
+        }
+        Ok(live)
     }
 
     pub async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {

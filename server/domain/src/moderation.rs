@@ -141,7 +141,7 @@ impl Toolshed {
     pub async fn report(&self, user: &User, id: ToolId, reason: &ReportReason) -> Result<(), ModerationError> {
         let tool = self.tool(user, id).await?;
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let updated =
             sqlx::query("UPDATE reports SET reason = $1, created_at = $2 WHERE tool_id = $3 AND reporter_id = $4 AND resolved_at IS NULL")
                 .bind(reason.as_str())
@@ -211,7 +211,7 @@ impl Toolshed {
         require_admin(admin)?;
         let tool = self.tool(admin, id).await?;
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let (before, after) = match (action.status(), action) {
             (Some(status), _) => {
                 sqlx::query("UPDATE tools SET status = $1, moderation_note = $2, updated_at = $3 WHERE id = $4")
@@ -256,7 +256,7 @@ impl Toolshed {
         let tool = self.tool(admin, id).await?;
         let n = tool.pending_version.ok_or(ModerationError::NothingToReview)?;
         let action = tool.publish_action(n);
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         // Only the version the admin reviewed: a newer request since is not approved by this.
         let done = sqlx::query(
             "UPDATE tools SET published_version = pending_version, pending_version = NULL, review_note = NULL, updated_at = $1 \
@@ -270,6 +270,7 @@ impl Toolshed {
         if done.rows_affected() != 1 {
             return Err(ModerationError::NothingToReview);
         }
+        crate::tools::mark_published(&mut tx, id, n).await?;
         let before = serde_json::json!({"version": tool.published_version});
         let after = serde_json::json!({"version": n, "approved": true, "note": note.as_str()});
         audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), Some(before), Some(after)).await?;
@@ -283,7 +284,7 @@ impl Toolshed {
         require_admin(admin)?;
         let tool = self.tool(admin, id).await?;
         let n = tool.pending_version.ok_or(ModerationError::NothingToReview)?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE tools SET pending_version = NULL, review_note = $1, updated_at = $2 WHERE id = $3 AND pending_version = $4")
             .bind(note.as_str())
             .bind(now_ms())
@@ -313,7 +314,7 @@ impl Toolshed {
     pub(crate) async fn request_review(&self, user: &User, tool: &Tool, n: i64) -> Result<Tool, ToolError> {
         // Asking for what is already served withdraws any waiting request.
         let pending = (tool.published_version != Some(n)).then_some(n);
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE tools SET pending_version = $1, review_note = NULL, updated_at = $2 WHERE id = $3")
             .bind(pending)
             .bind(now_ms())

@@ -40,11 +40,13 @@ impl Policy {
         }
     }
 
-    /// Does the admin's list let a tool reach `host` (itself an exact name or `*.domain`)?
+    /// Does the admin's list let a tool reach `host` (an allow-list entry: an
+    /// exact name or `*.domain`, with or without `:port`)?
     pub fn permits_host(&self, host: &str) -> bool {
         if self.fetch_hosts.is_empty() {
             return true;
         }
+        let (host, _) = crate::outbound::split_port(host);
         self.fetch_hosts.iter().any(|allowed| match allowed.strip_prefix("*.") {
             Some(domain) => {
                 let bare = host.strip_prefix("*.").unwrap_or(host);
@@ -76,7 +78,7 @@ impl Toolshed {
             return Err(Invalid { field: "Maximum memory limit", reason: format!("must be between 1 and {CEILING_MEMORY_MIB} MiB") }.into());
         }
         let before = self.policy().await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         for (key, value) in [
             ("policy.max_timeout_ms", p.max_timeout_ms.to_string()),
             ("policy.max_memory_mib", p.max_memory_mib.to_string()),

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, Connection, Executor};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -24,12 +24,25 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("could not create the database directory: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the database file {path} cannot be written ({reason}); SQLite must be able to write it and create its -wal and -shm files in the same directory")]
+    NotWritable { path: String, reason: std::io::Error },
 }
 
 impl StoreError {
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, StoreError::Sql(sqlx::Error::Database(e)) if e.is_unique_violation())
     }
+}
+
+/// Says so at once when SQLite could only fail later, as "pool timed out".
+fn check_writable(path: &std::path::Path) -> Result<(), StoreError> {
+    let not_writable = |reason| StoreError::NotWritable { path: path.display().to_string(), reason };
+    if path.exists() {
+        std::fs::OpenOptions::new().append(true).open(path).map_err(not_writable)?;
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let probe = dir.join(format!(".toolshed-write-check-{}", std::process::id()));
+    std::fs::File::create(&probe).and_then(|_| std::fs::remove_file(&probe)).map_err(not_writable)
 }
 
 #[derive(Clone, Debug)]
@@ -59,6 +72,7 @@ impl Db {
             if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)?;
             }
+            check_writable(std::path::Path::new(path))?;
             if !url.contains("mode=") {
                 url.push_str(if url.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
             }
@@ -78,6 +92,25 @@ impl Db {
                         .await?;
                     }
                     Ok(())
+                })
+            })
+            .after_release(move |conn, _| {
+                Box::pin(async move {
+                    if backend != Backend::Sqlite {
+                        return Ok(true);
+                    }
+                    // A write that failed half-way (a full disk) can leave a connection
+                    // inside its transaction, by SQLite's count or by sqlx's, and every
+                    // later write on it fails ("database is locked", "non-zero
+                    // transaction depth") until a restart. A connection that cannot
+                    // open a transaction now is closed instead of reused.
+                    match conn.begin_with("BEGIN").await {
+                        Ok(tx) => tx.rollback().await.map(|()| true),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "closing a database connection left inside a transaction");
+                            Ok(false)
+                        }
+                    }
                 })
             })
             .connect_with(options)
@@ -101,11 +134,83 @@ impl Db {
         self.backend
     }
 
+    /// A write transaction. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`): a deferred one that read first could not upgrade
+    /// after another writer committed, and would fail "database is locked"
+    /// instead of waiting its turn.
     pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-        Ok(self.pool.begin().await?)
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
     }
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A write transaction of the domain. Committing it empties the call cache
+/// (the epoch moves after the commit, so no read can cache the old row
+/// between the two); dropping it rolls back.
+pub struct Tx {
+    inner: sqlx::Transaction<'static, sqlx::Any>,
+    epoch: crate::cache::Epoch,
+}
+
+impl Tx {
+    pub(crate) fn new(inner: sqlx::Transaction<'static, sqlx::Any>, epoch: crate::cache::Epoch) -> Self {
+        Self { inner, epoch }
+    }
+
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.inner.commit().await?;
+        self.epoch.invalidate();
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.inner.rollback().await
+    }
+}
+
+impl std::ops::Deref for Tx {
+    type Target = sqlx::AnyConnection;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::accounts::Registration;
+    use crate::tools::{ListingKind, NewTool};
+    use crate::{Db, Toolshed};
+
+    #[tokio::test]
+    async fn a_row_read_while_a_write_is_in_flight_is_not_served_from_the_cache_after_its_commit() {
+        let dir = std::env::temp_dir().join(format!("toolshed-store-tx-{}", std::process::id()));
+        let db = Db::connect(&format!("sqlite://{}/t.db", dir.display())).await.unwrap();
+        db.migrate().await.unwrap();
+        let ts = Toolshed::new(db.clone(), Default::default());
+        let alice = ts.register(Registration::parse("alice", "Alice", "finance", "a-long-enough-password").unwrap(), None).await.unwrap();
+        let tool = ts.create_tool(&alice, NewTool::parse("t", "Old", "", "", "everyone").unwrap()).await.unwrap();
+        let title = || async { ts.listing_for_call(&alice, ListingKind::Tool, "finance", "t").await.unwrap().title };
+        assert_eq!(title().await, "Old");
+
+        let mut tx = ts.begin().await.unwrap();
+        sqlx::query("UPDATE tools SET title = 'New' WHERE id = $1").bind(tool.id.0).execute(&mut *tx).await.unwrap();
+        crate::audit::record(&mut tx, Some(alice.id), "tool.settings_changed", &tool.audit_target(), None, None).await.unwrap();
+        assert_eq!(title().await, "Old", "not committed yet: read, and cached");
+        tx.commit().await.unwrap();
+        assert_eq!(title().await, "New", "the commit voided what was cached before it");
+        db.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -96,7 +96,7 @@ impl Toolshed {
         let prefix = format!("{}…", &token[..TOKEN_PREFIX.len() + 6]);
         let now = now_ms();
         let expires_at = expires_in_days.map(|d| now + i64::from(d) * 86_400_000);
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let row = sqlx::query(
             "INSERT INTO api_tokens (user_id, name, prefix, token_hash, scope, can_publish, expires_at, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
@@ -144,7 +144,7 @@ impl Toolshed {
 
     /// Revokes one of the user's own tokens (another user's ID matches nothing).
     pub async fn revoke_token(&self, user: &User, token_id: i64) -> Result<(), AccountError> {
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let done = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL")
             .bind(now_ms())
             .bind(token_id)

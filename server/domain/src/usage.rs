@@ -1,7 +1,14 @@
 //! Usage records: one per tool call. Calls hand records to a channel and move
 //! on; one task writes them in batches (a transaction per batch), and a flush
 //! at shutdown writes whatever is still queued.
+//!
+//! Bounded both ways: while the database refuses writes (a full disk, an
+//! outage) records wait, up to [`QUEUE`] + [`BATCH`] of them, then new ones
+//! are counted and dropped; a batch the database can never take (a row it
+//! refuses) is written row by row after [`ATTEMPTS`] tries, and what still
+//! fails is dropped with a warning.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -58,10 +65,15 @@ enum Msg {
 /// Cheap to clone. Recording never waits for the database.
 #[derive(Clone)]
 pub struct UsageRecorder {
-    tx: mpsc::UnboundedSender<Msg>,
+    tx: mpsc::Sender<Msg>,
+    dropped: std::sync::Arc<AtomicU64>,
 }
 
 const BATCH: usize = 500;
+/// Records waiting in the channel while the writer cannot write.
+const QUEUE: usize = 50_000;
+/// Tries of a batch before it is written row by row.
+const ATTEMPTS: u32 = 5;
 /// The columns of a record, in the order `write` binds them.
 const COLUMNS: [&str; 11] = [
     "at_ms",
@@ -83,88 +95,138 @@ const INTERVAL: Duration = Duration::from_millis(250);
 impl UsageRecorder {
     /// Starts the writer task on the current tokio runtime.
     pub fn start(db: Db) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(write_batches(db, rx));
-        Self { tx }
+        Self { tx, dropped: Default::default() }
     }
 
     pub fn record(&self, record: UsageRecord) {
-        // Only fails when the writer is gone, i.e. the process is ending anyway.
-        let _ = self.tx.send(Msg::Record(record));
+        match self.tx.try_send(Msg::Record(record)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                // Said once per power of two: an outage would flood the log otherwise.
+                if dropped.is_power_of_two() {
+                    tracing::error!(dropped, "usage records are being dropped: the database has not taken any for a while");
+                }
+            }
+            // The writer is gone: the process is ending anyway.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
-    /// Waits until every record handed in before this call is in the database.
+    /// Records dropped since start because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits until every record handed in before this call is in the database
+    /// (or, while the database refuses them, until one more try).
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
-        if self.tx.send(Msg::Flush(done)).is_ok() {
+        if self.tx.send(Msg::Flush(done)).await.is_ok() {
             let _ = wait.await;
         }
     }
 }
 
-async fn write_batches(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
-    let mut batch: Vec<UsageRecord> = Vec::new();
+async fn write_batches(db: Db, mut rx: mpsc::Receiver<Msg>) {
+    let mut pending = Pending::default();
     let mut tick = tokio::time::interval(INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            msg = rx.recv() => match msg {
+            // While a full batch waits for the database, the channel holds the rest.
+            msg = rx.recv(), if pending.batch.len() < BATCH => match msg {
                 Some(Msg::Record(r)) => {
-                    batch.push(r);
-                    if batch.len() >= BATCH {
-                        write(&db, &mut batch).await;
+                    pending.batch.push(r);
+                    if pending.batch.len() >= BATCH {
+                        pending.write(&db).await;
                     }
                 }
                 Some(Msg::Flush(done)) => {
-                    write(&db, &mut batch).await;
+                    pending.write(&db).await;
                     let _ = done.send(());
                 }
                 None => {
-                    write(&db, &mut batch).await;
+                    pending.write(&db).await;
                     return;
                 }
             },
-            _ = tick.tick() => write(&db, &mut batch).await,
+            _ = tick.tick() => pending.write(&db).await,
         }
     }
 }
 
-async fn write(db: &Db, batch: &mut Vec<UsageRecord>) {
-    if batch.is_empty() {
-        return;
-    }
-    let result: Result<(), sqlx::Error> = async {
-        let mut tx = db.pool().begin().await?;
-        // Many rows per statement: each statement is a round trip to the database.
-        // (Written out because sqlx's QueryBuilder gives `Any` `?` placeholders,
-        // which PostgreSQL refuses.)
-        for rows in batch.chunks(ROWS_PER_INSERT) {
-            let values: Vec<String> = (0..rows.len())
-                .map(|i| format!("({})", (1..=COLUMNS.len()).map(|c| format!("${}", i * COLUMNS.len() + c)).collect::<Vec<_>>().join(", ")))
-                .collect();
-            let sql = format!("INSERT INTO usage_records ({}) VALUES {}", COLUMNS.join(", "), values.join(", "));
-            let mut insert = sqlx::query(&sql);
-            for r in rows {
-                insert = insert
-                    .bind(r.at_ms)
-                    .bind(r.tool_id)
-                    .bind(r.version)
-                    .bind(r.user_id)
-                    .bind(r.token_id)
-                    .bind(r.bundle_id)
-                    .bind(r.transport.as_str())
-                    .bind(r.duration_us)
-                    .bind(r.outcome.as_str())
-                    .bind(r.upstream_server_id)
-                    .bind(r.upstream_tool.as_deref());
-            }
-            insert.execute(&mut *tx).await?;
+/// The batch being written, and how often writing it has failed.
+#[derive(Default)]
+struct Pending {
+    batch: Vec<UsageRecord>,
+    failures: u32,
+}
+
+impl Pending {
+    async fn write(&mut self, db: &Db) {
+        if self.batch.is_empty() {
+            return;
         }
-        tx.commit().await
+        match insert(db, &self.batch).await {
+            Ok(()) => {
+                self.batch.clear();
+                self.failures = 0;
+            }
+            Err(e) => {
+                self.failures += 1;
+                tracing::warn!(error = %e, pending = self.batch.len(), failures = self.failures, "could not write usage records; will retry");
+                if self.failures >= ATTEMPTS && refused_rows(&e) {
+                    // The rows, not the database, are the problem: keep those it takes.
+                    let mut lost = 0;
+                    for r in self.batch.drain(..) {
+                        if let Err(e) = insert(db, std::slice::from_ref(&r)).await {
+                            lost += 1;
+                            tracing::error!(error = %e, record = ?r, "dropped a usage record the database refuses");
+                        }
+                    }
+                    tracing::warn!(lost, "wrote a refused usage batch row by row");
+                    self.failures = 0;
+                }
+            }
+        }
     }
-    .await;
-    match result {
-        Ok(()) => batch.clear(),
-        // Keep the batch and try again on the next tick; a lost database is logged, not fatal.
-        Err(e) => tracing::warn!(error = %e, pending = batch.len(), "could not write usage records; will retry"),
+}
+
+/// Whether the database refused the rows themselves (a constraint), which no
+/// retry can fix, rather than failing to write at all (full, locked, gone).
+fn refused_rows(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if !matches!(d.kind(), sqlx::error::ErrorKind::Other))
+}
+
+async fn insert(db: &Db, records: &[UsageRecord]) -> Result<(), sqlx::Error> {
+    let mut tx = db.pool().begin().await?;
+    // Many rows per statement: each statement is a round trip to the database.
+    // (Written out because sqlx's QueryBuilder gives `Any` `?` placeholders,
+    // which PostgreSQL refuses.)
+    for rows in records.chunks(ROWS_PER_INSERT) {
+        let values: Vec<String> = (0..rows.len())
+            .map(|i| format!("({})", (1..=COLUMNS.len()).map(|c| format!("${}", i * COLUMNS.len() + c)).collect::<Vec<_>>().join(", ")))
+            .collect();
+        let sql = format!("INSERT INTO usage_records ({}) VALUES {}", COLUMNS.join(", "), values.join(", "));
+        let mut insert = sqlx::query(&sql);
+        for r in rows {
+            insert = insert
+                .bind(r.at_ms)
+                .bind(r.tool_id)
+                .bind(r.version)
+                .bind(r.user_id)
+                .bind(r.token_id)
+                .bind(r.bundle_id)
+                .bind(r.transport.as_str())
+                .bind(r.duration_us)
+                .bind(r.outcome.as_str())
+                .bind(r.upstream_server_id)
+                .bind(r.upstream_tool.as_deref());
+        }
+        insert.execute(&mut *tx).await?;
     }
+    tx.commit().await
 }

@@ -5,7 +5,6 @@
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); 2025-06-18 and 2025-11-25 clients use it.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -19,12 +18,12 @@ use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
+use toolshed_domain::calls::Answer;
 use toolshed_domain::code_mode::{transcript, CodeMode};
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
-use toolshed_domain::tools::{ListingKind, RunSource, Tool, ToolError, Via};
-use toolshed_domain::upstream::ServedExternal;
+use toolshed_domain::tools::{ListingKind, ToolError, Via};
 use toolshed_domain::Toolshed;
 
 use super::Caller;
@@ -117,24 +116,14 @@ impl ListingHandler {
     }
 }
 
-impl ListingHandler {
-    /// Proxies a call to an external server's tool: its result as the server
-    /// sent it (content, structuredContent, isError); every failure an
-    /// `isError` result (the domain says what went wrong).
-    async fn call_external(
-        &self,
-        c: &Caller,
-        tool: &ServedExternal,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<CallToolResponse, McpError> {
-        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: Some(c.listing.id) };
-        let answer = self.toolshed.call_external(&c.user, &c.listing, tool, serde_json::Value::Object(arguments), via).await;
-        let result = serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
-            let text = format!("External server “{}” sent a result that is not a valid MCP tool result ({e}): {answer}", tool.server);
-            CallToolResult::error(vec![ContentBlock::text(text)])
-        });
-        Ok(result.into())
-    }
+/// An external server's answer as the MCP client gets it: as the server sent
+/// it (content, structuredContent, isError); every failure an `isError` result
+/// (the domain says what went wrong).
+fn external_result(name: &str, answer: serde_json::Value) -> CallToolResult {
+    serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
+        let text = format!("The external tool “{name}” sent a result that is not a valid MCP tool result ({e}): {answer}");
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    })
 }
 
 /// The audit targets whose changes may change what `c`'s listing serves: the
@@ -319,40 +308,35 @@ impl ServerHandler for ListingHandler {
             return self.run_code(&c, request.arguments.unwrap_or_default()).await;
         }
         let unknown = || McpError::invalid_params(format!("Unknown tool: {}", request.name), None);
-        // A tool endpoint runs the tool it already looked up; a bundle finds the member.
-        let (tool, source, bundle_id): (Cow<Tool>, _, _) = match c.listing.kind {
-            ListingKind::Tool if request.name == c.listing.name => (Cow::Borrowed(&c.listing), RunSource::Published, None),
-            ListingKind::Tool => return Err(unknown()),
-            // What is not listed is not served: in this mode only `run_code` reaches the members.
-            ListingKind::Bundle if c.listing.code_mode == CodeMode::Instead => return Err(unknown()),
-            ListingKind::Bundle => {
-                let served = self.toolshed.served_tools(&c.user, &c.listing).await.map_err(internal)?;
-                match served.tools.into_iter().find(|s| s.name == request.name) {
-                    Some(member) => (Cow::Owned(member.tool), RunSource::Version(member.version), Some(c.listing.id)),
-                    None => {
-                        let external = served.external.into_iter().find(|e| e.name == request.name).ok_or_else(unknown)?;
-                        return self.call_external(&c, &external, request.arguments.unwrap_or_default()).await;
-                    }
-                }
-            }
-        };
+        // What is not listed is not served: in this mode only `run_code` reaches the members.
+        if c.listing.kind == ListingKind::Bundle && c.listing.code_mode == CodeMode::Instead {
+            return Err(unknown());
+        }
+        let callables = self.toolshed.callables(&c.user, &c.listing).await.map_err(internal)?;
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let level = *self.session.log_level.lock().expect("log level lock");
+        let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
+        // A stateless request cannot carry a `logging/setLevel` from an earlier
+        // one: console output then arrives from `info` up, on the request's stream.
+        let level = match self.transport {
+            Transport::Stateless => Some(LoggingLevel::Info),
+            _ => *self.session.log_level.lock().expect("log level lock"),
+        };
         let progress = context.meta.get_progress_token();
         let (events, forwarder) = if level.is_some() || progress.is_some() {
             let (tx, rx) = mpsc::unbounded_channel();
-            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, tool.slug()))))
+            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, origin))))
         } else {
             (None, None)
         };
-        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id };
-        let report = self.toolshed.run_loaded(&c.user, &tool, source, input, via, events).await;
+        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: None };
+        let answer = callables.call(&request.name, input, via, events).await;
         if let Some(forwarder) = forwarder {
             // Log lines and progress go out before the result they belong to.
             let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
         }
-        let result = match report {
-            Ok(r) => match r.outcome.result {
+        let result = match answer {
+            Ok(Answer::External(result)) => external_result(&request.name, result),
+            Ok(Answer::Ran(r)) => match r.outcome.result {
                 Ok(ToolValue::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
                 Ok(ToolValue::Json(value)) => {
                     let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
@@ -376,6 +360,7 @@ fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
         ToolError::BadArguments(m) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
         ToolError::Busy => Ok(CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())])),
         ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
+        ToolError::UnknownTool(name) => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
         e => Err(McpError::internal_error(e.to_string(), None)),
     }
 }

@@ -4,23 +4,93 @@
 //! replica behind a load balancer can answer any session, and a restarted
 //! server keeps its clients.
 
-use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{SessionManager, SessionState, SessionStore, SessionStoreError};
+use tokio_util::sync::CancellationToken;
 use toolshed_domain::Toolshed;
 
-pub struct DbSessionStore(pub Toolshed);
+/// Sessions this replica stored or restored, so in the database then: one
+/// of them missing from it later was ended elsewhere. (A session being
+/// created is held before it is stored, and must not look ended.)
+#[derive(Clone, Default)]
+pub struct Stored(Arc<Mutex<HashMap<Arc<str>, Instant>>>);
+
+impl Stored {
+    fn add(&self, id: &str) {
+        self.0.lock().expect("stored sessions lock").insert(id.into(), Instant::now());
+    }
+
+    fn remove(&self, id: &str) {
+        self.0.lock().expect("stored sessions lock").remove(id);
+    }
+}
+
+pub struct DbSessionStore {
+    pub toolshed: Toolshed,
+    pub stored: Stored,
+}
 
 #[async_trait::async_trait]
 impl SessionStore for DbSessionStore {
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Some(stored) = self.0.load_mcp_session(id).await? else { return Ok(None) };
+        let Some(stored) = self.toolshed.load_mcp_session(id).await? else { return Ok(None) };
+        self.stored.add(id);
         Ok(Some(serde_json::from_str(&stored.state_json)?))
     }
 
     async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
-        Ok(self.0.save_mcp_session(id, &serde_json::to_string(state)?).await?)
+        self.toolshed.save_mcp_session(id, &serde_json::to_string(state)?).await?;
+        self.stored.add(id);
+        Ok(())
     }
 
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
-        Ok(self.0.delete_mcp_session(id).await?)
+        self.stored.remove(id);
+        Ok(self.toolshed.delete_mcp_session(id).await?)
+    }
+}
+
+/// How often this replica looks for its sessions ended elsewhere.
+const CHECK_ENDED: Duration = Duration::from_millis(500);
+
+/// Ends the sessions this replica holds in memory once they are gone from the
+/// database: a DELETE through another replica (or the idle sweep) ends them
+/// here within [`CHECK_ENDED`], open streams included.
+pub async fn end_sessions_ended_elsewhere(toolshed: Toolshed, sessions: Arc<LocalSessionManager>, stored: Stored, closing: CancellationToken) {
+    let mut tick = tokio::time::interval(CHECK_ENDED);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = closing.cancelled() => return,
+        }
+        let held: std::collections::HashSet<Arc<str>> = sessions.sessions.read().await.keys().cloned().collect();
+        let watched: Vec<Arc<str>> = {
+            let mut known = stored.0.lock().expect("stored sessions lock");
+            // Forget what this replica no longer holds (after a while: a restore stores before it holds).
+            known.retain(|id, at| held.contains(id) || at.elapsed() < Duration::from_secs(10));
+            known.keys().filter(|id| held.contains(*id)).cloned().collect()
+        };
+        if watched.is_empty() {
+            continue;
+        }
+        let live = match toolshed.live_mcp_sessions(&watched.iter().map(|id| &**id).collect::<Vec<_>>()).await {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check which MCP sessions are still live");
+                continue;
+            }
+        };
+        for id in watched.into_iter().filter(|id| !live.contains(&**id)) {
+            tracing::debug!(session = %id, "an MCP session ended on another replica");
+            stored.remove(&id);
+            if let Err(e) = sessions.close_session(&id).await {
+                tracing::warn!(error = %e, "could not end an MCP session");
+            }
+        }
     }
 }

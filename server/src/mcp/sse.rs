@@ -93,6 +93,8 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
         });
         Ok(Event::default().event("message").data(json))
     });
+    // At shutdown the stream ends; the client reconnects to another replica or after the restart.
+    let replies = replies.take_until(state.closing.clone().cancelled_owned());
     Sse::new(first.chain(replies)).keep_alive(KeepAlive::default()).into_response()
 }
 

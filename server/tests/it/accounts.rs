@@ -16,6 +16,18 @@ server_test!(registering_signs_the_new_user_in, |srv: TestServer| async move {
     assert!(html.contains("Grace Example"), "the account page names the user");
 });
 
+server_test!(a_session_cookie_sent_in_quotes_is_understood, |srv: TestServer| async move {
+    let res = srv.register(&srv.browser(), "Grace", "compilers-all-the-way").await;
+    let set = res.headers().get("set-cookie").unwrap().to_str().unwrap();
+    let value = set.split(';').next().unwrap().strip_prefix("toolshed_session=").unwrap();
+    // RFC 6265 allows a quoted cookie-value; some HTTP clients send them so.
+    for cookie in [format!("toolshed_session=\"{value}\""), format!("theme=\"dark\"; toolshed_session=\"{value}\"")] {
+        let res = reqwest::Client::new().get(srv.url("/account")).header("Cookie", &cookie).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{cookie}");
+        assert!(res.text().await.unwrap().contains("Grace Example"), "{cookie}");
+    }
+});
+
 server_test!(a_wrong_password_gets_the_generic_error_and_no_session, |srv: TestServer| async move {
     let browser = srv.browser();
     srv.register(&browser, "grace", "compilers-all-the-way").await;

@@ -167,6 +167,11 @@ impl Events {
         .expect("an event within 10 s")
     }
 
+    /// Whether the stream ends (events before the end are skipped) within `limit`.
+    async fn ends_within(&mut self, limit: std::time::Duration) -> bool {
+        tokio::time::timeout(limit, async { while let Ok(Some(_)) = self.res.chunk().await {} }).await.is_ok()
+    }
+
     /// The next JSON-RPC message on the stream.
     async fn message(&mut self) -> Value {
         serde_json::from_str(&self.next().await.1).unwrap()
@@ -243,18 +248,40 @@ server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestSe
     let replies = elsewhere.request(&call(1, "echo", json!({"text": "from the other replica"}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "from the other replica", "{replies:?}");
 
-    // Ending the session ends it everywhere.
+    let mut stream_here = session.listen().await;
+
+    // Ending the session through one replica ends it everywhere within a second, open streams too.
     let res = reqwest::Client::new()
         .delete(other.url("/mcp/tools/demo/echo"))
         .bearer_auth(&token)
         .header("Mcp-Session-Id", &session.id)
+        .header("MCP-Protocol-Version", "2025-06-18")
         .send()
         .await
         .unwrap();
-    assert!(res.status().is_success(), "{}", res.status());
+    assert_eq!(res.status(), 200, "as the official SDKs expect");
+    let ended = std::time::Instant::now();
+    assert!(stream_here.ends_within(std::time::Duration::from_millis(1500)).await, "the stream on the first replica ends");
+    assert!(ended.elapsed() < std::time::Duration::from_millis(1500));
+    assert_eq!(session.post(&call(2, "echo", json!({"text": "x"}))).await.status(), 404, "the first replica forgot it");
     let fresh = srv.replica().await;
     let gone = Session { url: fresh.url("/mcp/tools/demo/echo"), token, id: session.id.clone() };
-    assert_eq!(gone.post(&call(2, "echo", json!({"text": "x"}))).await.status(), 404);
+    assert_eq!(gone.post(&call(3, "echo", json!({"text": "x"}))).await.status(), 404);
+});
+
+server_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, |mut srv: TestServer| async move {
+    let token = srv.token("admin");
+    let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
+    let mut streamable = session.listen().await;
+    let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
+    let mut legacy = Events { res, buf: String::new() };
+    assert_eq!(legacy.next().await.0, "endpoint");
+
+    let asked = std::time::Instant::now();
+    assert!(srv.stop().await.success());
+    assert!(asked.elapsed() < std::time::Duration::from_secs(5), "took {:?}", asked.elapsed());
+    assert!(streamable.ends_within(std::time::Duration::from_secs(1)).await);
+    assert!(legacy.ends_within(std::time::Duration::from_secs(1)).await);
 });
 
 server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_list_changed, |srv: TestServer| async move {
@@ -349,6 +376,16 @@ server_test!(stateless_mode_answers_every_request_on_its_own, ["--mcp-sessions",
     assert_eq!(message(&body)["result"]["content"][0]["text"], "no session");
     let res = reqwest::Client::new().delete(srv.url("/mcp/tools/demo/echo")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(res.status(), 405);
+
+    // Console output arrives as log messages, before the result, on the request's own stream.
+    let (status, body) = rpc(&srv, "/mcp/tools/demo/countdown", Some(&token), &call(2, "countdown", json!({"from": 2}))).await;
+    assert_eq!(status, 200);
+    let replies = messages(&body);
+    let logs: Vec<&Value> = replies.iter().filter(|m| m["method"] == "notifications/message").collect();
+    assert_eq!(logs.len(), 3, "{body}");
+    assert_eq!((logs[0]["params"]["level"].as_str(), logs[0]["params"]["logger"].as_str()), (Some("info"), Some("demo/countdown")));
+    assert_eq!(logs[2]["params"]["level"], "warning");
+    assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "Counted down from 2.");
 });
 
 server_test!(the_listing_page_may_call_with_the_session_cookie_but_other_sites_may_not, |srv: TestServer| async move {
@@ -682,3 +719,47 @@ server_test!(the_listing_page_gets_the_typescript_api_openai_functions_and_token
     let (status, _) = srv.call(&stranger, "listings/api", &[("listing", &id.to_string())]).await;
     assert_eq!(status, 401);
 });
+
+/// Cuts this test's PostgreSQL database off (no new connections, the open ones
+/// ended), or lets it back: an outage of the database alone.
+async fn postgres_outage(srv: &TestServer, down: bool) {
+    let admin = toolshed_domain::store::Db::connect(&std::env::var(crate::common::POSTGRES_URL_VAR).unwrap()).await.unwrap();
+    let name = srv.db.url.rsplit('/').next().unwrap();
+    sqlx::query(&format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS {}", !down)).execute(admin.pool()).await.unwrap();
+    if down {
+        let kill = format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'");
+        sqlx::query(&kill).execute(admin.pool()).await.unwrap();
+    }
+    admin.close().await;
+}
+
+#[tokio::test]
+async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_restart() {
+    if !crate::common::postgres_available() {
+        return;
+    }
+    let srv = TestServer::start_with(toolshed_domain::store::Backend::Postgres, &[]).await;
+    crate::common::within_time_limit(async move {
+        let (known, fresh) = (srv.token("admin"), srv.token("admin"));
+        assert_eq!(rpc(&srv, "/mcp/tools/demo/echo", Some(&known), INIT).await.0, 200);
+
+        postgres_outage(&srv, true).await;
+        let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&fresh), INIT).await;
+        assert_eq!(status, 503, "{body}");
+        let error: Value = serde_json::from_str(&body).expect("a JSON-RPC error, not an empty body");
+        assert_eq!((error["jsonrpc"].as_str(), error["error"]["code"].as_i64()), (Some("2.0"), Some(-32603)), "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains("database"), "{error}");
+
+        postgres_outage(&srv, false).await;
+        let back = std::time::Instant::now();
+        loop {
+            let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&fresh), INIT).await;
+            if status == 200 {
+                break;
+            }
+            assert!(back.elapsed() < std::time::Duration::from_secs(30), "still {status} {body}");
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    })
+    .await;
+}

@@ -19,13 +19,13 @@ use serde_json::{json, Value};
 type Seen = Arc<Mutex<Vec<(Value, Option<String>)>>>;
 
 /// A scripted chat-completions server; `/{mode}/v1/chat/completions` picks the script.
-struct Scripted {
+pub(crate) struct Scripted {
     base: String,
     seen: Seen,
 }
 
 impl Scripted {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let seen: Seen = Arc::default();
         let app = axum::Router::new().route("/{mode}/v1/chat/completions", axum::routing::post(completions)).with_state(seen.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -34,11 +34,11 @@ impl Scripted {
         Self { base, seen }
     }
 
-    fn url(&self, mode: &str) -> String {
+    pub(crate) fn url(&self, mode: &str) -> String {
         format!("{}/{mode}/v1", self.base)
     }
 
-    fn requests(&self) -> Vec<(Value, Option<String>)> {
+    pub(crate) fn requests(&self) -> Vec<(Value, Option<String>)> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -79,7 +79,7 @@ async fn completions(State(seen): State<Seen>, Path(mode): Path<String>, headers
     let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
     match mode.as_str() {
         // Tools first; once it has a tool result, an answer quoting the first one.
-        "script" if last["role"] == "tool" => {
+        "script" | "external" if last["role"] == "tool" => {
             let messages = body["messages"].as_array().unwrap();
             let table = messages
                 .iter()
@@ -89,6 +89,13 @@ async fn completions(State(seen): State<Seen>, Path(mode): Path<String>, headers
             streamed(vec![chunk(json!({"content": "The table:\n"})), chunk(json!({"content": table})), "data: [DONE]\n\n".into()])
         }
         "script" | "loop" => tool_calls(),
+        // A bundle `kit`'s external tool `ext__echo`; then, with its result, the answer `script` gives.
+        "external" => streamed(vec![
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "kit__ext__echo", "arguments": "{\"text\":\"hi from the playground\"}"}}]}),
+            ),
+            "data: [DONE]\n\n".into(),
+        ]),
         "unauthorized" => {
             (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": "Invalid API key", "type": "invalid_request_error"}})))
                 .into_response()
@@ -105,7 +112,7 @@ async fn completions(State(seen): State<Seen>, Path(mode): Path<String>, headers
 }
 
 /// Adds a chat endpoint as the admin; returns its ID.
-async fn add_endpoint(srv: &TestServer, admin: &reqwest::Client, name: &str, url: &str, key: &str, timeout: &str) -> i64 {
+pub(crate) async fn add_endpoint(srv: &TestServer, admin: &reqwest::Client, name: &str, url: &str, key: &str, timeout: &str) -> i64 {
     let (status, body) = srv
         .call(
             admin,
@@ -119,7 +126,7 @@ async fn add_endpoint(srv: &TestServer, admin: &reqwest::Client, name: &str, url
 }
 
 /// Posts a turn like the page does; returns the status and the events (or the error body).
-async fn turn(srv: &TestServer, client: &reqwest::Client, listing: Value, endpoint: i64, messages: Value) -> (u16, Vec<Value>) {
+pub(crate) async fn turn(srv: &TestServer, client: &reqwest::Client, listing: Value, endpoint: i64, messages: Value) -> (u16, Vec<Value>) {
     let res = client
         .post(srv.url("/playground/chat"))
         .header("Origin", &srv.base)
@@ -141,7 +148,7 @@ fn text_kit() -> Value {
     json!({"kind": "bundle", "department": "demo", "name": "text_kit"})
 }
 
-fn ask(text: &str) -> Value {
+pub(crate) fn ask(text: &str) -> Value {
     json!([{"role": "user", "content": text}])
 }
 

@@ -402,3 +402,33 @@ try { await tools.ext__fail({}); } catch (e) { console.log("caught: " + e.messag
     assert_eq!(text(&result), "via code\ncaught: ext__fail: this tool always fails");
     client.cancel().await.unwrap();
 });
+
+server_test!(the_playground_calls_a_bundles_external_tools_like_its_own, |srv: TestServer| async move {
+    use crate::playground::{add_endpoint, ask, turn, Scripted};
+    let upstream = Upstream::start().await;
+    let (alice, admin) = world(&srv, &upstream).await;
+    bundle(&srv, &alice, &["echo"]).await;
+    let llm = Scripted::start().await;
+    let endpoint = add_endpoint(&srv, &admin, "Scripted", &llm.url("external"), "sk-test", "").await;
+
+    let kit = json!({"kind": "bundle", "department": "research", "name": "kit"});
+    let (status, events) = turn(&srv, &alice, kit, endpoint, ask("Echo something")).await;
+    assert_eq!(status, 200, "{events:?}");
+    let result = events.iter().find(|e| e["type"] == "tool_result").expect("the external tool was called");
+    assert_eq!((result["name"].as_str(), result["ok"].as_bool()), (Some("kit__ext__echo"), Some(true)), "{result}");
+    assert_eq!(result["output"], json!({"echo": "hi from the playground"}).to_string(), "its structured content, as code mode sees it");
+    assert_eq!(events.last().unwrap()["type"], "done", "{events:#?}");
+    let offered: Vec<String> = llm.requests()[0].0["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].to_string()).collect();
+    assert_eq!(offered, ["\"kit__ext__echo\""]);
+
+    let pool = pool(&srv).await;
+    let mut rows: Vec<(String, Option<String>, String)> = Vec::new();
+    for _ in 0..40 {
+        rows = sqlx::query_as("SELECT transport, upstream_tool, outcome FROM usage_records").fetch_all(&pool).await.unwrap();
+        if !rows.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rows, [("playground".to_owned(), Some("echo".to_owned()), "ok".to_owned())], "recorded like a direct call");
+});

@@ -391,7 +391,7 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                 } else {
                     view! {
                         <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="" />
-                        <label>"Hosts $fetch may reach (one per line, *.example.com allowed)"
+                        <label>"Hosts $fetch may reach: one per line, *.example.com allowed; ports 80 and 443 unless you add one (api.example.com:8443). Internal addresses are always refused."
                             <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
                         </label>
                         <div class="row">

@@ -294,7 +294,7 @@ impl Toolshed {
             return Err(ToolError::Forbidden);
         }
         let tool = self.tool(admin, id).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE tools SET featured = $1 WHERE id = $2").bind(i64::from(featured)).bind(id.0).execute(&mut *tx).await?;
         let action = tool.action(if featured { "featured" } else { "unfeatured" });
         audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), None, None).await?;

@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::outbound::{self, InternalHosts};
+
 /// One message of a conversation, exactly as the chat-completions API takes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -92,13 +94,16 @@ pub(crate) struct ChatClient {
     key: Option<String>,
     /// The longest wait for the answer's next bytes.
     idle: Duration,
+    internal: InternalHosts,
 }
 
 impl ChatClient {
-    pub fn new(base_url: &str, model: &str, key: Option<String>, timeout_secs: i64) -> Self {
+    /// A client for one endpoint; its requests never reach internal
+    /// addresses but those `internal` names ([`crate::outbound`]).
+    pub fn new(base_url: &str, model: &str, key: Option<String>, timeout_secs: i64, internal: &InternalHosts) -> Self {
         let idle = Duration::from_secs(timeout_secs.max(1) as u64);
-        let http = reqwest::Client::builder().connect_timeout(idle.min(Duration::from_secs(10))).build().unwrap_or_default();
-        Self { http, url: format!("{base_url}/chat/completions"), model: model.to_owned(), key, idle }
+        let http = outbound::client_builder(internal).connect_timeout(idle.min(Duration::from_secs(10))).build().unwrap_or_default();
+        Self { http, url: format!("{base_url}/chat/completions"), model: model.to_owned(), key, idle, internal: internal.clone() }
     }
 
     /// Asks for the next assistant message; `on_text` gets the content as it
@@ -113,7 +118,9 @@ impl ChatClient {
         if tools.as_array().is_some_and(|t| !t.is_empty()) {
             body["tools"] = tools.clone();
         }
-        let mut request = self.http.post(&self.url).json(&body).header("Accept", "text/event-stream");
+        let url = reqwest::Url::parse(&self.url).map_err(|e| EndpointError::Unreachable(format!("invalid URL {}: {e}", self.url)))?;
+        outbound::check_url(&self.internal, &url).map_err(EndpointError::Unreachable)?;
+        let mut request = self.http.post(url).json(&body).header("Accept", "text/event-stream");
         if let Some(key) = &self.key {
             request = request.bearer_auth(key);
         }

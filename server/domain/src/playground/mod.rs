@@ -225,7 +225,7 @@ impl Toolshed {
         if !admin.is_admin {
             return Err(PlaygroundError::Forbidden);
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let taken = sqlx::query("SELECT id FROM chat_endpoints WHERE name = $1 AND id <> $2")
             .bind(&spec.name)
             .bind(id.map_or(-1, |i| i.0))
@@ -289,7 +289,7 @@ impl Toolshed {
         if !admin.is_admin {
             return Err(PlaygroundError::Forbidden);
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_optional(&mut *tx).await?;
         let (before, _) = endpoint_row(&row.ok_or(PlaygroundError::UnknownEndpoint)?)?;
         sqlx::query("DELETE FROM chat_endpoints WHERE id = $1").bind(id.0).execute(&mut *tx).await?;

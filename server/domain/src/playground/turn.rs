@@ -12,12 +12,11 @@ use tokio::sync::mpsc;
 use super::client::{ChatClient, Message, ToolCall};
 use super::{ChatEndpointId, PlaygroundError};
 use crate::accounts::User;
-use crate::bundles::ServedTool;
+use crate::calls::{Answer, Callables};
 use crate::codegen::openai_functions;
 use crate::names::Invalid;
 use crate::sandbox::{ConsoleLine, ToolValue};
-use crate::tools::{ListingKind, RunSource, Tool, ToolError, Via};
-use crate::upstream::ServedExternal;
+use crate::tools::{ListingKind, ToolError, Via};
 use crate::Toolshed;
 
 /// Model requests in one turn before it is stopped: a model that keeps calling
@@ -63,21 +62,11 @@ pub enum PlaygroundEvent {
     Error { message: String },
 }
 
-/// What a function name the model sees calls.
-enum Callable {
-    /// The tool itself, or a bundle's member.
-    Own(ServedTool),
-    /// An external server's tool a bundle serves.
-    External(ServedExternal),
-}
-
 /// A checked turn, ready to run.
 pub struct Turn {
-    toolshed: Toolshed,
-    user: User,
-    listing: Tool,
-    /// By the function name the model sees.
-    tools: HashMap<String, Callable>,
+    /// What the listing serves, and the served name of each function name the model sees.
+    callables: Callables,
+    tools: HashMap<String, String>,
     functions: Value,
     client: ChatClient,
     messages: Vec<Message>,
@@ -107,27 +96,16 @@ impl Toolshed {
         let defs = self.tool_defs(user, &listing).await?;
         let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
         let functions = openai_functions(prefix, &defs);
-        let (own, external) = match listing.kind {
-            ListingKind::Tool => (self.served_by(user, &listing).await?, Vec::new()),
-            ListingKind::Bundle => {
-                let served = self.served_tools(user, &listing).await?;
-                (served.tools, served.external)
-            }
-        };
-        let mut served: HashMap<String, Callable> = own
-            .into_iter()
-            .map(|s| (s.name.clone(), Callable::Own(s)))
-            .chain(external.into_iter().map(|e| (e.name.clone(), Callable::External(e))))
-            .collect();
+        let callables = self.callables(user, &listing).await?;
         // The model calls tools by their function names (`bundle__tool`, cut to 64).
         let tools = defs
             .iter()
             .zip(functions.as_array().into_iter().flatten())
-            .filter_map(|(def, f)| Some((f.pointer("/function/name")?.as_str()?.to_owned(), served.remove(&def.name)?)))
+            .filter_map(|(def, f)| Some((f.pointer("/function/name")?.as_str()?.to_owned(), def.name.clone())))
             .collect();
         let (endpoint, key) = self.chat_endpoint_with_key(request.endpoint).await?;
-        let client = ChatClient::new(&endpoint.base_url, &endpoint.model, key, endpoint.timeout_secs);
-        Ok(Turn { toolshed: self.clone(), user: user.clone(), listing, tools, functions, client, messages: request.messages })
+        let client = ChatClient::new(&endpoint.base_url, &endpoint.model, key, endpoint.timeout_secs, &self.settings().internal_hosts);
+        Ok(Turn { callables, tools, functions, client, messages: request.messages })
     }
 }
 
@@ -135,7 +113,8 @@ impl Turn {
     /// Runs the turn, sending what happens to `events`; stops early when the
     /// receiver is dropped (the page went away).
     pub async fn run(mut self, events: mpsc::Sender<PlaygroundEvent>) {
-        let span = tracing::info_span!("playground_turn", listing = %self.listing.slug(), user = %self.user.username);
+        let span =
+            tracing::info_span!("playground_turn", listing = %self.callables.listing().slug(), user = %self.callables.user().username);
         let outcome = tracing::Instrument::instrument(self.rounds(&events), span).await;
         let last = match outcome {
             Ok(()) => PlaygroundEvent::Done,
@@ -198,7 +177,7 @@ impl Turn {
         let started = Instant::now();
         let failed =
             |output: String| CallResult { ok: false, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
-        let Some(callable) = self.tools.get(&call.function.name) else {
+        let Some(name) = self.tools.get(&call.function.name) else {
             return failed(format!("Error: there is no tool named {}", call.function.name));
         };
         let raw = call.function.arguments.trim();
@@ -206,39 +185,25 @@ impl Turn {
         let Ok(input) = input else {
             return failed(format!("Error: the arguments are not valid JSON: {raw}"));
         };
-        let served = match callable {
-            Callable::Own(served) => served,
-            Callable::External(ext) => {
-                let via = Via { transport: TRANSPORT, token_id: None, bundle_id: Some(self.listing.id) };
-                let answer = self.toolshed.call_external(&self.user, &self.listing, ext, input, via).await;
-                let (ok, output) = match crate::code_mode::external_value(&ext.name, answer) {
-                    Ok(ToolValue::Text(text)) => (true, text),
-                    Ok(ToolValue::Json(value)) => (true, value.to_string()),
-                    Err(e) => (false, format!("Error: {e}")),
-                };
-                return CallResult { ok, output, console: Vec::new(), duration_ms: started.elapsed().as_millis() as u64 };
-            }
-        };
-        // A tool runs its published version (refused when disabled); a bundle's member the version the bundle serves.
-        let (source, bundle_id) = match self.listing.kind {
-            ListingKind::Tool => (RunSource::Published, None),
-            ListingKind::Bundle => (RunSource::Version(served.version), Some(self.listing.id)),
-        };
-        let via = Via { transport: TRANSPORT, token_id: None, bundle_id };
-        let report = self.toolshed.run_loaded(&self.user, &served.tool, source, input, via, None).await;
+        let via = Via { transport: TRANSPORT, token_id: None, bundle_id: None };
+        let answer = self.callables.call(name, input, via, None).await;
         let duration_ms = started.elapsed().as_millis() as u64;
-        match report {
-            Ok(r) => {
-                let (ok, output) = match r.outcome.result {
+        match answer {
+            Ok(answer) => {
+                let (ok, output) = match answer.value() {
                     Ok(ToolValue::Text(text)) => (true, text),
                     Ok(ToolValue::Json(value)) => (true, value.to_string()),
                     Err(e) => (false, format!("Error: {e}")),
                 };
-                CallResult { ok, output, console: r.outcome.console, duration_ms }
+                let console = match answer {
+                    Answer::Ran(r) => r.outcome.console,
+                    Answer::External(_) => Vec::new(),
+                };
+                CallResult { ok, output, console, duration_ms }
             }
             Err(e) => {
                 if !matches!(e, ToolError::BadArguments(_) | ToolError::Busy | ToolError::Disabled) {
-                    tracing::warn!(error = %e, tool = %served.tool.slug(), "a playground tool call failed");
+                    tracing::warn!(error = %e, tool = %name, "a playground tool call failed");
                 }
                 failed(format!("Error: {e}"))
             }

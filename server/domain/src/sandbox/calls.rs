@@ -13,7 +13,7 @@ use std::time::Instant;
 use rquickjs::{Ctx, Exception, Function, IntoJs, Value};
 use tokio::task::{self, JoinSet};
 
-use super::fetch::{io, request, response_object, FetchRequest, FetchResponse};
+use super::fetch::{io, request, response_object, FetchRequest, FetchResponse, Reach};
 use super::globals::json_to_js;
 use super::{Limits, RunOutcome, RunRequest, ToolValue};
 
@@ -77,7 +77,7 @@ pub(super) enum Settled {
 
 /// The run's in-flight host calls and the JS promises waiting for them.
 pub(super) struct HostCalls<'js> {
-    allow: Arc<[String]>,
+    reach: Arc<Reach>,
     limits: Limits,
     tools: Option<CodeTools>,
     fetches: u32,
@@ -97,7 +97,7 @@ pub(super) enum Wait<'js> {
 impl<'js> HostCalls<'js> {
     pub(super) fn new(req: &RunRequest) -> Self {
         Self {
-            allow: req.fetch_allow.as_slice().into(),
+            reach: Arc::new(Reach { allow: req.fetch_allow.clone(), internal: req.internal_hosts.clone() }),
             limits: req.limits.clone(),
             tools: req.tools.clone(),
             fetches: 0,
@@ -109,7 +109,7 @@ impl<'js> HostCalls<'js> {
 
     /// Starts a request, returning the error to reject with if it cannot start.
     pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
-        let request = request(&self.allow, &self.limits, req)?;
+        let request = request(&self.reach, &self.limits, req)?;
         if self.fetches >= self.limits.fetch_requests {
             return Err(format!("too many $fetch calls (limit {} per run)", self.limits.fetch_requests));
         }

@@ -1,4 +1,5 @@
-//! `$fetch(url, init?)`: HTTP done by the host, only to allow-listed hosts.
+//! `$fetch(url, init?)`: HTTP done by the host, only to allow-listed hosts
+//! and ports, never to internal addresses (see [`crate::outbound`]).
 //!
 //! Requests run on one small shared tokio runtime (so connections are pooled
 //! across calls); the JS side gets a promise that the engine settles when the
@@ -6,6 +7,8 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+
+use crate::outbound::{split_port, InternalHosts};
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION};
@@ -20,7 +23,7 @@ const MAX_REDIRECTS: usize = 5;
 
 pub(super) struct FetchIo {
     pub(super) runtime: tokio::runtime::Runtime,
-    client: reqwest::Client,
+    clients: crate::outbound::Clients,
 }
 
 /// Built on first use so that calls which never fetch pay nothing for it.
@@ -33,44 +36,46 @@ pub(super) fn io() -> Result<&'static FetchIo, String> {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the fetch runtime: {e}"))?;
-        // Redirects are followed by hand so that each hop is checked against the allow-list.
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent("toolshed-sandbox")
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(FetchIo { runtime, client })
+        Ok(FetchIo { runtime, clients: Default::default() })
     })
     .as_ref()
     .map_err(Clone::clone)
 }
 
-/// Exact host names, or `*.example.com` for any subdomain of example.com.
-pub(super) fn host_allowed(allow: &[String], host: &str) -> bool {
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    allow.iter().any(|pattern| {
-        let pattern = pattern.trim().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-        match pattern.strip_prefix("*.") {
+/// Where a run's requests may go: its allow-list, and the internal hosts the
+/// operator lets requests reach.
+pub(super) struct Reach {
+    pub allow: Vec<String>,
+    pub internal: InternalHosts,
+}
+
+/// An entry names a host (exact, or `*.example.com` for any subdomain of
+/// example.com) and a port: `host` allows 80 and 443, `host:8080` only 8080.
+pub(super) fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+    allow.iter().any(|entry| {
+        let (pattern, ports) = split_port(entry.trim());
+        let port_ok = match ports {
+            Some(p) => p == port,
+            None => port == 80 || port == 443,
+        };
+        let pattern = pattern.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host_ok = match pattern.strip_prefix("*.") {
             Some(domain) => host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
             None => host == pattern,
-        }
+        };
+        host_ok && port_ok
     })
 }
 
-fn check_target(allow: &[String], url: &Url) -> Result<(), String> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("only http and https URLs can be fetched, not {url}"));
-    }
-    let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => ip.to_string(),
-        None => return Err(format!("URL {url} has no host")),
-    };
-    if host_allowed(allow, &host) {
+fn check_target(reach: &Reach, url: &Url) -> Result<(), String> {
+    crate::outbound::check_url(&reach.internal, url)?;
+    let host = url.host_str().ok_or_else(|| format!("URL {url} has no host"))?;
+    let port = url.port_or_known_default().unwrap_or(0);
+    if host_allowed(&reach.allow, host, port) {
         Ok(())
     } else {
-        Err(format!("host {host} is not on this tool's fetch allow-list"))
+        Err(format!("{host}:{port} is not on this tool's fetch allow-list (an entry without a port allows 80 and 443)"))
     }
 }
 
@@ -89,7 +94,7 @@ pub(super) struct FetchResponse {
     body: String,
 }
 
-async fn send(client: reqwest::Client, allow: Arc<[String]>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
+async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
     for _ in 0..=MAX_REDIRECTS {
         let mut builder = client.request(req.method.clone(), req.url.clone());
         for (name, value) in &req.headers {
@@ -103,7 +108,7 @@ async fn send(client: reqwest::Client, allow: Arc<[String]>, mut req: FetchReque
         if let Some(location) = status.is_redirection().then(|| response.headers().get(LOCATION)).flatten() {
             let location = location.to_str().unwrap_or_default();
             let next = req.url.join(location).map_err(|_| format!("invalid redirect location {location:?}"))?;
-            check_target(&allow, &next).map_err(|e| format!("redirect refused: {e}"))?;
+            check_target(&reach, &next).map_err(|e| format!("redirect refused: {e}"))?;
             if next.host() != req.url.host() {
                 req.headers
                     .retain(|(name, _)| !name.eq_ignore_ascii_case(AUTHORIZATION.as_str()) && !name.eq_ignore_ascii_case(COOKIE.as_str()));
@@ -150,15 +155,17 @@ async fn send(client: reqwest::Client, allow: Arc<[String]>, mut req: FetchReque
 
 /// The request as a future for the fetch runtime, or why it may not start.
 pub(super) fn request(
-    allow: &Arc<[String]>,
+    reach: &Arc<Reach>,
     limits: &Limits,
     req: FetchRequest,
 ) -> Result<impl Future<Output = Result<FetchResponse, String>> + Send + 'static, String> {
-    check_target(allow, &req.url)?;
+    check_target(reach, &req.url)?;
     let io = io()?;
+    // Redirects are followed by hand (`send`) so that each hop is checked.
+    let client = io.clients.get(&reach.internal, |b| b.user_agent("toolshed-sandbox"))?;
     let timeout = Duration::from_millis(limits.fetch_timeout_ms);
     let url = req.url.clone();
-    let request = send(io.client.clone(), allow.clone(), req, limits.fetch_response_bytes);
+    let request = send(client, reach.clone(), req, limits.fetch_response_bytes);
     Ok(async move {
         tokio::time::timeout(timeout, request)
             .await
@@ -264,17 +271,31 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::host_allowed;
+    use super::{host_allowed, split_port};
 
     #[test]
     fn allow_list_matches_exact_hosts_and_subdomain_wildcards() {
         let allow = vec!["api.example.com".to_string(), "*.corp.test".to_string()];
-        assert!(host_allowed(&allow, "API.example.com"));
-        assert!(host_allowed(&allow, "a.corp.test"));
-        assert!(host_allowed(&allow, "a.b.corp.test"));
-        assert!(!host_allowed(&allow, "corp.test"));
-        assert!(!host_allowed(&allow, "evilcorp.test"));
-        assert!(!host_allowed(&allow, "example.com"));
-        assert!(!host_allowed(&allow, "api.example.com.evil.org"));
+        assert!(host_allowed(&allow, "API.example.com", 443));
+        assert!(host_allowed(&allow, "a.corp.test", 80));
+        assert!(host_allowed(&allow, "a.b.corp.test", 443));
+        assert!(!host_allowed(&allow, "corp.test", 443));
+        assert!(!host_allowed(&allow, "evilcorp.test", 443));
+        assert!(!host_allowed(&allow, "example.com", 443));
+        assert!(!host_allowed(&allow, "api.example.com.evil.org", 443));
+    }
+
+    #[test]
+    fn an_entry_allows_80_and_443_unless_it_names_its_port() {
+        let allow = vec!["api.example.com".to_string(), "db.example.com:8443".to_string(), "[::1]:8080".to_string()];
+        assert!(host_allowed(&allow, "api.example.com", 80) && host_allowed(&allow, "api.example.com", 443));
+        assert!(!host_allowed(&allow, "api.example.com", 22));
+        assert!(!host_allowed(&allow, "api.example.com", 8443));
+        assert!(host_allowed(&allow, "db.example.com", 8443));
+        assert!(!host_allowed(&allow, "db.example.com", 443));
+        assert!(host_allowed(&allow, "[::1]", 8080));
+        assert_eq!(split_port("host:81"), ("host", Some(81)));
+        assert_eq!(split_port("::1"), ("::1", None));
+        assert_eq!(split_port("[fe80::1]:9"), ("fe80::1", Some(9)));
     }
 }

@@ -188,6 +188,12 @@ pub(super) fn install<'js>(
         };
         globals.set(global, value)?;
     }
+    for name in &req.absent {
+        let global = format!("${name}");
+        if is_identifier(name) && needs.names(&global) {
+            globals.set(global, rquickjs::Undefined)?;
+        }
+    }
     if let Some(args) = args {
         globals.set("args", args)?;
     }

@@ -83,12 +83,20 @@ pub struct RunRequest {
     pub code: String,
     /// Tool arguments: `args`, and `$name` for each name that is an identifier.
     pub args: Map<String, Value>,
+    /// Declared arguments the call left out that have no default: their
+    /// `$name` is `undefined` (not a ReferenceError).
+    #[serde(default)]
+    pub absent: Vec<String>,
     /// Configuration values exposed, frozen, as `$env`.
     pub env: BTreeMap<String, String>,
     /// Call context exposed, frozen, as `$context` (e.g. caller, department, transport).
     pub context: Map<String, Value>,
-    /// Hosts `$fetch` may reach: exact names or `*.example.com` wildcards.
+    /// Hosts `$fetch` may reach: exact names or `*.example.com` wildcards,
+    /// each with `:port` (none: 80 and 443).
     pub fetch_allow: Vec<String>,
+    /// Internal hosts the operator lets requests reach (none by default).
+    #[serde(skip)]
+    pub internal_hosts: crate::outbound::InternalHosts,
     pub limits: Limits,
     /// Live console lines and progress, for forwarding while the call runs.
     #[serde(skip)]

@@ -23,7 +23,7 @@ fn args(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> 
 }
 
 /// Answers `count` requests on a loopback port with `respond(path)`, then stops.
-fn http_server(count: usize, respond: fn(&str) -> String) -> u16 {
+fn http_server(count: usize, respond: impl Fn(&str) -> String + Send + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     thread::spawn(move || {
@@ -108,8 +108,7 @@ fn a_pending_await_still_times_out() {
         let _held = listener.accept();
         thread::sleep(Duration::from_secs(3));
     });
-    let mut req = RunRequest::new(format!("await $fetch('http://127.0.0.1:{port}/slow'); return 'unreachable'"));
-    req.fetch_allow = vec!["127.0.0.1".into()];
+    let mut req = loopback(port, format!("await $fetch('http://127.0.0.1:{port}/slow'); return 'unreachable'"));
     req.limits.wall_clock_ms = 300;
     let outcome = run_blocking(req);
     assert_eq!(outcome.result, Err(RunError::Timeout { limit_ms: 300 }));
@@ -226,15 +225,43 @@ fn an_oversized_result_is_refused() {
 fn fetch_to_a_host_not_on_the_allow_list_is_rejected() {
     let mut req = RunRequest::new("try { await $fetch('https://evil.example.org/x'); } catch (e) { return e.message }");
     req.fetch_allow = vec!["api.example.com".into(), "*.example.net".into()];
-    assert_eq!(run_blocking(req).result, Ok(ToolValue::Text("host evil.example.org is not on this tool's fetch allow-list".into())));
-    match run("await $fetch('http://127.0.0.1:9/');").result {
+    assert_eq!(
+        run_blocking(req).result,
+        Ok(ToolValue::Text(
+            "evil.example.org:443 is not on this tool's fetch allow-list (an entry without a port allows 80 and 443)".into()
+        ))
+    );
+    let mut req = RunRequest::new("await $fetch('http://api.example.com:8080/');");
+    req.fetch_allow = vec!["api.example.com".into()];
+    match run_blocking(req).result {
         Err(RunError::Thrown { name, message, line, .. }) => {
             assert_eq!(name, "Error");
-            assert_eq!(message, "host 127.0.0.1 is not on this tool's fetch allow-list");
+            assert!(message.starts_with("api.example.com:8080 is not on this tool's fetch allow-list"), "{message}");
             assert_eq!(line, Some(1));
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn fetch_never_reaches_an_internal_address_even_when_allow_listed() {
+    // Refused before any connection: nothing listens on these, and nothing is tried.
+    for url in ["http://127.0.0.1:9/", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://[::1]:9/"] {
+        let mut req = RunRequest::new(format!("try {{ await $fetch('{url}'); }} catch (e) {{ return e.message }}"));
+        req.fetch_allow = vec!["127.0.0.1:9".into(), "169.254.169.254".into(), "10.0.0.1".into(), "[::1]:9".into()];
+        match run_blocking(req).result {
+            Ok(ToolValue::Text(message)) => assert!(message.contains("internal address"), "{url}: {message}"),
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+}
+
+/// A request that may reach loopback `port`: allow-listed, and named as an internal host.
+fn loopback(port: u16, code: String) -> RunRequest {
+    let mut req = RunRequest::new(code);
+    req.fetch_allow = vec![format!("127.0.0.1:{port}")];
+    req.internal_hosts = crate::outbound::InternalHosts::parse("127.0.0.1");
+    req
 }
 
 #[test]
@@ -243,14 +270,16 @@ fn fetch_to_an_allowed_host_returns_status_and_body() {
         "/hello" => http_response("200 OK", "Content-Type: application/json\r\nX-Test: yes\r\n", r#"{"greeting":"hi"}"#),
         _ => http_response("404 Not Found", "", "nope"),
     });
-    let mut req = RunRequest::new(format!(
-        "const base = 'http://127.0.0.1:{port}';\n\
+    let req = loopback(
+        port,
+        format!(
+            "const base = 'http://127.0.0.1:{port}';\n\
          const r = await $fetch(base + '/hello', {{ headers: {{ 'x-a': '1' }} }});\n\
          const missing = await $fetch(base + '/missing', {{ method: 'POST', body: 'q' }});\n\
          return {{ status: r.status, ok: r.ok, test: r.headers['x-test'], body: await r.json(),\n\
                   missing: [missing.status, missing.ok, await missing.text()] }};"
-    ));
-    req.fetch_allow = vec!["127.0.0.1".into()];
+        ),
+    );
     assert_eq!(
         run_blocking(req).result,
         Ok(ToolValue::Json(json!({
@@ -281,7 +310,8 @@ fn fetch_enforces_its_timeout_response_size_and_concurrency() {
          }}\n\
          return {{ texts, errors }};"
     ));
-    req.fetch_allow = vec!["127.0.0.1".into()];
+    req.fetch_allow = vec![format!("127.0.0.1:{port}"), format!("127.0.0.1:{hang_port}")];
+    req.internal_hosts = crate::outbound::InternalHosts::parse("127.0.0.1");
     req.limits.fetch_response_bytes = 1024;
     req.limits.fetch_timeout_ms = 200;
     let outcome = run_blocking(req);
@@ -292,22 +322,26 @@ fn fetch_enforces_its_timeout_response_size_and_concurrency() {
             "errors": [
                 format!("response body from http://127.0.0.1:{port}/big exceeds 1 KiB"),
                 format!("request to http://127.0.0.1:{hang_port}/ timed out after 200 ms"),
-                "only http and https URLs can be fetched, not ftp://127.0.0.1/",
+                "only http and https URLs can be reached, not ftp://127.0.0.1/",
             ]
         })))
     );
 }
 
 #[test]
-fn fetch_does_not_follow_redirects_off_the_allow_list() {
-    let port = http_server(1, |_| http_response("302 Found", "Location: http://elsewhere.test/\r\n", ""));
-    let mut req = RunRequest::new(format!("await $fetch('http://127.0.0.1:{port}/')"));
-    req.fetch_allow = vec!["127.0.0.1".into()];
-    match run_blocking(req).result {
-        Err(RunError::Thrown { message, .. }) => {
-            assert_eq!(message, "redirect refused: host elsewhere.test is not on this tool's fetch allow-list")
+fn fetch_does_not_follow_redirects_off_the_allow_list_or_to_internal_addresses() {
+    for (location, refusal) in [
+        ("http://elsewhere.test/", "redirect refused: elsewhere.test:80 is not on this tool's fetch allow-list"),
+        ("http://169.254.169.254/latest/meta-data/", "redirect refused: 169.254.169.254 is an internal address"),
+    ] {
+        let header = format!("Location: {location}\r\n");
+        let port = http_server(1, move |_| http_response("302 Found", &header, ""));
+        let mut req = loopback(port, format!("await $fetch('http://127.0.0.1:{port}/')"));
+        req.fetch_allow.push("169.254.169.254".into());
+        match run_blocking(req).result {
+            Err(RunError::Thrown { message, .. }) => assert!(message.starts_with(refusal), "{message}"),
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
     }
 }
 

@@ -128,7 +128,7 @@ impl Toolshed {
         if value.len() > 4096 {
             return Err(Invalid { field: "Variable value", reason: "must be at most 4096 bytes".into() }.into());
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO tool_env (tool_id, name, value, secret) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (tool_id, name) DO UPDATE SET value = excluded.value, secret = excluded.secret",
@@ -155,7 +155,7 @@ impl Toolshed {
 
     pub async fn delete_env_var(&self, user: &User, id: ToolId, name: &str) -> Result<(), ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("DELETE FROM tool_env WHERE tool_id = $1 AND name = $2").bind(id.0).bind(name).execute(&mut *tx).await?;
         audit::record(&mut tx, Some(user.id), "tool.env_deleted", &tool.audit_target(), Some(serde_json::json!({"name": name})), None)
             .await?;

@@ -40,7 +40,7 @@ impl Toolshed {
             visibility: src.visibility,
         };
         let changelog = format!("Forked from {}@v{n}", src.slug());
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let id = match insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await {
             Ok(id) => id,
             Err(e) => return Err(rolled_back(tx, e).await),

@@ -18,7 +18,7 @@ pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
 pub use runs::{RunReport, RunSource, Via};
 pub use test_cases::{TestCase, TestCaseResult};
-pub(crate) use versions::{insert_version, parse_changelog};
+pub(crate) use versions::{insert_version, mark_published, parse_changelog};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
@@ -121,12 +121,18 @@ impl Status {
         }
     }
 
+    /// A stored status. One this code does not know (a newer replica's, say)
+    /// reads as disabled: it refuses calls until someone who knows looks.
     pub(crate) fn parse(raw: &str) -> Self {
         match raw {
+            "active" => Status::Active,
             "hidden" => Status::Hidden,
             "disabled" => Status::Disabled,
             "deleted" => Status::Deleted,
-            _ => Status::Active,
+            unknown => {
+                tracing::warn!(status = unknown, "a listing has a status this version does not know; it is treated as disabled");
+                Status::Disabled
+            }
         }
     }
 }
@@ -206,6 +212,12 @@ pub enum ToolError {
     NoSuchVersion(i64),
     #[error("This tool has no published version yet.")]
     NotPublished,
+    /// A write raced others and lost; trying again will do.
+    #[error("{0}")]
+    Conflict(String),
+    /// A name the listing does not serve (to this caller).
+    #[error("There is no tool named “{0}” here.")]
+    UnknownTool(String),
     #[error("This listing has been disabled by an administrator; it refuses calls.")]
     Disabled,
     #[error("{0}")]
@@ -338,10 +350,12 @@ pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
     for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let host = line.to_ascii_lowercase();
         let bare = host.strip_prefix("*.").unwrap_or(&host);
-        let ok =
-            !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':');
+        let ok = !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
         if !ok {
-            return Err(Invalid { field: "Fetch allow-list", reason: format!("“{line}” is not a host name or *.domain") });
+            return Err(Invalid {
+                field: "Fetch allow-list",
+                reason: format!("“{line}” is not a host name or *.domain, with :port or without"),
+            });
         }
         hosts.push(host);
     }
@@ -440,7 +454,7 @@ impl Toolshed {
     }
 
     async fn create_listing(&self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let id = match insert_listing(&mut tx, user, kind, &new, None).await {
             Ok(id) => id,
             Err(e) => return Err(rolled_back(tx, e).await),
@@ -467,7 +481,7 @@ impl Toolshed {
             }
             .into());
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
              fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10 WHERE id = $11",
@@ -501,7 +515,7 @@ impl Toolshed {
 
 /// Ends `tx` now and hands back `e`. A dropped transaction rolls back only
 /// later, and until then SQLite's write lock makes the next writer fail.
-pub(crate) async fn rolled_back(tx: sqlx::Transaction<'static, sqlx::Any>, e: ToolError) -> ToolError {
+pub(crate) async fn rolled_back(tx: crate::store::Tx, e: ToolError) -> ToolError {
     match tx.rollback().await {
         Ok(()) => e,
         Err(rollback) => {
@@ -543,5 +557,19 @@ pub(crate) async fn insert_listing(
         Ok(row) => Ok(ToolId(row.try_get("id")?)),
         Err(e) if e.is_unique_violation() => Err(ToolError::NameTaken(new.name.to_string())),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn a_status_this_version_does_not_know_reads_as_disabled() {
+        for s in [Status::Active, Status::Hidden, Status::Disabled, Status::Deleted] {
+            assert_eq!(Status::parse(s.as_str()), s);
+        }
+        assert_eq!(Status::parse("quarantined"), Status::Disabled);
+        assert_eq!(Status::parse(""), Status::Disabled);
     }
 }

@@ -58,12 +58,37 @@ pub(crate) struct PreparedRun {
 pub(crate) struct Runnable {
     code: String,
     schema: CompiledSchema,
+    args: Vec<ArgDef>,
 }
 
 impl Runnable {
     fn new(code: String, args: &[ArgDef]) -> Result<Self, ToolError> {
         let schema = CompiledSchema::new(&crate::schema::to_json_schema(args)).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-        Ok(Self { code, schema })
+        Ok(Self { code, schema, args: args.to_vec() })
+    }
+
+    /// The call's arguments checked against the schema, with every declared
+    /// default filled in; and the declared ones left out without a default.
+    fn arguments(&self, mut input: serde_json::Value) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<String>), ToolError> {
+        if input.is_null() {
+            input = serde_json::Value::Object(Default::default());
+        }
+        let mut absent = Vec::new();
+        if let Some(given) = input.as_object_mut() {
+            for def in &self.args {
+                if given.contains_key(&def.name) {
+                    continue;
+                }
+                match &def.default {
+                    Some(default) => {
+                        given.insert(def.name.clone(), default.clone());
+                    }
+                    None => absent.push(def.name.clone()),
+                }
+            }
+        }
+        // Checked with the defaults in: a default that breaks its own schema says so.
+        Ok((check_arguments(&self.schema, input)?, absent))
     }
 }
 
@@ -130,7 +155,8 @@ impl Toolshed {
             ..Limits::default()
         };
         let fetch_allow = tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect();
-        RunRequest { code, args, env, context, fetch_allow, limits, events: None, tools: None }
+        let internal_hosts = self.settings().internal_hosts.clone();
+        RunRequest { code, args, absent: Vec::new(), env, context, fetch_allow, internal_hosts, limits, events: None, tools: None }
     }
 
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
@@ -161,6 +187,16 @@ impl Toolshed {
             RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
             _ => self.tool(user, id).await?,
         };
+        if let RunSource::Version(n) = source {
+            // By number as by its endpoint: a disabled listing refuses calls (but an
+            // admin's), and a version never served is its editors' alone.
+            if tool.status == super::Status::Disabled && !user.is_admin {
+                return Err(ToolError::Disabled);
+            }
+            if !self.may_use_version(user, &tool, n).await? {
+                return Err(ToolError::NoSuchVersion(n));
+            }
+        }
         self.run_loaded(user, &tool, source, input, via, events).await
     }
 
@@ -287,9 +323,10 @@ impl Toolshed {
                 (Some(n), self.runnable(id, n).await?)
             }
         };
-        let args = check_arguments(&runnable.schema, input)?;
+        let (args, absent) = runnable.arguments(input)?;
         let (env, policy) = self.env_and_policy(id).await?;
-        let request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
+        let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
+        request.absent = absent;
         Ok(PreparedRun { version, request, env })
     }
 }

@@ -182,7 +182,7 @@ impl Toolshed {
         let tool = self.code_tool_for_edit(user, id).await?;
         let changelog = parse_changelog(changelog)?;
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let version = match insert_version(&mut tx, user, id, &source, &changelog).await {
             Ok(v) => v,
             Err(e) => return Err(super::rolled_back(tx, e).await),
@@ -245,13 +245,14 @@ impl Toolshed {
             return self.request_review(user, &tool, n).await;
         }
         let action = tool.publish_action(n);
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
             .bind(n)
             .bind(now_ms())
             .bind(id.0)
             .execute(&mut *tx)
             .await?;
+        mark_published(&mut tx, id, n).await?;
         audit::record(
             &mut tx,
             Some(user.id),
@@ -284,7 +285,10 @@ impl Toolshed {
 
 /// Saves `source` as the tool's next version (1, 2, …) and returns its number.
 /// One statement picks the number and inserts it, so two saves cannot both
-/// take the same number; a racing save hits the primary key instead.
+/// take the same number; saves of one tool wait for each other on the tool's
+/// row, and should one still race, it hits the primary key and tries again
+/// with the next number (from a savepoint, so the rest of the transaction
+/// stands). SQLite's write transactions never race.
 pub(crate) async fn insert_version(
     tx: &mut sqlx::AnyConnection,
     user: &User,
@@ -292,26 +296,68 @@ pub(crate) async fn insert_version(
     source: &Source,
     changelog: &str,
 ) -> Result<i64, ToolError> {
-    let inserted = sqlx::query(
-        "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
-         SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
-    )
-    .bind(id.0)
-    .bind(source.code.as_str())
-    .bind(source.args_json())
-    .bind(source.output_schema_json())
-    .bind(changelog)
-    .bind(user.id.0)
-    .bind(now_ms())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(StoreError::from);
-    match inserted {
-        Ok(row) => Ok(row.try_get("version")?),
-        Err(e) if e.is_unique_violation() => {
-            Err(Invalid { field: "Version", reason: "someone saved a version at the same moment; save again".into() }.into())
+    // Saves of one tool queue here (the row lock lasts until the transaction
+    // ends); a race can then only come from a writer that skipped this line.
+    sqlx::query("UPDATE tools SET updated_at = updated_at WHERE id = $1").bind(id.0).execute(&mut *tx).await?;
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        sqlx::query("SAVEPOINT next_version").execute(&mut *tx).await?;
+        let inserted = sqlx::query(
+            "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
+             SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
+        )
+        .bind(id.0)
+        .bind(source.code.as_str())
+        .bind(source.args_json())
+        .bind(source.output_schema_json())
+        .bind(changelog)
+        .bind(user.id.0)
+        .bind(now_ms())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreError::from);
+        match inserted {
+            Ok(row) => {
+                sqlx::query("RELEASE SAVEPOINT next_version").execute(&mut *tx).await?;
+                return Ok(row.try_get("version")?);
+            }
+            Err(e) if e.is_unique_violation() => {
+                sqlx::query("ROLLBACK TO SAVEPOINT next_version").execute(&mut *tx).await?;
+            }
+            Err(e) => return Err(e.into()),
         }
-        Err(e) => Err(e.into()),
+    }
+    Err(ToolError::Conflict("Others saved versions of this tool at the same moment; try again.".into()))
+}
+
+/// Marks version `n` as served (its first publish or approval): from then on
+/// anyone who may see the tool may run it by number or pin it.
+pub(crate) async fn mark_published(tx: &mut sqlx::AnyConnection, id: ToolId, n: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE tool_versions SET published_at = COALESCE(published_at, $1) WHERE tool_id = $2 AND version = $3")
+        .bind(now_ms())
+        .bind(id.0)
+        .bind(n)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+impl Toolshed {
+    /// Whether `user` may run version `n` of `tool` by number, or pin it: its
+    /// editors any version, everyone else only versions that have been served.
+    pub(crate) async fn may_use_version(&self, user: &User, tool: &Tool, n: i64) -> Result<bool, ToolError> {
+        if super::can_edit(user, tool) {
+            return Ok(true);
+        }
+        let row = sqlx::query("SELECT published_at FROM tool_versions WHERE tool_id = $1 AND version = $2")
+            .bind(tool.id.0)
+            .bind(n)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(match row {
+            Some(r) => r.try_get::<Option<i64>, _>("published_at")?.is_some(),
+            None => false,
+        })
     }
 }
 

@@ -338,7 +338,15 @@ async fn sse_endpoint(stream: &mut Body, base: &Url) -> Result<Url, ClientError>
             if let Some(name) = line.strip_prefix("event:") {
                 event = name.trim();
             } else if let Some(data) = line.strip_prefix("data:").filter(|_| event == "endpoint") {
-                return base.join(data.trim()).map_err(|e| ClientError::Junk(format!("endpoint event {:?}: {e}", data.trim())));
+                let url = base.join(data.trim()).map_err(|e| ClientError::Junk(format!("endpoint event {:?}: {e}", data.trim())))?;
+                // Messages carry the credential: they go to the registered origin only.
+                if url.origin() != base.origin() {
+                    return Err(ClientError::Junk(format!(
+                        "the endpoint event names another origin ({}); messages go only to the server's own",
+                        url.origin().ascii_serialization()
+                    )));
+                }
+                return Ok(url);
             }
         }
         if !stream.more().await? {

@@ -300,7 +300,7 @@ impl Toolshed {
             return Err(UpstreamError::Forbidden);
         }
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO mcp_servers (department_id, name, url, transport, timeout_ms, created_by, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -326,9 +326,14 @@ impl Toolshed {
 
     /// Changes a server's address, transport, credential or time limit, then
     /// re-imports its tools.
-    pub async fn update_mcp_server(&self, user: &User, id: i64, spec: ServerSpec) -> Result<ServerView, UpstreamError> {
+    /// A new URL clears a kept credential: it was given for the old address,
+    /// and must not follow the server wherever someone points it.
+    pub async fn update_mcp_server(&self, user: &User, id: i64, mut spec: ServerSpec) -> Result<ServerView, UpstreamError> {
         let before = self.managed_server(user, id).await?;
-        let mut tx = self.db.begin().await?;
+        if spec.url.as_str() != before.url && matches!(spec.credential, CredentialChange::Keep) {
+            spec.credential = CredentialChange::Clear;
+        }
+        let mut tx = self.begin().await?;
         sqlx::query("UPDATE mcp_servers SET url = $1, transport = $2, timeout_ms = $3, updated_at = $4 WHERE id = $5")
             .bind(spec.url.as_str())
             .bind(spec.transport.as_str())
@@ -378,7 +383,7 @@ impl Toolshed {
     /// Removes a server and its imported tools; bundles stop serving them.
     pub async fn remove_mcp_server(&self, user: &User, id: i64) -> Result<(), UpstreamError> {
         let server = self.managed_server(user, id).await?;
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("DELETE FROM mcp_server_tools WHERE server_id = $1").bind(id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM mcp_servers WHERE id = $1").bind(id).execute(&mut *tx).await?;
         let before = serde_json::json!({"department": server.department, "url": server.url});
@@ -414,7 +419,7 @@ impl Toolshed {
         if !admin.is_admin {
             return Err(UpstreamError::Forbidden);
         }
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let changed = sqlx::query("UPDATE departments SET authors_register_servers = $1 WHERE name = $2")
             .bind(i64::from(allowed))
             .bind(department.as_str())
@@ -616,12 +621,12 @@ impl Toolshed {
             // The server's schema is its own business; it will judge the arguments itself.
             Err(e) => tracing::debug!(error = %e, "an external tool's input schema does not compile; not validated here"),
         }
-        let (endpoint, limit) = match self.endpoint(tool.server_id).await {
+        let (endpoint, limit, http) = match self.endpoint(tool.server_id).await.and_then(|(e, l)| Ok((e, l, self.upstream_http()?))) {
             Ok(e) => e,
             Err(e) => return failed(Outcome::ToolError, format!("External server “{}”: {e}", tool.server)),
         };
         let answer = client::within(limit, async {
-            let mut conn = client::Connection::open(&self.upstream_http(), &endpoint).await?;
+            let mut conn = client::Connection::open(&http, &endpoint).await?;
             let result = conn.call_tool(&tool.tool.name, input).await;
             tokio::spawn(conn.close());
             result
@@ -642,18 +647,14 @@ impl Toolshed {
     }
 
     /// The HTTP client for external servers: no redirects to follow blindly
-    /// with a credential attached, no cookies kept between servers.
-    fn upstream_http(&self) -> reqwest::Client {
-        static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-        CLIENT
-            .get_or_init(|| {
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .connect_timeout(Duration::from_secs(10))
-                    .build()
-                    .expect("a plain reqwest client builds")
-            })
-            .clone()
+    /// with a credential attached, no cookies kept between servers, no
+    /// internal addresses ([`crate::outbound`]).
+    fn upstream_http(&self) -> Result<reqwest::Client, UpstreamError> {
+        static CLIENTS: std::sync::OnceLock<crate::outbound::Clients> = std::sync::OnceLock::new();
+        CLIENTS
+            .get_or_init(Default::default)
+            .get(&self.settings().internal_hosts, |b| b.connect_timeout(Duration::from_secs(10)))
+            .map_err(|e| invalid("URL", e))
     }
 
     /// Where and how to reach server `id`, with its credential opened.
@@ -676,6 +677,7 @@ impl Toolshed {
         };
         let transport = Transport::parse(&r.try_get::<String, _>("transport")?).unwrap_or(Transport::StreamableHttp);
         let url = Url::parse(&url).map_err(|e| invalid("URL", e.to_string()))?;
+        crate::outbound::check_url(&self.settings().internal_hosts, &url).map_err(|e| invalid("URL", e))?;
         let limit = Duration::from_millis(r.try_get::<i64, _>("timeout_ms")?.max(1) as u64);
         Ok((Endpoint { url, transport, credential }, limit))
     }
@@ -685,9 +687,9 @@ impl Toolshed {
     /// the server's status; a changed list writes the audit row that tells
     /// bundle sessions.
     async fn refresh_server(&self, id: i64) -> Result<(), UpstreamError> {
-        let listed = match self.endpoint(id).await {
-            Ok((endpoint, limit)) => client::within(limit, async {
-                let mut conn = client::Connection::open(&self.upstream_http(), &endpoint).await?;
+        let listed = match self.endpoint(id).await.and_then(|(e, l)| Ok((e, l, self.upstream_http()?))) {
+            Ok((endpoint, limit, http)) => client::within(limit, async {
+                let mut conn = client::Connection::open(&http, &endpoint).await?;
                 let tools = conn.list_tools().await;
                 tokio::spawn(conn.close());
                 tools
@@ -712,7 +714,7 @@ impl Toolshed {
         let imported: Vec<ImportedTool> = tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)).collect();
         let skipped = tools.len() - imported.len();
         let note = (skipped > 0).then(|| format!("{skipped} tool(s) skipped: their names do not make MCP tool names as {server}__name"));
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.begin().await?;
         let stored =
             sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position").bind(id).fetch_all(&mut *tx).await?;
         let stored: Vec<ImportedTool> = stored.iter().map(tool_from_row).collect::<Result<_, _>>()?;

@@ -9,16 +9,19 @@ use toolshed_domain::names::ToolName;
 use toolshed_domain::tools::{NewTool, RunSource, Source, Tool, ToolError};
 use toolshed_domain::{Db, Toolshed, User};
 
-/// A tool with one version per body in `codes`, the last one published.
+/// A tool with one version per body in `codes`, each published in turn (so
+/// anyone may pin any of them), the last one published now.
 async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, codes: &[&str]) -> Tool {
     let t = ts
         .create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap())
         .await
         .unwrap();
+    let mut published = t;
     for code in codes {
-        ts.save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
+        let n = ts.save_version(author, published.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
+        published = ts.publish(author, published.id, n).await.unwrap();
     }
-    ts.publish(author, t.id, codes.len() as i64).await.unwrap()
+    published
 }
 
 fn member(tool: &Tool, pinned: Option<i64>, name: &str) -> MemberSpec {
@@ -202,4 +205,47 @@ store_test!(bundles_are_listed_searched_and_forked_like_tools, |db: Db| async mo
     assert_eq!(members.iter().map(|m| m.slug.as_str()).collect::<Vec<_>>(), ["finance/shout"]);
     ts.publish(&carol, fork.id, 1).await.unwrap();
     assert_eq!(ts.browse(&carol, &only_bundles).await.unwrap().cards.iter().find(|c| c.id == b.id.0).unwrap().fork_count, 1);
+});
+
+store_test!(a_version_never_served_reaches_only_the_tools_editors, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let t = tool(&ts, &alice, "calc", "everyone", &["return 'v1';"]).await;
+    ts.save_version(&alice, t.id, Source::parse("return 'v2, unreviewed';", text_arg(), None).unwrap(), "").await.unwrap();
+    let run = |u: &User, n: i64| {
+        let (ts, u) = (ts.clone(), u.clone());
+        async move { ts.run_tool(&u, t.id, RunSource::Version(n), json!({"text": "x"}), "test", None).await }
+    };
+    assert!(matches!(run(&carol, 2).await, Err(ToolError::NoSuchVersion(2))), "not to another department");
+    assert!(run(&carol, 1).await.is_ok(), "the published one is anyone's");
+    assert!(run(&bob, 2).await.is_ok(), "an editor tries it out");
+
+    // Nor can another department pin it...
+    let theirs = ts.create_bundle(&carol, NewTool::parse("kit", "Kit", "", "", "everyone").unwrap()).await.unwrap();
+    let refused = ts.save_bundle_version(&carol, theirs.id, &[member(&t, Some(2), "")], "").await.unwrap_err();
+    assert!(refused.to_string().contains("has no version 2"), "{refused}");
+    // ...and a bundle of its own department that pins it serves it to editors only.
+    let ours = bundle(&ts, &alice, "ours", &[member(&t, Some(2), "calc")]).await;
+    assert_eq!(served(&ts, &bob, &ours).await, ["calc=finance/calc@v2"]);
+    assert!(served(&ts, &carol, &ours).await.is_empty());
+
+    // Published once (even if rolled back since), it is everyone's.
+    ts.publish(&alice, t.id, 2).await.unwrap();
+    ts.publish(&alice, t.id, 1).await.unwrap();
+    assert!(run(&carol, 2).await.is_ok());
+    assert_eq!(served(&ts, &carol, &ours).await, ["calc=finance/calc@v2"]);
+});
+
+store_test!(a_disabled_listing_refuses_runs_by_version_number_too, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let t = tool(&ts, &alice, "calc", "everyone", &["return 'v1';"]).await;
+    ts.save_test_case(&alice, t.id, "one", json!({"text": "x"}), None).await.unwrap();
+    let root = User { is_admin: true, ..alice.clone() };
+    let note = toolshed_domain::names::ModerationNote::parse("Leaks data.").unwrap();
+    ts.moderate(&root, t.id, toolshed_domain::moderation::Action::Disable, &note).await.unwrap();
+    for user in [&alice, &carol] {
+        let run = ts.run_tool(user, t.id, RunSource::Version(1), json!({"text": "x"}), "test", None).await;
+        assert!(matches!(run, Err(ToolError::Disabled)), "{run:?}");
+    }
+    let cases = ts.run_test_cases(&alice, t.id, RunSource::Version(1)).await.unwrap();
+    assert!(!cases[0].passed && cases[0].actual.contains("disabled"), "{cases:?}");
 });

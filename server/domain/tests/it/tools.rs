@@ -190,3 +190,48 @@ store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async
     assert!(ts.update_tool_settings(&alice, tool.id, settings(1_000, &["hr.internal.corp"])).await.is_ok());
     assert_eq!(ts.policy().await.unwrap().max_memory_mib, 64);
 });
+
+store_test!(the_database_refuses_a_status_kind_or_visibility_the_code_does_not_know, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    for (column, value) in [("status", "quarantined"), ("kind", "server"), ("visibility", "public"), ("code_mode", "on")] {
+        let sql = format!("UPDATE tools SET {column} = $1 WHERE id = $2");
+        let refused = sqlx::query(&sql).bind(value).bind(tool.id.0).execute(ts.db.pool()).await;
+        assert!(refused.is_err(), "{column} = {value} was stored");
+    }
+    assert_eq!(ts.tool(&alice, tool.id).await.unwrap(), tool, "nothing changed");
+});
+
+store_test!(concurrent_saves_all_get_a_version_of_their_own, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("busy", "Busy", "", "", "everyone").unwrap()).await.unwrap();
+    let saves: Vec<_> = (0..12)
+        .map(|i| {
+            let (ts, alice) = (ts.clone(), alice.clone());
+            tokio::spawn(async move { ts.save_version(&alice, tool.id, source(&format!("return '{i}';")), "race").await })
+        })
+        .collect();
+    let mut numbers: Vec<i64> = Vec::new();
+    for save in saves {
+        numbers.push(save.await.unwrap().expect("a race is resolved, not reported as a bad file"));
+    }
+    numbers.sort();
+    assert_eq!(numbers, (1..=12).collect::<Vec<_>>());
+});
+
+store_test!(declared_defaults_are_applied_and_left_out_arguments_are_undefined, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("count", "Count", "", "", "everyone").unwrap()).await.unwrap();
+    let args = serde_json::from_value(json!([
+        {"name": "count", "type": {"kind": "integer"}, "required": false, "default": 3},
+        {"name": "note", "type": {"kind": "string"}, "required": false}
+    ]))
+    .unwrap();
+    let code = "return `${$count} ${args.count} ${typeof $note} ${'note' in args}`;";
+    ts.save_version(&alice, tool.id, Source::parse(code, args, None).unwrap(), "").await.unwrap();
+    ts.publish(&alice, tool.id, 1).await.unwrap();
+    let run = |input| ts.run_tool(&carol, tool.id, RunSource::Published, input, "test", None);
+    assert_eq!(run(json!({})).await.unwrap().outcome.result, Ok(ToolValue::Text("3 3 undefined false".into())));
+    assert_eq!(run(serde_json::Value::Null).await.unwrap().outcome.result, Ok(ToolValue::Text("3 3 undefined false".into())));
+    assert_eq!(run(json!({"count": 5, "note": "x"})).await.unwrap().outcome.result, Ok(ToolValue::Text("5 5 string true".into())));
+});

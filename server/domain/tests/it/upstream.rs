@@ -7,7 +7,8 @@ use toolshed_domain::names::{DepartmentName, Invalid};
 use toolshed_domain::upstream::{CredentialChange, ServerName, ServerSpec, Transport, UpstreamError};
 use toolshed_domain::{Db, User};
 
-/// Nothing listens on port 9 (discard) here: registration must not need the server up.
+/// Never contacted: registration must not need the server up, and these
+/// tests' Toolshed allows no internal host, so loopback is refused unasked.
 const DOWN: &str = "http://127.0.0.1:9/mcp";
 
 fn spec(credential: CredentialChange) -> ServerSpec {
@@ -46,7 +47,7 @@ store_test!(only_admins_and_allowed_authors_register_servers_for_their_departmen
     assert!(ts.may_register_servers(&alice).await.unwrap());
     let mine = ts.register_mcp_server(&alice, &dept("finance"), &name("a"), spec(CredentialChange::Clear)).await.unwrap();
     assert!(mine.may_manage);
-    assert!(mine.last_error.as_deref().unwrap().contains("could not reach the server"), "registered, with the reason it has no tools");
+    assert!(mine.last_error.as_deref().unwrap().contains("internal address"), "registered, with the reason it has no tools");
     assert!(matches!(
         ts.register_mcp_server(&alice, &dept("legal"), &name("b"), spec(CredentialChange::Clear)).await,
         Err(UpstreamError::Forbidden)
@@ -112,4 +113,26 @@ store_test!(server_names_are_unique_and_make_double_underscore_tool_names, |db: 
     assert!(toolshed_domain::upstream::parse_url("ftp://x/").is_err());
     assert!(toolshed_domain::upstream::parse_url("https://user:pw@x/").is_err());
     assert!(toolshed_domain::upstream::parse_timeout(10).is_err());
+});
+
+store_test!(moving_a_server_to_another_url_clears_the_credential_it_was_given, |db: Db| async move {
+    let (ts, alice, _bob, _carol) = world(db).await;
+    let root = admin(&alice);
+    let s = ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("vault").unwrap(), spec(header("s3cret"))).await.unwrap();
+    let moved =
+        ServerSpec { url: toolshed_domain::upstream::parse_url("http://listener.example/mcp").unwrap(), ..spec(CredentialChange::Keep) };
+    let after = ts.update_mcp_server(&root, s.id, moved).await.unwrap();
+    assert_eq!((after.credential_kind.as_str(), after.credential_set), ("none", false), "not sent to the new address");
+    let again = ServerSpec { url: toolshed_domain::upstream::parse_url("http://listener.example/mcp").unwrap(), ..spec(header("new")) };
+    assert!(ts.update_mcp_server(&root, s.id, again).await.unwrap().credential_set, "a credential given with the new URL is kept");
+});
+
+store_test!(a_server_at_an_internal_address_is_refused_without_being_contacted, |db: Db| async move {
+    let (ts, alice, _bob, _carol) = world(db).await;
+    let root = admin(&alice);
+    let metadata =
+        ServerSpec { url: toolshed_domain::upstream::parse_url("http://169.254.169.254/mcp").unwrap(), ..spec(CredentialChange::Keep) };
+    let s = ts.register_mcp_server(&root, &dept("finance"), &ServerName::parse("meta").unwrap(), metadata).await.unwrap();
+    let status = s.last_error.expect("no tools, and why");
+    assert!(status.contains("internal address"), "{status}");
 });

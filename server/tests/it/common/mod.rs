@@ -9,7 +9,7 @@ use tokio::process::{Child, Command};
 use toolshed_domain::store::Backend;
 #[path = "../../../domain/tests/it/support/mod.rs"]
 mod support;
-pub use support::{postgres_available, TempDir, TestDb};
+pub use support::{postgres_available, TempDir, TestDb, POSTGRES_URL_VAR};
 
 pub struct TestServer {
     pub base: String,
@@ -41,6 +41,9 @@ async fn spawn(db_url: &str, data_dir: &std::path::Path, extra_args: &[&str]) ->
         .env("TOOLSHED_ADDR", "127.0.0.1:0")
         .env("TOOLSHED_DATA_DIR", data_dir)
         .env("DATABASE_URL", db_url)
+        // The fixtures (external MCP servers, chat endpoints) listen on loopback,
+        // under this name: any other internal address stays refused.
+        .env("TOOLSHED_INTERNAL_HOSTS", "127.0.0.1")
         .env_remove("TOOLSHED_BASE_URL")
         .env_remove("TOOLSHED_MCP_SESSIONS")
         .env("RUST_LOG", "warn")

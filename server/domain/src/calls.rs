@@ -1,0 +1,140 @@
+//! The one way to call what a listing serves. The MCP handler, the
+//! playground's turns and code mode's `tools.<name>()` all resolve names here,
+//! so a tool that a listing offers is a tool each of them can call, run the
+//! same way and recorded the same way.
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::accounts::User;
+use crate::sandbox::{RunEvent, ToolValue};
+use crate::tools::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
+use crate::upstream::ServedExternal;
+use crate::Toolshed;
+
+/// Where a name in a listing leads.
+#[derive(Debug, Clone)]
+pub(crate) enum Callable {
+    /// A Toolshed tool: a tool's own endpoint runs its published version
+    /// (refused once disabled), a bundle the version it serves of a member.
+    Tool { tool: Tool, source: RunSource },
+    /// A tool of an external MCP server, answered by that server.
+    External(ServedExternal),
+}
+
+/// Everything one listing serves one caller, by the names the caller uses,
+/// in the order the listing lists them.
+#[derive(Clone)]
+pub struct Callables {
+    toolshed: Toolshed,
+    user: User,
+    listing: Tool,
+    entries: Vec<(String, Callable)>,
+}
+
+/// What a call answered.
+#[derive(Debug)]
+pub enum Answer {
+    /// A Toolshed tool ran (its outcome may still be an error).
+    Ran(RunReport),
+    /// An external server's `CallToolResult` JSON; every failure is an `isError` result.
+    External(serde_json::Value),
+}
+
+impl Answer {
+    /// The answer as a model reads it in code mode and the playground: the
+    /// value, or what went wrong (an external tool's text when it set `isError`).
+    pub fn value(&self) -> Result<ToolValue, String> {
+        match self {
+            Answer::Ran(report) => report.outcome.result.clone().map_err(|e| e.to_string()),
+            Answer::External(result) => {
+                let text: Vec<&str> = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
+                let text = text.join("\n");
+                if result["isError"].as_bool() == Some(true) {
+                    return Err(text);
+                }
+                Ok(match result.get("structuredContent") {
+                    Some(v) if !v.is_null() => ToolValue::Json(v.clone()),
+                    _ => serde_json::from_str(&text).map(ToolValue::Json).unwrap_or(ToolValue::Text(text)),
+                })
+            }
+        }
+    }
+}
+
+impl Toolshed {
+    /// What `listing` (already looked up as `user`) serves them: a tool its
+    /// published version under its own name; a bundle the members `user` may
+    /// see, then its external servers' tools.
+    pub async fn callables(&self, user: &User, listing: &Tool) -> Result<Callables, ToolError> {
+        let entries = match listing.kind {
+            ListingKind::Tool => match listing.published_version {
+                Some(_) => vec![(listing.name.clone(), Callable::Tool { tool: listing.clone(), source: RunSource::Published })],
+                None => Vec::new(),
+            },
+            ListingKind::Bundle => {
+                let served = self.served_tools(user, listing).await?;
+                let members =
+                    served.tools.into_iter().map(|m| (m.name, Callable::Tool { tool: m.tool, source: RunSource::Version(m.version) }));
+                members.chain(served.external.into_iter().map(|e| (e.name.clone(), Callable::External(e)))).collect()
+            }
+        };
+        Ok(Callables { toolshed: self.clone(), user: user.clone(), listing: listing.clone(), entries })
+    }
+}
+
+impl Callables {
+    pub fn listing(&self) -> &Tool {
+        &self.listing
+    }
+
+    /// The names, in the listing's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// Who answers `name`, as log lines name it: a tool's `department/name`,
+    /// an external tool's `server__tool`.
+    pub fn origin(&self, name: &str) -> Option<String> {
+        Some(match self.get(name)? {
+            Callable::Tool { tool, .. } => tool.slug(),
+            Callable::External(ext) => ext.name.clone(),
+        })
+    }
+
+    pub(crate) fn toolshed(&self) -> &Toolshed {
+        &self.toolshed
+    }
+
+    pub(crate) fn user(&self) -> &User {
+        &self.user
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Callable> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    /// The usage record's route: a bundle's calls carry its id.
+    pub(crate) fn via<'a>(&self, via: Via<'a>) -> Via<'a> {
+        let bundle_id = (self.listing.kind == ListingKind::Bundle).then_some(self.listing.id);
+        Via { bundle_id, ..via }
+    }
+
+    /// Calls `name` with `input` as the caller: arguments checked against its
+    /// schema, run (or sent to its server) and recorded in usage. `events`
+    /// hears a Toolshed tool's console lines and progress as it runs.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: serde_json::Value,
+        via: Via<'_>,
+        events: Option<UnboundedSender<RunEvent>>,
+    ) -> Result<Answer, ToolError> {
+        let via = self.via(via);
+        match self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))? {
+            Callable::Tool { tool, source } => {
+                self.toolshed.run_loaded(&self.user, tool, source.clone(), input, via, events).await.map(Answer::Ran)
+            }
+            Callable::External(ext) => Ok(Answer::External(self.toolshed.call_external(&self.user, &self.listing, ext, input, via).await)),
+        }
+    }
+}

@@ -13,7 +13,16 @@ TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$S
     DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
     target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
-cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }
+cleanup() {
+    status=$?
+    kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true
+    # A failure's server side: what the server logged (warnings and errors).
+    if [ "$status" -ne 0 ] && [ -s "$data/stderr.log" ]; then
+        echo "e2e: the server's log (last 60 lines):" >&2
+        tail -n 60 "$data/stderr.log" >&2
+    fi
+    rm -rf "$data"
+}
 trap cleanup EXIT
 
 for _ in $(seq 1 200); do

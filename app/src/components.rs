@@ -10,6 +10,7 @@ use crate::Auth;
 #[component]
 pub fn Header() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    let location = leptos_router::hooks::use_location();
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -32,10 +33,17 @@ pub fn Header() -> impl IntoView {
                     {move || Suspend::new(async move {
                         match auth.me.await {
                             Ok(Some(me)) => view! { <UserMenu me /> }.into_any(),
-                            _ => view! {
-                                <a class="link" href="/login">"Sign in"</a>
-                                <a class="button small" href="/register">"Register"</a>
-                            }.into_any(),
+                            _ => {
+                                // Back to this page after signing in (not to the sign-in page itself).
+                                let next = move || match location.pathname.get().as_str() {
+                                    "/login" | "/register" | "/" => "/login".to_owned(),
+                                    path => format!("/login?next={path}"),
+                                };
+                                view! {
+                                    <a class="link" href=next>"Sign in"</a>
+                                    <a class="button small" href="/register">"Register"</a>
+                                }.into_any()
+                            }
                         }
                     })}
                 </Transition>
@@ -51,6 +59,31 @@ fn UserMenu(me: Me) -> impl IntoView {
     let auth = expect_context::<Auth>();
     let open = RwSignal::new(false);
     let initial = me.display_name.chars().next().unwrap_or('?').to_uppercase().to_string();
+    // It closes on navigation, on a click anywhere outside it, and on Escape.
+    let location = leptos_router::hooks::use_location();
+    Effect::new(move |_| {
+        location.pathname.track();
+        open.set(false);
+    });
+    #[cfg(feature = "hydrate")]
+    {
+        let click = window_event_listener(leptos::ev::click, move |ev| {
+            use wasm_bindgen::JsCast;
+            let element = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+            if element.and_then(|e| e.closest(".user-menu").ok().flatten()).is_none() {
+                let _ = open.try_set(false);
+            }
+        });
+        let key = window_event_listener(leptos::ev::keydown, move |ev| {
+            if ev.key() == "Escape" {
+                let _ = open.try_set(false);
+            }
+        });
+        on_cleanup(move || {
+            click.remove();
+            key.remove();
+        });
+    }
     view! {
         <div class="user-menu">
             <button

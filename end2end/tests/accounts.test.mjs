@@ -1,7 +1,7 @@
 // Accounts as a person uses them, in a real browser against the release server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, ADMIN_PASSWORD, launch, newPage, shot, unique, hydrated } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -31,8 +31,17 @@ test('register, sign out, fail and then succeed to sign in; the hydrated menu re
   await page.waitForSelector('.menu.open');
   assert.match(await page.textContent('.menu.open'), /Analytics/);
   await shot(page, '03-user-menu');
+  // It closes on Escape and on a click anywhere else, as menus do.
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('.menu.open', { state: 'detached' });
+  await page.click('.user-button');
+  await page.waitForSelector('.menu.open');
+  await page.mouse.click(5, 400);
+  await page.waitForSelector('.menu.open', { state: 'detached' });
+  await page.click('.user-button');
+  await page.waitForSelector('.menu.open');
   await page.click('.menu.open button:has-text("Sign out")');
-  await page.waitForSelector('a[href="/login"]');
+  await page.waitForSelector('a[href^="/login"]');
 
   await page.goto(`${BASE}/login`);
   await hydrated(page);
@@ -112,5 +121,25 @@ test('members get no Admin link, and the admin page refuses them', async () => {
   await page.goto(`${BASE}/admin`);
   await page.waitForSelector('.alert.error');
   assert.match(await page.textContent('.alert.error'), /not allowed/);
+  await page.close();
+});
+
+test('a signed-out visitor sent to sign in from a listing comes back to it', async () => {
+  const page = await newPage(browser);
+  await page.goto(`${BASE}/tools/demo/echo`);
+  await page.waitForURL(/\/login\?next=%2Ftools%2Fdemo%2Fecho|\/login\?next=\/tools\/demo\/echo/);
+  await hydrated(page);
+  await page.fill('input[name=username]', 'admin');
+  await page.fill('input[name=password]', ADMIN_PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForURL(`${BASE}/tools/demo/echo`);
+  await page.waitForSelector('h1');
+  assert.match(await page.textContent('h1'), /Echo/);
+  // The header's Sign in link keeps the page too.
+  await page.goto(`${BASE}/browse`);
+  await page.click('.user-button');
+  await page.click('.menu.open button:has-text("Sign out")');
+  await page.goto(`${BASE}/browse`);
+  assert.equal(await page.getAttribute('.topbar a.link', 'href'), '/login?next=/browse');
   await page.close();
 });

@@ -56,6 +56,9 @@ pub struct McpState {
     closing: tokio_util::sync::CancellationToken,
 }
 
+/// How long an idle stateful session stays in this replica's memory.
+const IDLE_IN_MEMORY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// One JSON-RPC message is small; anything larger is refused (413) unread.
 const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
@@ -90,7 +93,11 @@ pub fn routes(
     };
     let streamable = match mode {
         SessionMode::Stateful => {
-            let sessions = Arc::new(LocalSessionManager::default());
+            // An idle session leaves memory after a minute and lives on in the database:
+            // its next request restores it (rmcp's default keeps it five minutes).
+            let mut sessions = LocalSessionManager::default();
+            sessions.session_config.keep_alive = Some(IDLE_IN_MEMORY);
+            let sessions = Arc::new(sessions);
             tokio::spawn(sessions::end_sessions_ended_elsewhere(toolshed.clone(), sessions.clone(), stored, closing.clone()));
             axum::routing::any_service(StreamableHttpService::new(factory, sessions, config))
         }

@@ -64,6 +64,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
+    let listener = DrainingListener { inner: Some(listener), addr, draining: shutdown.draining.clone() };
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -86,9 +87,10 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     Ok(())
 }
 
-/// After SIGTERM, how long responses say `Connection: close` before the
-/// server stops reading requests: a client that sent one on a kept-alive
-/// connection gets its answer instead of a reset.
+/// After SIGTERM, how long the server goes on answering on open connections,
+/// each answer saying `Connection: close`, before it stops reading requests: a
+/// client that sent one on a kept-alive connection gets its answer instead of
+/// a reset, and moves on (new connections are refused from the signal on).
 const DRAIN: Duration = Duration::from_millis(750);
 /// After the streams close, how long calls still running may take.
 const GRACE: Duration = Duration::from_secs(10);
@@ -143,6 +145,42 @@ async fn unquote_cookies(mut req: Request, next: Next) -> Response {
         }
     }
     next.run(req).await
+}
+
+/// The listening socket, closed as soon as draining starts: new connections are
+/// refused cleanly, while the open ones are served (axum's own graceful
+/// shutdown would close idle kept-alive connections at once, under a client
+/// that is just sending on one).
+struct DrainingListener {
+    inner: Option<tokio::net::TcpListener>,
+    addr: SocketAddr,
+    draining: tokio_util::sync::CancellationToken,
+}
+
+impl axum::serve::Listener for DrainingListener {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Some(listener) = &self.inner else { return std::future::pending().await };
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(connection) => return connection,
+                    // Out of file descriptors and the like: wait, as axum's own listener does.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                () = self.draining.cancelled() => self.inner = None,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
 }
 
 /// While draining, every response closes its connection.

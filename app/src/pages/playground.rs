@@ -172,7 +172,10 @@ fn ChatPanel(choices: PlaygroundChoices) -> impl IntoView {
                 </button>
             </div>
             {no_endpoints.then(|| view! {
-                <p class="alert warn">"No chat endpoint is configured yet: an administrator adds one on the Admin page."</p>
+                <p class="alert warn">
+                    "No chat endpoint is configured yet. An administrator adds one (an OpenAI-compatible URL, a model and a key) under "
+                    <a href="/admin#chat-endpoints">"Admin → Chat endpoints"</a> "."
+                </p>
             })}
             <div class="transcript" aria-live="polite">
                 <For each=move || chat.entries.get().into_iter().enumerate() key=|(i, e)| (*i, entry_key(e)) let:item>

@@ -357,15 +357,16 @@ impl Toolshed {
             .map_err(Into::into)
     }
 
-    /// Version `n`'s members, one `name = dept/tool@vN` line each (for diffs).
-    pub(crate) async fn member_lines(&self, bundle: ToolId, n: i64) -> Result<String, ToolError> {
+    /// Version `n`'s members as `user` may know them, one `name = dept/tool@vN`
+    /// line each (for diffs); a member they may not see is one line that says so.
+    pub(crate) async fn member_lines(&self, user: &User, bundle: ToolId, n: i64) -> Result<String, ToolError> {
         let items = self.items(bundle, n).await?;
         let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
         Ok(items
             .iter()
-            .map(|i| {
-                let slug = tools.get(&i.tool_id).map(Tool::slug).unwrap_or_else(|| format!("#{}", i.tool_id));
-                member_label(&i.exposed_name, &slug, i.pinned_version) + "\n"
+            .map(|i| match tools.get(&i.tool_id).filter(|t| can_see(user, t)) {
+                Some(t) => member_label(&i.exposed_name, &t.slug(), i.pinned_version) + "\n",
+                None => "(a tool you cannot see)\n".to_owned(),
             })
             .collect())
     }

@@ -60,7 +60,12 @@ const CHECK_ENDED: Duration = Duration::from_millis(500);
 /// Ends the sessions this replica holds in memory once they are gone from the
 /// database: a DELETE through another replica (or the idle sweep) ends them
 /// here within [`CHECK_ENDED`], open streams included.
-pub async fn end_sessions_ended_elsewhere(toolshed: Toolshed, sessions: Arc<LocalSessionManager>, stored: Stored, closing: CancellationToken) {
+pub async fn end_sessions_ended_elsewhere(
+    toolshed: Toolshed,
+    sessions: Arc<LocalSessionManager>,
+    stored: Stored,
+    closing: CancellationToken,
+) {
     let mut tick = tokio::time::interval(CHECK_ENDED);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

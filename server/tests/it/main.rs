@@ -7,6 +7,7 @@ mod common;
 mod accounts;
 mod admin;
 mod cli;
+mod hardening;
 mod market;
 mod mcp;
 mod mcp_rmcp_client;

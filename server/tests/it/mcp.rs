@@ -763,3 +763,55 @@ async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_res
     })
     .await;
 }
+
+server_test!(
+    a_shutdown_under_load_answers_or_refuses_every_call_but_never_resets_one,
+    ["--mcp-sessions", "stateless"],
+    |mut srv: TestServer| async move {
+        let token = srv.token("admin");
+        let url = srv.url("/mcp/tools/demo/echo");
+        // Stateless JSON-RPC calls on kept-alive connections, eight at a time, until the server is gone.
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, token) = (url.clone(), token.clone());
+                tokio::spawn(async move {
+                    let client = reqwest::Client::new();
+                    let (mut answered, mut refused, mut broken) = (0, 0, Vec::new());
+                    for i in 0..100_000 {
+                        let res = client
+                            .post(&url)
+                            .bearer_auth(&token)
+                            .header("Content-Type", "application/json")
+                            .header("Accept", "application/json, text/event-stream")
+                            .body(INIT)
+                            .send()
+                            .await;
+                        match res {
+                            Ok(r) => match r.text().await {
+                                Ok(_) => answered += 1,
+                                Err(e) => broken.push(format!("call {i}: body: {e:?}")),
+                            },
+                            Err(e) if e.is_connect() => {
+                                refused += 1;
+                                if refused > 3 {
+                                    break;
+                                }
+                            }
+                            Err(e) => broken.push(format!("call {i}: {e:?}")),
+                        }
+                    }
+                    (answered, refused, broken)
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert!(srv.stop().await.success());
+        let mut total = 0;
+        for w in workers {
+            let (answered, _, broken) = w.await.unwrap();
+            total += answered;
+            assert!(broken.is_empty(), "calls cut off by the shutdown: {broken:?}");
+        }
+        assert!(total > 100, "the load ran: {total} calls answered");
+    }
+);

@@ -236,6 +236,15 @@ server_test!(bad_registrations_are_refused_or_show_why_the_server_has_no_tools, 
     assert_eq!(status, 200, "a server that refuses us is registered, with the reason shown: {wrong}");
     assert_eq!(wrong["tool_count"], 0);
     assert!(wrong["last_error"].as_str().unwrap().contains("HTTP 401"), "{wrong}");
+    assert!(!wrong["last_error"].as_str().unwrap().contains("missing or wrong"), "described, never quoted: {wrong}");
+    // Internal addresses other than the one named internal host: refused, never contacted.
+    for url in ["http://169.254.169.254/mcp", "http://127.0.0.2:9/mcp", "http://[::1]:9/mcp"] {
+        let (status, inner) = register(&srv, &admin, "inner", url, "streamable_http", header).await;
+        assert_eq!(status, 200, "{inner}");
+        assert!(inner["last_error"].as_str().unwrap().contains("internal address"), "{url}: {inner}");
+        let (status, _) = srv.call(&admin, "servers/remove", &[("id", &inner["id"].to_string())]).await;
+        assert_eq!(status, 200);
+    }
 
     let (_, query) = register(&srv, &admin, "by-query", &upstream.url("/query/mcp"), "streamable_http", ("query", "key", KEY)).await;
     assert_eq!((query["tool_count"].as_i64(), &query["last_error"]), (Some(4), &Value::Null), "{query}");

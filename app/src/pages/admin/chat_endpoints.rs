@@ -27,7 +27,7 @@ pub fn ChatEndpointsCard() -> impl IntoView {
         }
     });
     view! {
-        <section class="card chat-endpoints">
+        <section class="card chat-endpoints" id="chat-endpoints">
             <h2>"Chat endpoints"</h2>
             <p class="muted small">
                 "Models the Playground can talk to: any OpenAI-compatible chat-completions API (DeepSeek "

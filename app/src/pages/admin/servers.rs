@@ -33,8 +33,8 @@ fn credential_fields(keep: bool) -> impl IntoView {
                     <option value="query">"query parameter"</option>
                 </select>
             </label>
-            <label>"Name" <input name="credential_name" maxlength="100" placeholder="X-Api-Key" /></label>
-            <label>"Value" <input name="credential_value" type="password" autocomplete="off" maxlength="4000" /></label>
+            <label>"Header or parameter name" <input name="credential_name" maxlength="100" placeholder="X-Api-Key" /></label>
+            <label>"Secret value" <input name="credential_value" type="password" autocomplete="off" maxlength="4000" /></label>
         </div>
     }
 }

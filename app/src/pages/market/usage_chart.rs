@@ -38,7 +38,10 @@ pub fn UsageChart(usage: UsageView) -> impl IntoView {
     let max = usage.days.iter().map(|d| d.calls).max().unwrap_or(0).max(1);
     let scale = |n: i64| n as f64 / max as f64 * (BASELINE - PLOT_TOP);
     let first = usage.days.first().map(|d| month_day(d.day_ms)).unwrap_or_default();
-    let label = format!("Calls per day over the last 30 days: {} in all, at most {max} in a day.", usage.calls);
+    let label = match usage.calls {
+        0 => "Calls per day over the last 30 days: none yet.".to_owned(),
+        n => format!("Calls per day over the last 30 days: {n} in all, at most {max} in a day."),
+    };
     let bars = usage
         .days
         .iter()
@@ -60,7 +63,10 @@ pub fn UsageChart(usage: UsageView) -> impl IntoView {
     view! {
         <div class="usage">
             <svg class="usage-chart" viewBox="0 0 300 104" role="img" aria-label=label>
-                <text class="axis" x="0" y="8">{if max == 1 { "1 call".to_owned() } else { format!("{max} calls") }}</text>
+                // No calls yet: no scale to show, only the empty days.
+                {(usage.calls > 0).then(|| view! {
+                    <text class="axis" x="0" y="8">{if max == 1 { "1 call".to_owned() } else { format!("{max} calls") }}</text>
+                })}
                 <line class="axis-line" x1="0" y1=PLOT_TOP.to_string() x2="300" y2=PLOT_TOP.to_string() />
                 {bars}
                 <line class="axis-line" x1="0" y1=BASELINE.to_string() x2="300" y2=BASELINE.to_string() />

@@ -58,6 +58,7 @@ pub fn ApiCard(api: ListingApiView) -> impl IntoView {
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
             </div>
+            <noscript><p class="muted small">"Copy and the tabs need JavaScript: select the text to copy it."</p></noscript>
             <pre class="mono snippet api-code">{shown}</pre>
             <p class="muted small">"The TypeScript API is also served at " <code>{api.typescript_url}</code> " (same token as the MCP endpoint)."</p>
         </details>

@@ -173,6 +173,7 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
         <div class="mcp-debugger">
             <h3>"MCP debugger"</h3>
             <p class="muted small">"Talks to the live endpoint as you, and shows every JSON-RPC message."</p>
+            <noscript><p class="muted small">"The debugger and the Copy buttons need JavaScript."</p></noscript>
             <div class="debugger-actions">
                 <button type="button" class="button secondary debugger-connect" disabled=move || busy.get() on:click=connect>
                     {move || if connected.get() { "Reconnect" } else { "Connect" }}

@@ -103,11 +103,8 @@ pub fn RunResult(run: RunView) -> impl IntoView {
     let duration = format!("{:.1} ms", run.duration_ms);
     let version = run.version.map(|v| format!("v{v}")).unwrap_or_else(|| "draft".into());
     let body = match (&run.error, run.kind.as_str()) {
-        (Some(e), _) => {
-            let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            view! { <div class="alert error run-error"><strong>{e.kind.replace('_', " ")}</strong> ": " {e.message.clone()} {line}</div> }
-                .into_any()
-        }
+        // The message is one sentence that already names the error and its line.
+        (Some(e), _) => view! { <div class="alert error run-error" data-kind=e.kind.clone()>{e.message.clone()}</div> }.into_any(),
         (None, "json") => view! { <pre class="result json">{run.result.clone()}</pre> }.into_any(),
         (None, _) => {
             let html = run.result_html.clone().unwrap_or_default();
@@ -229,6 +226,7 @@ pub fn RunPanel(
                 }>
                 {move || if run.pending().get() { "Running…" } else { "▶ Run" }}
             </button>
+            <noscript><p class="muted small">"Running a tool from this page needs JavaScript; its MCP endpoint works without."</p></noscript>
             {move || run.value().get().map(|r| match r {
                 Ok(view) => view! { <RunResult run=view /> }.into_any(),
                 Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),

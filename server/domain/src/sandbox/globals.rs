@@ -26,11 +26,24 @@ pub(super) struct Host {
     console_used: Cell<usize>,
     truncated: Cell<bool>,
     console: RefCell<Vec<ConsoleLine>>,
+    progress_sent: Cell<u32>,
 }
+
+/// Progress reports forwarded per run, and the longest message of one.
+const MAX_PROGRESS: u32 = 1000;
+const MAX_PROGRESS_MESSAGE: usize = 1024;
 
 impl Host {
     pub(super) fn new(started: Instant, events: Option<UnboundedSender<RunEvent>>, console_limit: usize) -> Self {
-        Self { started, events, console_limit, console_used: Cell::new(0), truncated: Cell::new(false), console: RefCell::new(Vec::new()) }
+        Self {
+            started,
+            events,
+            console_limit,
+            console_used: Cell::new(0),
+            truncated: Cell::new(false),
+            console: RefCell::new(Vec::new()),
+            progress_sent: Cell::new(0),
+        }
     }
 
     pub(super) fn take_console(&self) -> Vec<ConsoleLine> {
@@ -41,8 +54,14 @@ impl Host {
         if self.truncated.get() {
             return Ok(());
         }
+        // Argument by argument, stopping once over budget: `console.log(...hugeArray)`
+        // must not copy the whole of it out of the sandbox first.
+        let room = self.console_limit.saturating_sub(self.console_used.get());
         let mut message = String::new();
         for (i, arg) in args.iter().enumerate() {
+            if message.len() > room {
+                break;
+            }
             if i > 0 {
                 message.push(' ');
             }
@@ -69,10 +88,28 @@ impl Host {
         self.console.borrow_mut().push(line);
     }
 
+    /// Forwards at most [`MAX_PROGRESS`] reports a run, each message cut to
+    /// [`MAX_PROGRESS_MESSAGE`] bytes: a client that never reads must not make
+    /// the server queue what a loop can produce.
     fn progress(&self, done: f64, total: Option<f64>, message: Option<String>) {
-        if let Some(events) = &self.events {
-            let _ = events.send(RunEvent::Progress { done, total, message });
+        let Some(events) = &self.events else { return };
+        let sent = self.progress_sent.get();
+        if sent >= MAX_PROGRESS {
+            return;
         }
+        self.progress_sent.set(sent + 1);
+        let message = message.map(|mut m| {
+            if m.len() > MAX_PROGRESS_MESSAGE {
+                let mut end = MAX_PROGRESS_MESSAGE;
+                while !m.is_char_boundary(end) {
+                    end -= 1;
+                }
+                m.truncate(end);
+                m.push('…');
+            }
+            m
+        });
+        let _ = events.send(RunEvent::Progress { done, total, message });
     }
 }
 
@@ -234,8 +271,11 @@ pub(super) fn install<'js>(
         globals.set("$progress", progress)?;
     }
     if needs.names("$json2MarkdownTable") {
+        // The rows are copied out of the sandbox and the table built outside it:
+        // together they may take at most the run's own memory limit.
+        let budget = req.limits.memory_bytes / 2;
         let table = Function::new(ctx.clone(), move |ctx: Ctx<'js>, rows: Value<'js>, columns: Opt<Option<Vec<String>>>| {
-            Ok::<_, rquickjs::Error>(markdown_table(&table_rows(&ctx, rows)?, columns.0.flatten()))
+            Ok::<_, rquickjs::Error>(markdown_table(&table_rows(&ctx, rows, budget)?, columns.0.flatten()))
         })?
         .with_name("$json2MarkdownTable")?;
         globals.set("$json2MarkdownTable", table)?;
@@ -335,9 +375,10 @@ fn freeze<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> rquickjs::Result<Value<'js>
 }
 
 /// Cells are rendered like console arguments, with null and undefined empty.
-fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>) -> rquickjs::Result<Vec<Row>> {
+fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>, budget: usize) -> rquickjs::Result<Vec<Row>> {
     let rows = rows.into_array().ok_or_else(|| Exception::throw_type(ctx, "$json2MarkdownTable: rows must be an array of objects"))?;
     let mut out = Vec::with_capacity(rows.len());
+    let mut used = 0usize;
     for (i, row) in rows.iter::<Value>().enumerate() {
         let row = row?;
         let object = row
@@ -348,6 +389,13 @@ fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>) -> rquickjs::Result<Vec<Row
         for prop in object.props::<String, Value>() {
             let (key, value) = prop?;
             let text = if value.type_of().is_void() { String::new() } else { display(ctx, &value)? };
+            used += key.len() + text.len();
+            if used > budget {
+                return Err(Exception::throw_range(
+                    ctx,
+                    &format!("$json2MarkdownTable: the table would be larger than {}", human_bytes(budget)),
+                ));
+            }
             cells.push((key, text));
         }
         out.push(cells);

@@ -407,6 +407,31 @@ fn progress_events_reach_the_host() {
     assert_eq!(events[2], RunEvent::Progress { done: 2.0, total: None, message: None });
 }
 
+#[test]
+fn what_a_run_sends_the_host_live_is_bounded_for_a_listener_that_never_reads() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut req = RunRequest::new(
+        "const m = 'x'.repeat(1 << 20);\n\
+         for (let i = 0; i < 5000; i++) { $progress(i, 5000, m); console.log(m); }\n\
+         return 'done';",
+    );
+    req.events = Some(tx);
+    req.limits.wall_clock_ms = 10_000;
+    assert_eq!(run_blocking(req).result, Ok(ToolValue::Text("done".into())));
+    let (mut progress, mut bytes) = (0, 0);
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            RunEvent::Progress { message, .. } => {
+                progress += 1;
+                bytes += message.map_or(0, |m| m.len());
+            }
+            RunEvent::Console(line) => bytes += line.message.len(),
+        }
+    }
+    assert_eq!(progress, 1000, "at most 1000 progress reports a run");
+    assert!(bytes < 2 * 1024 * 1024, "{bytes} bytes queued for a listener that never reads");
+}
+
 #[tokio::test]
 async fn the_pool_refuses_work_when_its_queue_is_full() {
     let sandbox = Sandbox::new(SandboxConfig { workers: 1, queue: 1 }).unwrap();

@@ -273,7 +273,7 @@ impl Toolshed {
         let tool = self.tool(user, id).await?;
         let (mut a, mut b) = (self.version_row(id, from).await?, self.version_row(id, to).await?);
         if tool.kind == super::ListingKind::Bundle {
-            (a.code, b.code) = (self.member_lines(id, from).await?, self.member_lines(id, to).await?);
+            (a.code, b.code) = (self.member_lines(user, id, from).await?, self.member_lines(user, id, to).await?);
         }
         let unified = |x: &str, y: &str| {
             similar::TextDiff::from_lines(x, y).unified_diff().context_radius(3).header(&format!("v{from}"), &format!("v{to}")).to_string()

@@ -85,17 +85,28 @@ fn snippet_suffix(s: &str) -> String {
     if s.is_empty() {
         String::new()
     } else {
-        format!("; it sent: {s}")
+        format!("; it sent {s}")
     }
 }
 
-/// The first 200 characters of what a server sent, on one line.
+/// What a server sent, described, never quoted: a status line is shown to
+/// whoever manages the server and to models, and must not become a way to
+/// read pages through it.
 fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one_line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
+    let trimmed = text.trim_start();
+    let kind = if serde_json::from_slice::<serde_json::Value>(bytes).is_ok() {
+        "JSON"
+    } else if trimmed.starts_with('<') {
+        "HTML or XML"
+    } else if trimmed.starts_with("event:") || trimmed.starts_with("data:") {
+        "server-sent events"
+    } else {
+        "text"
+    };
+    match bytes.len() {
+        0 => String::new(),
+        n => format!("{n} bytes of {kind}"),
     }
 }
 
@@ -415,9 +426,11 @@ mod tests {
     }
 
     #[test]
-    fn a_body_without_a_response_is_junk_with_a_snippet() {
+    fn a_body_without_a_response_is_described_never_quoted() {
         assert_eq!(find("<html>502 Bad Gateway</html>", 1), None);
-        assert_eq!(snippet(b"<html>\n  502 Bad   Gateway\n</html>"), "<html> 502 Bad Gateway </html>");
-        assert_eq!(snippet("x".repeat(300).as_bytes()).chars().count(), 201);
+        assert_eq!(snippet(b"<html>\n  502 Bad   Gateway\n</html>"), "34 bytes of HTML or XML");
+        assert_eq!(snippet(br#"{"secret": "internal page"}"#), "27 bytes of JSON");
+        assert_eq!(snippet(b"root:x:0:0"), "10 bytes of text");
+        assert_eq!(snippet(b""), "");
     }
 }

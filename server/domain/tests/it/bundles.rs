@@ -249,3 +249,15 @@ store_test!(a_disabled_listing_refuses_runs_by_version_number_too, |db: Db| asyn
     let cases = ts.run_test_cases(&alice, t.id, RunSource::Version(1)).await.unwrap();
     assert!(!cases[0].passed && cases[0].actual.contains("disabled"), "{cases:?}");
 });
+
+store_test!(a_bundles_diff_does_not_name_members_the_reader_may_not_see, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let public = tool(&ts, &alice, "public_one", "everyone", &["return $text;"]).await;
+    let secret = tool(&ts, &alice, "secret_project", "private", &["return $text;"]).await;
+    let b = bundle(&ts, &alice, "kit", &[member(&public, None, "")]).await;
+    ts.save_bundle_version(&alice, b.id, &[member(&public, None, ""), member(&secret, None, "")], "add").await.unwrap();
+    let mine = ts.diff_versions(&alice, b.id, 1, 2).await.unwrap();
+    assert!(mine.code.contains("secret_project"), "{}", mine.code);
+    let theirs = ts.diff_versions(&carol, b.id, 1, 2).await.unwrap();
+    assert!(!theirs.code.contains("secret_project") && theirs.code.contains("+(a tool you cannot see)"), "{}", theirs.code);
+});

@@ -259,6 +259,14 @@ impl TestServer {
         String::from_utf8(out.stdout).unwrap().lines().last().unwrap().to_owned()
     }
 
+    /// The server process's peak resident memory so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let pid = self.child.id().expect("the server is running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/PID/status");
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
     /// Stops the server the way an operator does (SIGTERM) and waits for it.
     pub async fn stop(&mut self) -> std::process::ExitStatus {
         if let Some(pid) = self.child.id() {

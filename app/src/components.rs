@@ -10,7 +10,6 @@ use crate::Auth;
 #[component]
 pub fn Header() -> impl IntoView {
     let auth = expect_context::<Auth>();
-    let location = leptos_router::hooks::use_location();
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -33,17 +32,10 @@ pub fn Header() -> impl IntoView {
                     {move || Suspend::new(async move {
                         match auth.me.await {
                             Ok(Some(me)) => view! { <UserMenu me /> }.into_any(),
-                            _ => {
-                                // Back to this page after signing in (not to the sign-in page itself).
-                                let next = move || match location.pathname.get().as_str() {
-                                    "/login" | "/register" | "/" => "/login".to_owned(),
-                                    path => format!("/login?next={path}"),
-                                };
-                                view! {
-                                    <a class="link" href=next>"Sign in"</a>
-                                    <a class="button small" href="/register">"Register"</a>
-                                }.into_any()
-                            }
+                            _ => view! {
+                                <a class="link" href="/login">"Sign in"</a>
+                                <a class="button small" href="/register">"Register"</a>
+                            }.into_any(),
                         }
                     })}
                 </Transition>

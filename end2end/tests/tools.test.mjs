@@ -81,6 +81,9 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   await shot(page, '11-editor-versions');
   await page.click('tr[data-version="1"] button.publish');
   await page.waitForSelector('tr[data-version="1"].published');
+  // It says what it did, and only that: not the "Saved version 2." of before.
+  await page.waitForSelector('.alert.ok:has-text("Version 1 is published")');
+  assert.doesNotMatch(await page.textContent('main'), /Saved version 2\./);
 
   // The listing runs the published (rolled back) version.
   await page.goto(`${BASE}/tools/platform/${name}`);

@@ -11,6 +11,25 @@ pub fn DepartmentsCard() -> impl IntoView {
     let rename = ServerAction::<RenameDepartment>::new();
     let review = ServerAction::<SetDepartmentReview>::new();
     let list = Resource::new(move || (create.version().get(), rename.version().get(), review.version().get()), |_| admin_departments());
+    let (new_name, new_title) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let notice = RwSignal::new(None::<&'static str>);
+    Effect::new(move |_| {
+        if let Some(Ok(())) = create.value().get() {
+            notice.set(Some("Department created: it is in the table above."));
+            new_name.set(String::new());
+            new_title.set(String::new());
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = rename.value().get() {
+            notice.set(Some("Title saved."));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = review.value().get() {
+            notice.set(Some("Review setting saved."));
+        }
+    });
     let error = move || {
         super::first_error([
             create.value().get().and_then(Result::err),
@@ -23,6 +42,7 @@ pub fn DepartmentsCard() -> impl IntoView {
             <h2>"Departments"</h2>
             <p class="muted small">"A department's name is part of its listings' URLs and MCP endpoints, so it never changes; its title can."</p>
             {error}
+            {move || notice.get().map(|text| view! { <p class="alert ok" role="status">{text}</p> })}
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     let rows = list.await.unwrap_or_default();
@@ -62,8 +82,10 @@ pub fn DepartmentsCard() -> impl IntoView {
                 })}
             </Transition>
             <ActionForm action=create attr:class="inline-form create-department">
-                <input name="name" required maxlength="32" placeholder="name (e.g. finance-ops)" aria-label="Name" />
-                <input name="title" required maxlength="120" placeholder="Title" aria-label="Title" />
+                <input name="name" required maxlength="32" placeholder="name (e.g. finance-ops)" aria-label="Name"
+                    prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev)) />
+                <input name="title" required maxlength="120" placeholder="Title" aria-label="Title"
+                    prop:value=move || new_title.get() on:input=move |ev| new_title.set(event_target_value(&ev)) />
                 <button type="submit" class="button secondary small">"Create department"</button>
             </ActionForm>
         </section>

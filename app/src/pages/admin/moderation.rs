@@ -37,7 +37,10 @@ pub(crate) fn ModerateForm(action: ServerAction<Moderate>, tool: i64, status: St
             </label>
             <button type="submit" class="button secondary">"Apply"</button>
         </ActionForm>
-        {move || action.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+        {move || action.value().get().map(|r| match r {
+            Ok(()) => view! { <p class="alert ok" role="status">"Done: the listing's status is updated and the author can read your note."</p> }.into_any(),
+            Err(e) => view! { <p class="alert error" role="alert">{e.to_string()}</p> }.into_any(),
+        })}
     }
 }
 

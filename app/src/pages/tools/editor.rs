@@ -148,6 +148,24 @@ fn Editor(data: EditorState) -> impl IntoView {
     let changelog = RwSignal::new(String::new());
     let save_version = ServerAction::<SaveVersion>::new();
     let publish = ServerAction::<Publish>::new();
+    // What the last Save or Publish did, in one line (a roll back replaces "Saved version 2.").
+    let notice = RwSignal::new(None::<Result<String, String>>);
+    Effect::new(move |_| {
+        if let Some(r) = save_version.value().get() {
+            notice.set(Some(r.map(|n| format!("Saved version {n}.")).map_err(|e| e.to_string())));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = publish.value().get() {
+            let done = r.map(|t| match (t.moderation.pending_version, t.published_version) {
+                (Some(n), _) => format!("Version {n} waits for an administrator's review; the endpoint keeps serving the published one."),
+                (None, Some(n)) => format!("Version {n} is published: the endpoint serves it now."),
+                (None, None) => "Nothing is published.".to_owned(),
+            });
+            notice.set(Some(done.map_err(|e| e.to_string())));
+        }
+    });
+
     let load_version = ServerAction::<LoadVersion>::new();
     let refresh = move || {
         let (d, n) = tool.with_untracked(|t| (t.department.clone(), t.name.clone()));
@@ -277,11 +295,10 @@ fn Editor(data: EditorState) -> impl IntoView {
                             "Save version"
                         </button>
                     </div>
-                    {move || save_version.value().get().map(|r| match r {
-                        Ok(n) => view! { <p class="alert ok">{format!("Saved version {n}.")}</p> }.into_any(),
-                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                    {move || notice.get().map(|r| match r {
+                        Ok(text) => view! { <p class="alert ok" role="status">{text}</p> }.into_any(),
+                        Err(text) => view! { <p class="alert error" role="alert">{text}</p> }.into_any(),
                     })}
-                    {move || publish.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
                     <VersionsPanel tool publish load=Callback::new(move |n| { load_version.dispatch(LoadVersion { tool: id, version: n }); }) />
                 </section>
 

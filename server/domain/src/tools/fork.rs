@@ -34,7 +34,8 @@ impl Toolshed {
         let version = self.version_row(src.id, n).await?;
         let new = NewTool {
             name,
-            title: Title::parse(&src.title)?,
+            // Named after its department too, so pickers never show two identical entries.
+            title: Title::parse(&format!("{} ({})", src.title, user.department.title)).or_else(|_| Title::parse(&src.title))?,
             description: Description::parse(&src.description)?,
             tags: Tags::parse(&src.tags.join(" "))?,
             visibility: src.visibility,

@@ -55,6 +55,7 @@ store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_
 
     let fork = ts.fork(&carol, src.id, name("shout")).await.unwrap();
     assert_eq!(fork.slug(), "legal/shout");
+    assert_eq!(fork.title, format!("{} ({})", src.title, carol.department.title), "never the same title as its source");
     assert_eq!(fork.owner_username, "carol");
     assert_eq!(fork.forked_from.map(|f| (f.id, f.version)), Some((src.id, 2)));
     assert_eq!(fork.published_version, None, "a fork starts unpublished");

@@ -71,10 +71,12 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     });
     tokio::spawn(sweep_expired_sessions(toolshed.clone()));
     tokio::spawn(refresh_external_servers(toolshed.clone()));
+    // Signal handlers first: a SIGTERM right after the "serving" line must shut down cleanly.
+    let signal = shutdown_signal();
     tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
     println!("Toolshed is serving on http://{addr}");
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown.clone().sequence(shutdown_signal()));
+        .with_graceful_shutdown(shutdown.clone().sequence(signal));
     tokio::select! {
         served = server => served?,
         () = async { shutdown.streams.cancelled().await; tokio::time::sleep(GRACE).await } => {

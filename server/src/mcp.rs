@@ -21,6 +21,7 @@ use axum::routing::{get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use toolshed_domain::mcp_sessions::SessionOwner;
 use toolshed_domain::tokens::TokenInfo;
 use toolshed_domain::tools::{ListingKind, Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
@@ -46,6 +47,12 @@ pub struct Caller {
     pub token: Option<TokenInfo>,
     /// The tool or bundle the endpoint serves, as this user sees it.
     pub listing: Tool,
+}
+
+impl Caller {
+    fn owner(&self) -> SessionOwner {
+        SessionOwner { user: self.user.id, listing: self.listing.id }
+    }
 }
 
 #[derive(Clone)]
@@ -98,7 +105,7 @@ pub fn routes(
             let mut sessions = LocalSessionManager::default();
             sessions.session_config.keep_alive = Some(IDLE_IN_MEMORY);
             let sessions = Arc::new(sessions);
-            tokio::spawn(sessions::end_sessions_ended_elsewhere(toolshed.clone(), sessions.clone(), stored, closing.clone()));
+            tokio::spawn(sessions::keep_sessions(toolshed.clone(), sessions.clone(), stored, closing.clone()));
             axum::routing::any_service(StreamableHttpService::new(factory, sessions, config))
         }
         SessionMode::Stateless => {
@@ -106,7 +113,13 @@ pub fn routes(
         }
     };
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing };
-    let gate = Gate { toolshed, site_origin, allowed_hosts: Arc::new(allowed_hosts), stateful: mode == SessionMode::Stateful };
+    let gate = Gate {
+        toolshed,
+        site_origin,
+        allowed_hosts: Arc::new(allowed_hosts),
+        stateful: mode == SessionMode::Stateful,
+        owners: Default::default(),
+    };
     let mut router = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
@@ -191,8 +204,42 @@ struct Gate {
     site_origin: String,
     /// Host names requests may be addressed to (DNS-rebinding protection).
     allowed_hosts: Arc<Vec<String>>,
-    /// Sessions are kept (in the database), so a DELETE can name an unknown one.
+    /// Sessions are kept (in the database): requests name them, and must own them.
     stateful: bool,
+    owners: SessionOwners,
+}
+
+/// Who owns which session, as recorded in the database; an owner never
+/// changes, so what this replica has seen stays true.
+#[derive(Clone, Default)]
+struct SessionOwners(Arc<std::sync::Mutex<std::collections::HashMap<String, SessionOwner>>>);
+
+impl SessionOwners {
+    /// Enough for every session a busy replica serves at once; past it, start over.
+    const MAX: usize = 100_000;
+
+    async fn get(&self, ts: &Toolshed, id: &str) -> Result<Option<SessionOwner>, toolshed_domain::StoreError> {
+        if let Some(owner) = self.0.lock().expect("session owners lock").get(id) {
+            return Ok(Some(*owner));
+        }
+        let owner = ts.mcp_session_owner(id).await?;
+        if let Some(owner) = owner {
+            self.remember(id, owner);
+        }
+        Ok(owner)
+    }
+
+    fn remember(&self, id: &str, owner: SessionOwner) {
+        let mut owners = self.0.lock().expect("session owners lock");
+        if owners.len() >= Self::MAX {
+            owners.clear();
+        }
+        owners.insert(id.to_owned(), owner);
+    }
+
+    fn forget(&self, id: &str) {
+        self.0.lock().expect("session owners lock").remove(id);
+    }
 }
 
 impl Gate {
@@ -255,12 +302,18 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
     }
     let delete = req.method() == axum::http::Method::DELETE;
-    // rmcp answers the DELETE of a session it never had with 202; the spec says 404.
-    if gate.stateful && delete {
-        if let Some(id) = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            match ts.load_mcp_session(id).await {
-                Ok(Some(_)) => {}
-                Ok(None) => return (StatusCode::NOT_FOUND, "No such session.\n").into_response(),
+    let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let caller = Caller { user, token, listing };
+    let owner = caller.owner();
+    // A session answers only the user who opened it, on its listing: to anyone
+    // else it does not exist (rmcp alone would serve any valid session id).
+    if gate.stateful {
+        if let Some(id) = &session {
+            // A DELETE asks the database: the session may have ended elsewhere.
+            let found = if delete { ts.mcp_session_owner(id).await } else { gate.owners.get(ts, id).await };
+            match found {
+                Ok(Some(o)) if o == owner => {}
+                Ok(_) => return (StatusCode::NOT_FOUND, "No such session.\n").into_response(),
                 Err(e) => {
                     tracing::error!(error = %e, "session lookup failed");
                     return unavailable();
@@ -268,8 +321,22 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             }
         }
     }
-    req.extensions_mut().insert(Caller { user, token, listing });
+    req.extensions_mut().insert(caller);
     let mut res = next.run(req).await;
+    if gate.stateful {
+        match (&session, res.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
+            // A new session: its owner is stored before the client learns its id.
+            (None, Some(id)) => {
+                if let Err(e) = ts.set_mcp_session_owner(id, owner).await {
+                    tracing::error!(error = %e, "could not record who opened an MCP session");
+                    return unavailable();
+                }
+                gate.owners.remember(id, owner);
+            }
+            (Some(id), _) if delete && res.status().is_success() => gate.owners.forget(id),
+            _ => {}
+        }
+    }
     // A session ended: the official SDKs expect 200 (Python logs "Session termination failed: 202").
     if delete && res.status() == StatusCode::ACCEPTED {
         *res.status_mut() = StatusCode::OK;

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use sqlx::Row;
 
+use crate::ids::{ToolId, UserId};
 use crate::store::StoreError;
 use crate::{now_ms, Toolshed};
 
@@ -19,7 +20,39 @@ pub struct StoredSession {
     pub log_level: Option<String>,
 }
 
+/// Who may use a session: the user who opened it, on the listing it was opened on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionOwner {
+    pub user: UserId,
+    pub listing: ToolId,
+}
+
 impl Toolshed {
+    /// Records who opened a session (before its id reaches the client, so no
+    /// request can name the session before its owner is known).
+    pub async fn set_mcp_session_owner(&self, id: &str, owner: SessionOwner) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO mcp_session_owners (session_id, user_id, listing_id, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (session_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(owner.user.0)
+        .bind(owner.listing.0)
+        .bind(now_ms())
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The owner of a session; `None` for a session that never was, or has ended.
+    pub async fn mcp_session_owner(&self, id: &str) -> Result<Option<SessionOwner>, StoreError> {
+        let row = sqlx::query("SELECT user_id, listing_id FROM mcp_session_owners WHERE session_id = $1")
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        row.map(|r| Ok(SessionOwner { user: UserId(r.try_get("user_id")?), listing: ToolId(r.try_get("listing_id")?) })).transpose()
+    }
+
     pub async fn save_mcp_session(&self, id: &str, state_json: &str) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO mcp_sessions (id, state_json, updated_at) VALUES ($1, $2, $3) \
@@ -75,14 +108,27 @@ impl Toolshed {
     }
 
     pub async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(self.db.pool()).await?;
+        let mut tx = self.db.begin().await?;
+        sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM mcp_session_owners WHERE session_id = $1").bind(id).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(())
     }
 
     /// Forgets sessions idle past [`IDLE_LIMIT_MS`]; returns how many.
     pub async fn delete_idle_mcp_sessions(&self) -> Result<u64, StoreError> {
-        let done =
-            sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1").bind(now_ms() - IDLE_LIMIT_MS).execute(self.db.pool()).await?;
+        let now = now_ms();
+        let mut tx = self.db.begin().await?;
+        let done = sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1").bind(now - IDLE_LIMIT_MS).execute(&mut *tx).await?;
+        // An owner outlives its session only while the session is being created.
+        sqlx::query(
+            "DELETE FROM mcp_session_owners WHERE created_at <= $1 \
+             AND NOT EXISTS (SELECT 1 FROM mcp_sessions s WHERE s.id = mcp_session_owners.session_id)",
+        )
+        .bind(now - 60_000)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 }

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio::sync::mpsc;
-use toolshed_domain::ids::ToolId;
+use toolshed_domain::mcp_sessions::SessionOwner;
 
 use super::handler::{ListingHandler, Transport};
 use super::{Caller, McpState, MAX_MESSAGE_BYTES};
@@ -33,14 +33,14 @@ pub struct SseSessions {
 
 struct Inbox {
     tx: mpsc::Sender<ClientJsonRpcMessage>,
-    /// A session answers only for the listing it was opened on.
-    listing: ToolId,
+    /// A session answers only the user who opened it, on that listing.
+    owner: SessionOwner,
 }
 
 impl SseSessions {
-    fn inbox(&self, id: &str, listing: ToolId) -> Option<mpsc::Sender<ClientJsonRpcMessage>> {
+    fn inbox(&self, id: &str, owner: SessionOwner) -> Option<mpsc::Sender<ClientJsonRpcMessage>> {
         let open = self.open.lock().expect("sse sessions lock");
-        open.get(id).filter(|i| i.listing == listing).map(|i| i.tx.clone())
+        open.get(id).filter(|i| i.owner == owner).map(|i| i.tx.clone())
     }
 }
 
@@ -65,7 +65,7 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let id = super::new_session_id();
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(32);
     let (outbox_tx, outbox_rx) = futures::channel::mpsc::channel::<ServerJsonRpcMessage>(32);
-    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, listing: caller.listing.id });
+    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, owner: caller.owner() });
 
     let handler = ListingHandler::new(state.toolshed.clone(), Transport::Sse);
     let incoming = Box::pin(stream::unfold(inbox_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) }));
@@ -110,7 +110,7 @@ pub async fn post_message(State(state): State<McpState>, Query(q): Query<Session
     let Some(caller) = parts.extensions.get::<Caller>() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let Some(inbox) = state.sse.inbox(&q.session_id, caller.listing.id) else {
+    let Some(inbox) = state.sse.inbox(&q.session_id, caller.owner()) else {
         return (StatusCode::NOT_FOUND, "Unknown or closed session: open the SSE stream again.\n").into_response();
     };
     let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {

@@ -61,6 +61,15 @@ struct Session {
     listing: OnceLock<(ToolId, Caller)>,
     /// Set by `logging/setLevel`; until then console output is not forwarded.
     log_level: Mutex<Option<LoggingLevel>>,
+    /// Cancelled when the session ends (its last handler is dropped), so what
+    /// serves it in the background ends at once and frees the session's memory.
+    ended: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.ended.cancel();
+    }
 }
 
 impl ListingHandler {
@@ -89,15 +98,13 @@ impl ListingHandler {
         caller: Caller,
         peer: Peer<RoleServer>,
         mut changes: toolshed_domain::changes::Subscription,
+        ended: tokio_util::sync::CancellationToken,
     ) {
         let mut watched = watched_targets(&toolshed, &caller).await;
-        let mut check_closed = tokio::time::interval(Duration::from_secs(30));
         loop {
             let changed = tokio::select! {
                 c = changes.recv() => c,
-                _ = check_closed.tick() => {
-                    if peer.is_transport_closed() { return } else { continue }
-                }
+                () = ended.cancelled() => return,
             };
             let ours = match changed {
                 Ok(t) => watched.contains(&*t),
@@ -277,7 +284,8 @@ impl ServerHandler for ListingHandler {
                 Ok(changes) => changes,
                 Err(e) => return tracing::warn!(error = %e, "could not listen for list changes"),
             };
-            tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes));
+            let ended = self.session.ended.clone();
+            tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes, ended));
         }
     }
 

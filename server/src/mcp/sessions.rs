@@ -57,15 +57,16 @@ impl SessionStore for DbSessionStore {
 /// How often this replica looks for its sessions ended elsewhere.
 const CHECK_ENDED: Duration = Duration::from_millis(500);
 
-/// Ends the sessions this replica holds in memory once they are gone from the
-/// database: a DELETE through another replica (or the idle sweep) ends them
-/// here within [`CHECK_ENDED`], open streams included.
-pub async fn end_sessions_ended_elsewhere(
-    toolshed: Toolshed,
-    sessions: Arc<LocalSessionManager>,
-    stored: Stored,
-    closing: CancellationToken,
-) {
+/// Sessions held in memory at most; the oldest beyond that leave memory (they
+/// live on in the database, and their next request restores them), so clients
+/// that never end their sessions cannot grow the process.
+pub const MAX_IN_MEMORY: usize = 500;
+
+/// Keeps the sessions this replica holds in memory true and bounded: those gone
+/// from the database (a DELETE through another replica, or the idle sweep) end
+/// here within [`CHECK_ENDED`], open streams included, and past
+/// [`MAX_IN_MEMORY`] the oldest leave memory.
+pub async fn keep_sessions(toolshed: Toolshed, sessions: Arc<LocalSessionManager>, stored: Stored, closing: CancellationToken) {
     let mut tick = tokio::time::interval(CHECK_ENDED);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -74,12 +75,24 @@ pub async fn end_sessions_ended_elsewhere(
             () = closing.cancelled() => return,
         }
         let held: std::collections::HashSet<Arc<str>> = sessions.sessions.read().await.keys().cloned().collect();
-        let watched: Vec<Arc<str>> = {
+        let (watched, oldest): (Vec<Arc<str>>, Vec<Arc<str>>) = {
             let mut known = stored.0.lock().expect("stored sessions lock");
             // Forget what this replica no longer holds (after a while: a restore stores before it holds).
             known.retain(|id, at| held.contains(id) || at.elapsed() < Duration::from_secs(10));
-            known.keys().filter(|id| held.contains(*id)).cloned().collect()
+            let mut watched: Vec<(Arc<str>, Instant)> =
+                known.iter().filter(|(id, _)| held.contains(*id)).map(|(id, at)| (id.clone(), *at)).collect();
+            let excess = held.len().saturating_sub(MAX_IN_MEMORY).min(watched.len());
+            watched.sort_by_key(|(_, at)| *at);
+            let rest = watched.split_off(excess);
+            (rest.into_iter().map(|(id, _)| id).collect(), watched.into_iter().map(|(id, _)| id).collect())
         };
+        for id in oldest {
+            // Only this replica's memory: the session stays in the database.
+            stored.remove(&id);
+            if let Err(e) = sessions.close_session(&id).await {
+                tracing::warn!(error = %e, "could not move an MCP session out of memory");
+            }
+        }
         if watched.is_empty() {
             continue;
         }

@@ -815,3 +815,78 @@ server_test!(
         assert!(total > 100, "the load ran: {total} calls answered");
     }
 );
+
+server_test!(a_session_answers_only_the_user_who_opened_it, |srv: TestServer| async move {
+    srv.member("mallory", "research").await;
+    let (admin, mallory) = (srv.token("admin"), srv.token("mallory"));
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let url = srv.url("/mcp/tools/demo/echo");
+    let session = Session::open(url.clone(), &admin).await;
+    // Mallory may call demo/echo herself, but not in the admin's session.
+    let stolen = Session { url: url.clone(), token: mallory.clone(), id: session.id.clone() };
+    assert_eq!(stolen.post(LIST).await.status(), 404);
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let res = reqwest::Client::new()
+            .request(method.clone(), &url)
+            .bearer_auth(&mallory)
+            .header("Accept", "text/event-stream")
+            .header("Mcp-Session-Id", &session.id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404, "{method}");
+    }
+    // Nor the same session on another listing.
+    let moved = Session { url: srv.url("/mcp/tools/demo/table"), token: admin.clone(), id: session.id.clone() };
+    assert_eq!(moved.post(LIST).await.status(), 404);
+    assert_eq!(session.request(LIST).await.last().unwrap()["result"]["tools"][0]["name"], "echo");
+
+    // The legacy transport: the admin's stream, Mallory's POST.
+    let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&admin).send().await.unwrap();
+    let mut events = Events { res, buf: String::new() };
+    let endpoint = events.next().await.1;
+    let post = |token: String| {
+        let url = srv.url(&endpoint);
+        async move {
+            let res = reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(INIT).send();
+            res.await.unwrap().status()
+        }
+    };
+    assert_eq!(post(mallory.clone()).await, 404);
+    assert_eq!(post(admin.clone()).await, 202);
+    assert_eq!(events.message().await["result"]["serverInfo"]["name"], "demo/echo");
+});
+
+server_test!(sessions_clients_never_end_stay_in_the_database_not_in_memory, |srv: TestServer| async move {
+    let token = srv.token("admin");
+    let url = srv.url("/mcp/tools/demo/echo");
+    let open = |n: usize| {
+        let (url, token) = (url.clone(), token.clone());
+        async move {
+            let mut sessions = Vec::new();
+            for _ in 0..n / 25 {
+                sessions.extend(futures::future::join_all((0..25).map(|_| Session::open(url.clone(), &token))).await);
+            }
+            // The keeper looks twice a second.
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            sessions
+        }
+    };
+    let before = srv.rss_kib();
+    let first = open(500).await;
+    let per_held_kib = (srv.rss_kib() - before) / 500;
+    open(1_000).await;
+    let settled = srv.rss_kib();
+    let more = open(1_500).await;
+    let grew_kib = srv.rss_kib().saturating_sub(settled);
+    // Before, every session ever opened stayed held (5,000 took ~370 MiB) until it idled out.
+    assert!(
+        grew_kib < 1_500 * per_held_kib / 3,
+        "1,500 more abandoned sessions grew the server by {grew_kib} KiB; a held session takes {per_held_kib} KiB"
+    );
+    // The oldest left memory, not the database: they answer as before.
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    for session in [&first[0], &first[499], &more[1_499]] {
+        assert_eq!(session.request(LIST).await.last().unwrap()["result"]["tools"][0]["name"], "echo");
+    }
+});

@@ -261,9 +261,18 @@ impl TestServer {
 
     /// The server process's peak resident memory so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> u64 {
+        self.memory_kib("VmHWM")
+    }
+
+    /// The server process's resident memory now (`VmRSS`), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        self.memory_kib("VmRSS")
+    }
+
+    fn memory_kib(&self, field: &str) -> u64 {
         let pid = self.child.id().expect("the server is running");
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/PID/status");
+        let line = status.lines().find(|l| l.starts_with(&format!("{field}:"))).expect("the field in /proc/PID/status");
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 

@@ -45,6 +45,12 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_INTERNAL_HOSTS", default_value = "", global = true)]
     pub internal_hosts: String,
 
+    /// Reverse proxies (addresses or CIDR ranges, comma-separated) whose
+    /// `X-Forwarded-For` names the client. Sign-in limits count per client
+    /// address: without this, everyone behind one proxy shares its address.
+    #[arg(long, env = "TOOLSHED_TRUSTED_PROXIES", default_value = "", global = true)]
+    pub trusted_proxies: String,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]

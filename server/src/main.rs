@@ -67,7 +67,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     db.migrate().await?;
     let secrets = toolshed_domain::secrets::SecretBox::new(&config.secrets_key()?);
     let internal_hosts = toolshed_domain::outbound::InternalHosts::parse(&config.internal_hosts);
-    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, ..Settings::default() });
+    let trusted_proxies = toolshed_domain::signin::TrustedProxies::parse(&config.trusted_proxies)
+        .map_err(|e| anyhow::anyhow!("TOOLSHED_TRUSTED_PROXIES: {e}"))?;
+    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, ..Settings::default() });
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

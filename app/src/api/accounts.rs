@@ -22,8 +22,10 @@ pub async fn departments() -> Result<Vec<DepartmentView>, AppError> {
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
     let ts = server::toolshed()?;
-    let client = server::client_address().await;
-    let user = ts.sign_in(&username, &password, &client).await.map_err(server::fail)?;
+    let from = server::sign_in_from().await?;
+    let signed_in = ts.sign_in(&username, &password, &from).await.map_err(server::fail)?;
+    server::keep_device(&signed_in.device);
+    let user = signed_in.user;
     let session = server::session().await?;
     ts.start_session(&session, &user).await.map_err(server::fail)?;
     tracing::info!(user = %user.username, "signed in");

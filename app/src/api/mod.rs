@@ -99,12 +99,43 @@ pub(crate) mod server {
         }
     }
 
-    /// The peer address, for rate limiting sign-ins.
-    pub async fn client_address() -> String {
-        leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .await
-            .map(|c| c.0.ip().to_string())
-            .unwrap_or_else(|_| "unknown".into())
+    /// The browser's device cookie: it marks a browser that signed in before,
+    /// which keeps signing in while guesses from elsewhere are refused.
+    const DEVICE_COOKIE: &str = "toolshed_device";
+
+    /// Where a sign-in comes from: the client's address (behind a trusted
+    /// proxy, the one it forwarded) and the device cookie, if any.
+    pub async fn sign_in_from() -> Result<toolshed_domain::signin::SignInFrom, AppError> {
+        let peer = leptos_axum::extract::<axum::extract::ConnectInfo<std::net::SocketAddr>>().await.map_err(|e| {
+            tracing::error!(error = %e, "no peer address");
+            AppError::Internal
+        })?;
+        let parts = use_context::<http::request::Parts>().ok_or(AppError::Internal)?;
+        let forwarded: Vec<&str> = parts.headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+        let client = toolshed()?.settings().trusted_proxies.client(peer.0.ip(), &forwarded);
+        let device = parts
+            .headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == DEVICE_COOKIE)
+            .map(|(_, value)| value.to_owned());
+        Ok(toolshed_domain::signin::SignInFrom { client, device })
+    }
+
+    /// Gives the browser its device cookie (sent to the sign-in endpoint only).
+    pub fn keep_device(token: &str) {
+        let secure = use_context::<crate::PublicUrl>().is_some_and(|u| u.0.starts_with("https://"));
+        let cookie = format!(
+            "{DEVICE_COOKIE}={token}; Path=/api/login; Max-Age={}; HttpOnly; SameSite=Strict{}",
+            toolshed_domain::signin::DEVICE_LIFETIME_MS / 1000,
+            if secure { "; Secure" } else { "" }
+        );
+        if let (Some(res), Ok(value)) = (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(&cookie)) {
+            res.append_header(http::header::SET_COOKIE, value);
+        }
     }
 
     pub fn me(u: &User) -> super::Me {

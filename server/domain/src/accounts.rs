@@ -159,7 +159,7 @@ impl Toolshed {
         Ok(self.user_with_hash(&username.trim().to_ascii_lowercase()).await?.map(|(u, _)| u))
     }
 
-    async fn user_with_hash(&self, username: &str) -> Result<Option<(User, String)>, AccountError> {
+    pub(crate) async fn user_with_hash(&self, username: &str) -> Result<Option<(User, String)>, AccountError> {
         let sql = format!(
             "SELECT {USER_COLUMNS}, u.password_hash FROM users u JOIN departments d ON d.id = u.department_id WHERE u.username = $1"
         );
@@ -168,52 +168,6 @@ impl Toolshed {
             Some(r) => Some((user_from_row(&r)?, r.try_get("password_hash")?)),
             None => None,
         })
-    }
-
-    /// Checks a sign-in. Failures are counted per account and per client address
-    /// (`client` is the peer IP); past the limit every attempt is refused without
-    /// looking at the password, so guessing cannot continue.
-    pub async fn sign_in(&self, username: &str, password: &str, client: &str) -> Result<User, AccountError> {
-        let username = username.trim().to_ascii_lowercase();
-        let settings = self.settings();
-        let since = now_ms() - settings.login_window_ms;
-        let count = |column: &'static str, value: String| {
-            let sql = format!("SELECT COUNT(*) AS n FROM login_failures WHERE {column} = $1 AND at_ms > $2");
-            let pool = self.db.pool().clone();
-            async move {
-                let row = sqlx::query(&sql).bind(value).bind(since).fetch_one(&pool).await?;
-                row.try_get::<i64, _>("n")
-            }
-        };
-        if count("username", username.clone()).await? >= settings.login_failures_per_account
-            || count("client", client.to_owned()).await? >= settings.login_failures_per_client
-        {
-            tracing::warn!(%username, %client, "sign-in refused: too many failures");
-            return Err(AccountError::RateLimited);
-        }
-        let found = self.user_with_hash(&username).await?;
-        let (user, hash) = match found {
-            Some((u, h)) => (Some(u), Some(h)),
-            None => (None, None),
-        };
-        let ok = passwords::verify(password.to_owned(), hash).await;
-        match user {
-            Some(user) if ok && user.is_active => Ok(user),
-            _ => {
-                let now = now_ms();
-                let mut tx = self.begin().await?;
-                sqlx::query("INSERT INTO login_failures (username, client, at_ms) VALUES ($1, $2, $3)")
-                    .bind(&username)
-                    .bind(client)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                // Keep the table small: a day of history is plenty for any window.
-                sqlx::query("DELETE FROM login_failures WHERE at_ms < $1").bind(now - 86_400_000).execute(&mut *tx).await?;
-                tx.commit().await?;
-                Err(AccountError::InvalidCredentials)
-            }
-        }
     }
 
     /// The user behind a session, if the session is still valid for them:

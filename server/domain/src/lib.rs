@@ -27,6 +27,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod secrets;
 pub mod sessions;
+pub mod signin;
 pub mod store;
 pub mod tokens;
 pub mod tools;
@@ -63,9 +64,11 @@ struct Inner {
 /// Knobs the domain needs from configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Failed sign-ins per account within [`Settings::login_window_ms`] before refusing.
+    /// Sign-in attempts at one account from one source (an address, or a
+    /// known device) within [`Settings::login_window_ms`] before that source is refused.
     pub login_failures_per_account: i64,
-    /// Failed sign-ins per client address within the window before refusing.
+    /// Attempts from one address (without a known device) within the window,
+    /// at any accounts, before it is refused.
     pub login_failures_per_client: i64,
     pub login_window_ms: i64,
     pub sandbox: SandboxConfig,
@@ -73,6 +76,8 @@ pub struct Settings {
     pub secrets: secrets::SecretBox,
     /// Internal hosts requests on a user's behalf may reach (none by default).
     pub internal_hosts: outbound::InternalHosts,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: signin::TrustedProxies,
 }
 
 impl Default for Settings {
@@ -84,6 +89,7 @@ impl Default for Settings {
             sandbox: SandboxConfig::default(),
             secrets: secrets::SecretBox::ephemeral(),
             internal_hosts: Default::default(),
+            trusted_proxies: Default::default(),
         }
     }
 }

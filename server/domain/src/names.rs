@@ -120,8 +120,9 @@ impl fmt::Debug for NewPassword {
 impl NewPassword {
     pub const MIN: usize = 10;
     pub const MAX: usize = 256;
-    /// Length is what makes a password strong; we also refuse the obvious
-    /// single-character-class ones and anything containing the username.
+    /// Long enough, not containing the username, and not guessable: zxcvbn
+    /// (dictionaries of common passwords, names and words, keyboard walks,
+    /// sequences, dates) must estimate at least 10^8 guesses (score 3 of 4).
     pub fn parse(raw: &str, username: &Username) -> Result<Self, Invalid> {
         let n = raw.chars().count();
         if n == 0 {
@@ -133,12 +134,13 @@ impl NewPassword {
         if n > Self::MAX {
             return Err(invalid("Password", format!("must be at most {} characters", Self::MAX)));
         }
-        let distinct = raw.chars().collect::<std::collections::HashSet<_>>().len();
-        if distinct < 5 {
-            return Err(invalid("Password", "is too easy to guess: use more varied characters"));
-        }
         if raw.to_ascii_lowercase().contains(username.as_str()) {
             return Err(invalid("Password", "must not contain the username"));
+        }
+        let estimate = zxcvbn::zxcvbn(raw, &[username.as_str()]);
+        if estimate.score() < zxcvbn::Score::Three {
+            let hint = estimate.feedback().and_then(|f| f.warning()).map(|w| format!(" ({w})")).unwrap_or_default();
+            return Err(invalid("Password", format!("is too easy to guess{hint}: a few unrelated words make a strong one")));
         }
         Ok(Self(raw.to_owned()))
     }
@@ -176,7 +178,9 @@ mod tests {
         let u = Username::parse("alice").unwrap();
         assert_eq!(NewPassword::parse("", &u).unwrap_err().reason, "is required");
         assert!(NewPassword::parse("short", &u).unwrap_err().reason.contains("at least 10"));
-        assert!(NewPassword::parse("aaaaaaaaaaaa", &u).unwrap_err().reason.contains("easy"));
+        for common in ["aaaaaaaaaaaa", "1234567890", "password12", "qwertyuiop", "iloveyou2024", "Summer2024!"] {
+            assert!(NewPassword::parse(common, &u).unwrap_err().reason.contains("easy"), "{common}");
+        }
         assert!(NewPassword::parse("xx-alice-2024!", &u).unwrap_err().reason.contains("username"));
         assert!(NewPassword::parse("correct horse battery", &u).is_ok());
     }

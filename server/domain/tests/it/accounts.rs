@@ -1,11 +1,16 @@
 //! Accounts, on SQLite and on PostgreSQL.
 
 use toolshed_domain::accounts::Registration;
+use toolshed_domain::signin::SignInFrom;
 
 use toolshed_domain::{AccountError, Db, Settings, Toolshed};
 
 fn toolshed(db: Db) -> Toolshed {
     Toolshed::new(db, Settings { login_failures_per_account: 3, login_failures_per_client: 5, ..Settings::default() })
+}
+
+fn from(address: &str) -> SignInFrom {
+    SignInFrom::address(address.parse().unwrap())
 }
 
 fn alice() -> Registration {
@@ -36,33 +41,81 @@ store_test!(a_taken_username_is_refused_and_nothing_is_written, |db: Db| async m
 store_test!(signing_in_checks_the_password_with_one_generic_error, |db: Db| async move {
     let ts = toolshed(db);
     let alice = ts.register(alice(), None).await.unwrap();
-    assert_eq!(ts.sign_in(" Alice ", "looking-glass-42", "10.0.0.1").await.unwrap().id, alice.id);
-    let wrong = ts.sign_in("alice", "wrong", "10.0.0.1").await.unwrap_err();
-    let unknown = ts.sign_in("nobody", "wrong", "10.0.0.1").await.unwrap_err();
+    assert_eq!(ts.sign_in(" Alice ", "looking-glass-42", &from("10.0.0.1")).await.unwrap().user.id, alice.id);
+    let wrong = ts.sign_in("alice", "wrong", &from("10.0.0.1")).await.unwrap_err();
+    let unknown = ts.sign_in("nobody", "wrong", &from("10.0.0.1")).await.unwrap_err();
     assert_eq!(wrong.to_string(), unknown.to_string());
     assert_eq!(wrong.to_string(), "Invalid username or password.");
 });
 
-store_test!(repeated_failures_lock_the_account_even_for_the_right_password, |db: Db| async move {
+store_test!(guesses_from_one_address_lock_out_that_address_only, |db: Db| async move {
     let ts = toolshed(db);
     ts.register(alice(), None).await.unwrap();
-    for i in 0..3 {
-        let client = format!("10.0.0.{i}");
-        assert!(matches!(ts.sign_in("alice", "guess", &client).await, Err(AccountError::InvalidCredentials)));
+    for _ in 0..3 {
+        assert!(matches!(ts.sign_in("alice", "guess", &from("10.0.0.1")).await, Err(AccountError::InvalidCredentials)));
     }
-    let err = ts.sign_in("alice", "looking-glass-42", "10.0.0.9").await.unwrap_err();
+    let err = ts.sign_in("alice", "looking-glass-42", &from("10.0.0.1")).await.unwrap_err();
     assert!(matches!(err, AccountError::RateLimited), "{err:?}");
+    // Alice, elsewhere, is not locked out by the attacker.
+    assert!(ts.sign_in("alice", "looking-glass-42", &from("10.0.0.2")).await.is_ok());
 });
 
 store_test!(repeated_failures_from_one_address_are_refused_across_accounts, |db: Db| async move {
     let ts = toolshed(db);
     ts.register(alice(), None).await.unwrap();
     for i in 0..5 {
-        let _ = ts.sign_in(&format!("user{i}"), "guess", "192.0.2.7").await;
+        let _ = ts.sign_in(&format!("user{i}"), "guess", &from("192.0.2.7")).await;
     }
-    let err = ts.sign_in("alice", "looking-glass-42", "192.0.2.7").await.unwrap_err();
+    let err = ts.sign_in("alice", "looking-glass-42", &from("192.0.2.7")).await.unwrap_err();
     assert!(matches!(err, AccountError::RateLimited), "{err:?}");
-    assert!(ts.sign_in("alice", "looking-glass-42", "192.0.2.8").await.is_ok());
+    assert!(ts.sign_in("alice", "looking-glass-42", &from("192.0.2.8")).await.is_ok());
+});
+
+store_test!(a_browser_that_signed_in_before_keeps_signing_in_while_its_address_is_refused, |db: Db| async move {
+    let ts = toolshed(db);
+    ts.register(alice(), None).await.unwrap();
+    let device = ts.sign_in("alice", "looking-glass-42", &from("192.0.2.7")).await.unwrap().device;
+    // Someone behind the same address guesses at every account, Alice's included.
+    for i in 0..6 {
+        let _ = ts.sign_in(if i % 2 == 0 { "alice" } else { "admin" }, "guess", &from("192.0.2.7")).await;
+    }
+    assert!(matches!(ts.sign_in("alice", "looking-glass-42", &from("192.0.2.7")).await, Err(AccountError::RateLimited)));
+    let known = SignInFrom { client: "192.0.2.7".parse().unwrap(), device: Some(device.clone()) };
+    assert_eq!(ts.sign_in("alice", "looking-glass-42", &known).await.unwrap().device, device);
+    // The device counts for Alice only, and a made-up one for nobody.
+    let forged = SignInFrom { device: Some("made-up".into()), ..known.clone() };
+    assert!(matches!(ts.sign_in("alice", "looking-glass-42", &forged).await, Err(AccountError::RateLimited)));
+});
+
+store_test!(many_addresses_guessing_one_account_do_not_lock_out_its_known_browser, |db: Db| async move {
+    let ts = toolshed(db);
+    ts.register(alice(), None).await.unwrap();
+    let device = ts.sign_in("alice", "looking-glass-42", &from("10.9.9.9")).await.unwrap().device;
+    // 3 guesses from each of 10 addresses: the limit for unknown sources together.
+    for i in 0..30 {
+        let _ = ts.sign_in("alice", "guess", &from(&format!("10.0.1.{}", i / 3))).await;
+    }
+    assert!(matches!(ts.sign_in("alice", "looking-glass-42", &from("10.0.2.1")).await, Err(AccountError::RateLimited)));
+    let known = SignInFrom { client: "10.0.2.1".parse().unwrap(), device: Some(device) };
+    assert!(ts.sign_in("alice", "looking-glass-42", &known).await.is_ok());
+});
+
+store_test!(a_burst_of_concurrent_guesses_gets_no_more_password_checks_than_the_limit, |db: Db| async move {
+    let ts = toolshed(db);
+    ts.register(alice(), None).await.unwrap();
+    let guesses = (0..24).map(|_| {
+        let ts = ts.clone();
+        tokio::spawn(async move { ts.sign_in("alice", "guess", &from("10.0.0.1")).await })
+    });
+    let mut checked = 0;
+    for guess in guesses {
+        match guess.await.unwrap() {
+            Err(AccountError::InvalidCredentials) => checked += 1,
+            Err(AccountError::RateLimited) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!((1..=3).contains(&checked), "{checked} guesses were checked against a limit of 3");
 });
 
 store_test!(changing_the_password_invalidates_older_sessions, |db: Db| async move {
@@ -75,8 +128,8 @@ store_test!(changing_the_password_invalidates_older_sessions, |db: Db| async mov
     let updated = ts.change_password(alice.id, "looking-glass-42", "through-the-mirror-7").await.unwrap();
     assert!(ts.user_for_session(alice.id, alice.session_epoch).await.unwrap().is_none());
     assert!(ts.user_for_session(alice.id, updated.session_epoch).await.unwrap().is_some());
-    assert!(ts.sign_in("alice", "looking-glass-42", "10.0.0.1").await.is_err());
-    assert!(ts.sign_in("alice", "through-the-mirror-7", "10.0.0.1").await.is_ok());
+    assert!(ts.sign_in("alice", "looking-glass-42", &from("10.0.0.1")).await.is_err());
+    assert!(ts.sign_in("alice", "through-the-mirror-7", &from("10.0.0.1")).await.is_ok());
 });
 
 store_test!(the_first_admin_is_created_once_with_a_generated_password, |db: Db| async move {
@@ -84,7 +137,7 @@ store_test!(the_first_admin_is_created_once_with_a_generated_password, |db: Db| 
     let (username, password) = ts.ensure_first_admin().await.unwrap().expect("created on an empty database");
     assert_eq!(username, "admin");
     assert!(password.len() >= 20);
-    let admin = ts.sign_in("admin", &password, "127.0.0.1").await.unwrap();
+    let admin = ts.sign_in("admin", &password, &from("127.0.0.1")).await.unwrap().user;
     assert!(admin.is_admin);
     assert_eq!(admin.department.name, "general");
     assert!(ts.ensure_first_admin().await.unwrap().is_none());

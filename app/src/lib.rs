@@ -24,6 +24,8 @@ use crate::pages::{
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    content_security_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -38,6 +40,22 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <App />
             </body>
         </html>
+    }
+}
+
+/// A page may run only our own scripts and the inline ones Leptos marks with
+/// this response's nonce (hydration data), so injected markup cannot run
+/// script; nothing may frame it. Inline styles stay allowed: the code editor
+/// injects its own and `style=` attributes carry indentation.
+#[cfg(feature = "ssr")]
+fn content_security_policy() {
+    let (Some(res), Some(nonce)) = (use_context::<leptos_axum::ResponseOptions>(), leptos::nonce::use_nonce()) else { return };
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&policy) {
+        res.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
 }
 

@@ -64,10 +64,10 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
-    let listener = DrainingListener { inner: Some(listener), addr, draining: shutdown.draining.clone() };
+    let listener = DrainingListener { inner: Some(listener), addr, shutdown: shutdown.clone() };
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.tcp.set_nodelay(true);
     });
     tokio::spawn(sweep_expired_sessions(toolshed.clone()));
     tokio::spawn(refresh_external_servers(toolshed.clone()));
@@ -89,11 +89,12 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     Ok(())
 }
 
-/// After SIGTERM, how long the server goes on answering on open connections,
-/// each answer saying `Connection: close`, before it stops reading requests: a
-/// client that sent one on a kept-alive connection gets its answer instead of
-/// a reset, and moves on (new connections are refused from the signal on).
-const DRAIN: Duration = Duration::from_millis(750);
+/// After SIGTERM the server goes on answering on open connections, each answer
+/// saying `Connection: close`, until every connection but the event streams has
+/// closed (at most `DRAIN_MAX`), and only then stops reading requests: a client
+/// that sends on a kept-alive connection gets its answer instead of a reset,
+/// however late it sends (new connections are refused from the signal on).
+const DRAIN_MAX: Duration = Duration::from_secs(4);
 /// After the streams close, how long calls still running may take.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -104,6 +105,7 @@ pub struct Shutdown {
     draining: tokio_util::sync::CancellationToken,
     /// Cancelled when event streams must end; MCP streams hold child tokens.
     pub streams: tokio_util::sync::CancellationToken,
+    connections: Connections,
 }
 
 impl Shutdown {
@@ -111,8 +113,47 @@ impl Shutdown {
     async fn sequence(self, signal: impl std::future::Future<Output = ()>) {
         signal.await;
         self.draining.cancel();
-        tokio::time::sleep(DRAIN).await;
+        let _ = tokio::time::timeout(DRAIN_MAX, async {
+            while !self.connections.only_streams() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
         self.streams.cancel();
+    }
+}
+
+/// The open connections, by peer address, each marked once it serves an event
+/// stream (those end only when `Shutdown::streams` is cancelled).
+#[derive(Clone, Default)]
+struct Connections(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<SocketAddr, bool>>>);
+
+impl Connections {
+    fn open(&self, peer: SocketAddr) -> Tracked {
+        self.0.lock().expect("connections lock").insert(peer, false);
+        Tracked { connections: self.clone(), peer }
+    }
+
+    fn streaming(&self, peer: SocketAddr) {
+        if let Some(streaming) = self.0.lock().expect("connections lock").get_mut(&peer) {
+            *streaming = true;
+        }
+    }
+
+    fn only_streams(&self) -> bool {
+        self.0.lock().expect("connections lock").values().all(|streaming| *streaming)
+    }
+}
+
+/// Forgets its connection when the connection is dropped.
+struct Tracked {
+    connections: Connections,
+    peer: SocketAddr,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.connections.0.lock().expect("connections lock").remove(&self.peer);
     }
 }
 
@@ -156,11 +197,11 @@ async fn unquote_cookies(mut req: Request, next: Next) -> Response {
 struct DrainingListener {
     inner: Option<tokio::net::TcpListener>,
     addr: SocketAddr,
-    draining: tokio_util::sync::CancellationToken,
+    shutdown: Shutdown,
 }
 
 impl axum::serve::Listener for DrainingListener {
-    type Io = tokio::net::TcpStream;
+    type Io = TrackedStream;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
@@ -168,14 +209,14 @@ impl axum::serve::Listener for DrainingListener {
             let Some(listener) = &self.inner else { return std::future::pending().await };
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(connection) => return connection,
+                    Ok((tcp, peer)) => return (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer),
                     // Out of file descriptors and the like: wait, as axum's own listener does.
                     Err(e) => {
                         tracing::warn!(error = %e, "accepting a connection failed");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 },
-                () = self.draining.cancelled() => self.inner = None,
+                () = self.shutdown.draining.cancelled() => self.inner = None,
             }
         }
     }
@@ -185,9 +226,60 @@ impl axum::serve::Listener for DrainingListener {
     }
 }
 
+/// A connection the drain knows about for as long as it is open.
+struct TrackedStream {
+    tcp: tokio::net::TcpStream,
+    _tracked: Tracked,
+}
+
+impl tokio::io::AsyncRead for TrackedStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for TrackedStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
 /// While draining, every response closes its connection.
 async fn close_when_draining(State(shutdown): State<Shutdown>, req: Request, next: Next) -> Response {
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0);
     let mut res = next.run(req).await;
+    let stream = res.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    if let (true, Some(peer)) = (stream, peer) {
+        shutdown.connections.streaming(peer);
+    }
     if shutdown.draining.is_cancelled() {
         res.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     }
@@ -241,9 +333,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
     let rest = crate::rest::routes(toolshed);
-    let app = pages
-        .merge(mcp)
-        .merge(rest)
+    let app = with_security_headers(pages.merge(mcp).merge(rest))
         .layer(sessions)
         .layer(axum::middleware::from_fn(unquote_cookies))
         // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
@@ -251,6 +341,19 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .layer(axum::middleware::from_fn_with_state(shutdown, close_when_draining))
         .layer(TraceLayer::new_for_http());
     Ok(app)
+}
+
+/// Headers every response carries. Pages set their own Content-Security-Policy
+/// (with the nonce of their inline scripts, see `app::shell`); everything else
+/// (JSON, files, SVG) may load and run nothing, and nothing may frame it.
+/// No Referer leaves the site: MCP URLs may carry `?token=`.
+fn with_security_headers(app: Router) -> Router {
+    use tower_http::set_header::SetResponseHeaderLayer as Set;
+    let value = header::HeaderValue::from_static;
+    app.layer(Set::if_not_present(header::CONTENT_SECURITY_POLICY, value("default-src 'none'; frame-ancestors 'none'; sandbox")))
+        .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, value("nosniff")))
+        .layer(Set::overriding(header::X_FRAME_OPTIONS, value("DENY")))
+        .layer(Set::overriding(header::REFERRER_POLICY, value("no-referrer")))
 }
 
 /// Host headers MCP requests may carry (DNS-rebinding protection): the base

@@ -6,6 +6,8 @@
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
+#   scripts/bench.sh abuse        # echo's latency while other callers run endless loops,
+#                                 # and a trivial tool at concurrency 256
 #
 # The MCP load benchmark needs the release server (scripts/build.sh) and the
 # TypeScript reference's node_modules (scripts/bootstrap.sh). Knobs:
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse mcp)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse mcp abuse)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -52,7 +54,7 @@ wait_quiet() {
     done
     die "the machine did not get quiet in 10 minutes (rustc or cargo build still running)"
 }
-if wants mcp; then
+if wants mcp || wants abuse; then
     [ -x target/toolshed ] || die "target/toolshed is missing: run scripts/build.sh first"
     [ -d bench/ts-reference/node_modules ] || die "bench/ts-reference/node_modules is missing: run scripts/bootstrap.sh"
 fi
@@ -60,7 +62,7 @@ wait_quiet
 build=()
 wants sandbox && build+=(-p toolshed-bench)
 wants browse && build+=(-p toolshed-bench -p toolshed)
-wants mcp && build+=(-p toolshed-load)
+{ wants mcp || wants abuse; } && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
 
@@ -86,7 +88,7 @@ if wants browse; then
     stop "$bench_server"
 fi
 
-wants mcp || exit 0
+(wants mcp || wants abuse) || exit 0
 echo "server: target/toolshed built $(date -u -r "$(readlink -f target/toolshed)" '+%Y-%m-%d %H:%M UTC'), tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- server app migrations 2>/dev/null || echo ' + uncommitted changes')"
 
 load() { # label mode url [token]
@@ -97,7 +99,7 @@ load() { # label mode url [token]
 }
 
 # The Toolshed release server with a fresh SQLite database, in session mode $1.
-# Sets $server (pid), $server_url, $server_token.
+# Sets $server (pid), $server_url, $server_token, $server_data.
 start_toolshed() {
     local data port base
     data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-bench.XXXXXX"); dirs+=("$data")
@@ -116,6 +118,7 @@ start_toolshed() {
     server_token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
         target/toolshed admin create-token --username admin --name bench --expires-in-days 1 | tail -n 1)
     server_url="$base/mcp/tools/demo/echo"
+    server_data=$data
 }
 
 # The TypeScript SDK reference server in mode $1. Sets $server, $server_url.
@@ -150,6 +153,37 @@ measure() {
 }
 
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+
+if wants abuse; then
+    wait_quiet
+    echo "abuse: demo/echo (admin) at concurrency $concurrency, alone and while another user's calls of"
+    echo "abuse: general/spin (while (true) {}, 2 s limit) keep N sandbox runs spinning; then echo at concurrency 256"
+    start_toolshed stateful
+    abuse_base=${server_url%/mcp/*}
+    operator() { DATABASE_URL="sqlite://$server_data/toolshed.db" TOOLSHED_DATA_DIR="$server_data" target/toolshed admin "$@"; }
+    publisher=$(operator create-token --username admin --name bench-push --publish | tail -n 1)
+    TOOLSHED_TOKEN="$publisher" target/toolshed push bench/abuse/spin.json --url "$abuse_base" >/dev/null
+    echo 'vivid-otter-parade-lantern' | operator create-user --username mallory >/dev/null
+    mallory=$(operator create-token --username mallory --name bench | tail -n 1)
+    abuse_line() { # label spinners: echo measured while `spinners` spin calls are kept going
+        local spinner=()
+        if [ "$2" -gt 0 ]; then
+            "$CARGO_TARGET_DIR/release/mcp-load" "$abuse_base/mcp/tools/general/spin" --token "$mallory" --label spin \
+                --concurrency "$2" --requests 1000000 --warmup 0 --max-seconds $((max_seconds + 10)) --max-error-rate 1 >/dev/null &
+            spinner=($!); pids+=("$!")
+            sleep 3 # every spinner is running (each call lasts 2 s)
+        fi
+        load "$1" stateful "$server_url" "$server_token"
+        [ ${#spinner[@]} -eq 0 ] || stop "${spinner[0]}"
+    }
+    abuse_line alone 0
+    abuse_line "2-spinning" 2
+    abuse_line "16-spinning" 16
+    concurrency=256 load "c256" stateful "$server_url" "$server_token"
+    stop "$server"
+    echo "abuse: the lines above, p99 against 'alone'; goals: p99 within 3x of alone, 0 errors at c=256"
+    wants mcp || exit 0
+fi
 
 # A compile that starts during a run spoils the pair: a watcher notes it in $disturbed,
 # and the pair is measured again (3 tries at most, then reported as disturbed).

@@ -144,7 +144,8 @@ impl Toolshed {
             runtime: tokio::runtime::Handle::current(),
         });
         let span = tracing::info_span!("run_code", bundle = %bundle.slug(), transport = via.transport);
-        tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| {
+        let lane = crate::sandbox::Lane { tool: bundle.id, caller: user.id };
+        tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await.map_err(|e| {
             if e != SandboxError::Busy {
                 tracing::error!(error = %e, "sandbox failure");
             }

@@ -33,7 +33,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
-pub use pool::{Sandbox, SandboxConfig, SandboxError};
+pub use pool::{Lane, Sandbox, SandboxConfig, SandboxError};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;

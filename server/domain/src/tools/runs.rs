@@ -283,7 +283,8 @@ impl Toolshed {
         let PreparedRun { version, mut request, env } = self.prepare_run(user, tool, source, input, transport).await?;
         request.events = events;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
-        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request), span).await.map_err(|e| match e {
+        let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
+        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await.map_err(|e| match e {
             SandboxError::Busy => ToolError::Busy,
             other => {
                 tracing::error!(error = %other, "sandbox failure");

@@ -206,7 +206,7 @@ store_test!(run_code_has_no_fetch_and_no_env, |db: Db| async move {
 });
 
 store_test!(concurrent_run_code_calls_beyond_the_pool_size_all_finish, |db: Db| async move {
-    let settings = Settings { sandbox: SandboxConfig { workers: 2, queue: 64 }, ..Settings::default() };
+    let settings = Settings { sandbox: SandboxConfig { workers: 2, ..SandboxConfig::default() }, ..Settings::default() };
     let ts = Toolshed::new(db, settings);
     let alice = support::user(&ts, "alice", "finance").await;
     let b = kit(&ts, &alice).await;

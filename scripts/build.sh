@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 
 step() { echo "build: $*" >&2; }
 
+# A fresh clone's unchanged files get the times of the cached build back, so
+# cargo rebuilds only what changed (scripts/mtimes.py says why that is safe).
+scripts/mtimes.py restore "$CARGO_TARGET_DIR" "$WASM_TARGET_DIR"
+
 # The server needs nothing but rustup's cargo: it compiles while bootstrap.sh
 # downloads and installs the rest, which is mostly waiting on the network.
 step "server (release), in the background"
@@ -51,4 +55,5 @@ step "server (release)"
 wait $server || { echo "build: the server did not build" >&2; exit 1; }
 trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
+scripts/mtimes.py record
 step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm, server at target/toolshed"

@@ -11,7 +11,11 @@ cargo fmt --all --check
 cargo clippy -q --release --all-targets -p toolshed -p toolshed-domain -p app -p toolshed-bench -p toolshed-load -- -D warnings
 
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
-scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed -p app --features app/ssr
+status=0
+scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed -p app --features app/ssr || status=$?
+# The test binaries are built now, passing or not: the next fresh clone reuses them.
+scripts/mtimes.py record
+[ "$status" -eq 0 ] || exit "$status"
 
 echo "test: browser (end2end/, Chromium, release server)" >&2
 scripts/e2e.sh

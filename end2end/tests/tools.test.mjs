@@ -159,3 +159,40 @@ test('an error marks its line in the editor, and a reload keeps the draft', asyn
   assert.match(await page.textContent('.cm-content'), /RangeError/);
   await page.close();
 });
+
+test('an outbound-only secret is set with its hosts, and the code sees only its placeholder', async () => {
+  const page = await newPage(browser);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await signUp(page);
+  await page.goto(`${BASE}/tools/new`);
+  await hydrated(page);
+  const name = unique('weather_');
+  await page.fill('input[name=name]', name);
+  await page.fill('input[name=title]', 'Weather');
+  await page.click('main button[type=submit]');
+  await page.waitForURL(`**/tools/platform/${name}/edit`);
+  await hydrated(page);
+
+  // The card says which secrets editors can read before anyone picks a kind.
+  const card = page.locator('section.card:has(h2:has-text("Configuration"))');
+  assert.match(await card.textContent(), /anyone who can edit this tool can read/);
+  await card.locator('input[name=name]').fill('API_KEY');
+  await card.locator('input[name=value]').fill('sk-live-e2e-0123456789');
+  await card.locator('input[name=kind][value=outbound]').check();
+  await card.locator('input[name=hosts]').fill('api.example.com');
+  await card.locator('button[type=submit]').click();
+  await page.waitForSelector('.env-vars li:has-text("outbound-only")');
+  const listed = await page.textContent('.env-vars');
+  assert.match(listed, /API_KEY = outbound-only •+ sent only to api\.example\.com/);
+  assert.doesNotMatch(await page.content(), /sk-live-e2e/);
+  await card.scrollIntoViewIfNeeded();
+  await shot(page, '15-editor-outbound-secret');
+
+  await setCode(page, "return $env.API_KEY.split('').join(' ');\n");
+  await page.click('.run-button');
+  await page.waitForSelector('.run-result');
+  assert.match(await page.textContent('.run-result .result'), /\{ \{ s e c r e t : A P I _ K E Y \} \}/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

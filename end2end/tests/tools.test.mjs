@@ -21,21 +21,26 @@ async function signUp(page) {
   await page.waitForSelector('.user-button');
 }
 
+// Creates a tool through the New tool form and waits for its editor; returns its name.
+async function newTool(page, prefix, title, description = '') {
+  await page.goto(`${BASE}/tools/new`);
+  await hydrated(page);
+  const name = unique(prefix);
+  await page.fill('input[name=name]', name);
+  await page.fill('input[name=title]', title);
+  if (description) await page.fill('textarea[name=description]', description);
+  await page.click('main button[type=submit]');
+  await page.waitForURL(`**/tools/platform/${name}/edit`);
+  await hydrated(page);
+  return name;
+}
+
 test('write a tool with two arguments, run it, save, publish, edit and roll back', async () => {
   const page = await newPage(browser);
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await signUp(page);
-
-  await page.goto(`${BASE}/tools/new`);
-  await hydrated(page);
-  const name = unique('greet_');
-  await page.fill('input[name=name]', name);
-  await page.fill('input[name=title]', 'Greeter');
-  await page.fill('textarea[name=description]', 'Greets someone, **several times**.');
-  await page.click('main button[type=submit]');
-  await page.waitForURL(`**/tools/platform/${name}/edit`);
-  await hydrated(page);
+  const name = await newTool(page, 'greet_', 'Greeter', 'Greets someone, **several times**.');
 
   // Arguments: rename the starter row, add an integer with a default.
   const first = page.locator('.arg-row').first();
@@ -136,14 +141,7 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
 test('an error marks its line in the editor, and a reload keeps the draft', async () => {
   const page = await newPage(browser);
   await signUp(page);
-  await page.goto(`${BASE}/tools/new`);
-  await hydrated(page);
-  const name = unique('broken_');
-  await page.fill('input[name=name]', name);
-  await page.fill('input[name=title]', 'Broken');
-  await page.click('main button[type=submit]');
-  await page.waitForURL(`**/${name}/edit`);
-  await hydrated(page);
+  const name = await newTool(page, 'broken_', 'Broken');
   await setCode(page, "const a = 1;\nconst b = a + 1;\nthrow new RangeError('bad ' + b);\n");
   await page.click('.run-button');
   await page.waitForSelector('.run-error');
@@ -165,14 +163,7 @@ test('an outbound-only secret is set with its hosts, and the code sees only its 
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await signUp(page);
-  await page.goto(`${BASE}/tools/new`);
-  await hydrated(page);
-  const name = unique('weather_');
-  await page.fill('input[name=name]', name);
-  await page.fill('input[name=title]', 'Weather');
-  await page.click('main button[type=submit]');
-  await page.waitForURL(`**/tools/platform/${name}/edit`);
-  await hydrated(page);
+  await newTool(page, 'weather_', 'Weather');
 
   // The card says which secrets editors can read before anyone picks a kind.
   const card = page.locator('section.card:has(h2:has-text("Configuration"))');

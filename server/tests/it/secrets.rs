@@ -112,7 +112,10 @@ server_test!(an_outbound_only_secret_reaches_its_host_and_nothing_else, |srv: Te
     assert_eq!(result["echo"], "Bearer {{secret:KEY}}");
     assert!(result["body"].as_str().unwrap().contains("GET /echo?key={{secret:KEY}}"), "{result}");
     // (4) The placeholder is not sent to a host the secret is not bound to.
-    assert!(result["refused"].as_str().unwrap().starts_with(&format!("$fetch refused: secret KEY may be sent only to {hosts}")), "{result}");
+    assert!(
+        result["refused"].as_str().unwrap().starts_with(&format!("$fetch refused: secret KEY may be sent only to {hosts}")),
+        "{result}"
+    );
     // (5) A redirect off the bound host drops the header carrying the value,
     // and is refused when the location carries it.
     assert!(result["viaQuery"].as_str().unwrap().starts_with("$fetch refused: secret KEY may be sent only to"), "{result}");

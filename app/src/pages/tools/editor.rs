@@ -11,8 +11,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionsPanel;
 use super::{ago, now_ms};
 use crate::api::{
-    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvKindView, EnvVarView, LoadVersion, Publish, RowsFromSchema, RunTarget,
-    RunTestCases, SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvKindView, EnvVarView, LoadVersion, Publish, RowsFromSchema,
+    RunTarget, RunTestCases, SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows};
 use crate::components::RequireUser;

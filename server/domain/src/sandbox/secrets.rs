@@ -192,7 +192,8 @@ impl Secrets {
         };
         let places = [(outside_query.as_str(), "URL outside its query"), (body.unwrap_or_default(), "body")];
         let names = headers.iter().map(|(name, _)| (name.as_str(), "header name"));
-        if let Some((secret, place)) = places.into_iter().chain(names).find_map(|(text, place)| Some((self.named_in(text).next()?, place))) {
+        if let Some((secret, place)) = places.into_iter().chain(names).find_map(|(text, place)| Some((self.named_in(text).next()?, place)))
+        {
             return Err(Refusal::Place { name: secret.name.clone(), place });
         }
         if let Some((header, _)) = headers.iter().find(|(name, _)| NOT_WITH_SECRETS.iter().any(|h| name.eq_ignore_ascii_case(h))) {

@@ -548,7 +548,9 @@ fn an_outbound_secret_reaches_its_host_but_never_the_code() {
 fn a_redirect_off_the_bound_host_never_carries_the_value() {
     let (other, landed) = recording_server(2, echo);
     // The bound host sends the code elsewhere: with its header, and with the value in the location.
-    for (location, outcome) in [(format!("http://127.0.0.1:{other}/landing"), "landed"), (format!("http://127.0.0.1:{other}/landing?k={VALUE}"), "refused")] {
+    for (location, outcome) in
+        [(format!("http://127.0.0.1:{other}/landing"), "landed"), (format!("http://127.0.0.1:{other}/landing?k={VALUE}"), "refused")]
+    {
         let header = format!("Location: {location}\r\n");
         let (port, heads) = recording_server(1, move |_| http_response("302 Found", &header, ""));
         let code = format!(

@@ -187,15 +187,23 @@ store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_o
     assert!(matches!(run, Err(ToolError::Forbidden) | Err(ToolError::NotFound)), "drafts are for editors");
     let run = ts.run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![] }, json!({}), "test", None).await.unwrap();
     assert_eq!(run.outcome.console[0].message, "{{secret:API_KEY}} { { s e c r e t : A P I _ K E Y } }");
-    assert!(matches!(&run.outcome.result, Err(RunError::Thrown { message, .. }) if message == "}}YEK_IPA:terces{{"), "{:?}", run.outcome.result);
+    assert!(
+        matches!(&run.outcome.result, Err(RunError::Thrown { message, .. }) if message == "}}YEK_IPA:terces{{"),
+        "{:?}",
+        run.outcome.result
+    );
 
     // The audit row says what changed and where it may go, never the value.
-    let after: String = sqlx::query_scalar("SELECT after_json FROM audit_log WHERE action = 'tool.env_set'").fetch_one(ts.db.pool()).await.unwrap();
+    let after: String =
+        sqlx::query_scalar("SELECT after_json FROM audit_log WHERE action = 'tool.env_set'").fetch_one(ts.db.pool()).await.unwrap();
     assert!(after.contains("API_KEY") && after.contains("api.example.com") && !after.contains("sk-live"), "{after}");
 
     // Replacing it (here: by a secret the code may read) replaces value and hosts together.
     ts.set_env_var(&alice, tool.id, "API_KEY", "sk-readable-value", EnvKind::Secret).await.unwrap();
-    let run = ts.run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![] }, json!({}), "test", None).await.unwrap();
+    let run = ts
+        .run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![] }, json!({}), "test", None)
+        .await
+        .unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Json(json!(17))), "the call cache let go of the old kind");
 });
 
@@ -212,7 +220,10 @@ store_test!(the_database_refuses_outbound_hosts_on_a_variable_the_code_may_read,
         assert!(refused.is_err(), "secret = {secret}, hosts = {hosts:?} was stored");
     }
     ts.set_env_var(&alice, tool.id, "K", "v", EnvKind::Plain).await.unwrap();
-    let refused = sqlx::query("UPDATE tool_env SET outbound_hosts = 'api.example.com' WHERE tool_id = $1").bind(tool.id.0).execute(ts.db.pool()).await;
+    let refused = sqlx::query("UPDATE tool_env SET outbound_hosts = 'api.example.com' WHERE tool_id = $1")
+        .bind(tool.id.0)
+        .execute(ts.db.pool())
+        .await;
     assert!(refused.is_err(), "a plain value became outbound-only without its secret flag");
 });
 

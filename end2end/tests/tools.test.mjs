@@ -177,6 +177,7 @@ test('an outbound-only secret is set with its hosts, and the code sees only its 
   const listed = await page.textContent('.env-vars');
   assert.match(listed, /API_KEY = outbound-only •+ sent only to api\.example\.com/);
   assert.doesNotMatch(await page.content(), /sk-live-e2e/);
+  assert.equal(await card.locator('input[name=value]').inputValue(), '', 'the form let go of the value');
   await card.scrollIntoViewIfNeeded();
   await shot(page, '15-editor-outbound-secret');
 

@@ -461,6 +461,13 @@ fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
             });
         }
     });
+    // Once set, the form is emptied: a secret typed into it should not linger in the page.
+    let form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if let (Some(Ok(())), Some(form)) = (set.value().get(), form.get()) {
+            form.reset();
+        }
+    });
     view! {
         <section class="card">
             <h2>"Configuration ($env)"</h2>
@@ -492,7 +499,7 @@ fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
                     }
                 }).collect_view()}
             </ul>
-            <ActionForm action=set attr:class="env-form">
+            <ActionForm action=set node_ref=form attr:class="env-form">
                 <input type="hidden" name="tool" value=tool />
                 <div class="inline-form">
                     <label>"Name" <input name="name" placeholder="NAME" required maxlength="64" class="mono" /></label>
@@ -500,11 +507,11 @@ fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
                 </div>
                 <fieldset class="env-kinds">
                     <legend>"Kind"</legend>
-                    <label><input type="radio" name="kind" value="plain" checked /> "Plain — editors can read it"</label>
-                    <label><input type="radio" name="kind" value="secret" />
-                        " Secret — hidden in the UI, but the tool's code (so anyone who can edit this tool) can read it"</label>
-                    <label><input type="radio" name="kind" value="outbound" />
-                        " Outbound-only secret — sent only in $fetch headers or query to the hosts you name; the code never sees it"</label>
+                    <label class="inline"><input type="radio" name="kind" value="plain" checked /> "Plain — editors can read it"</label>
+                    <label class="inline"><input type="radio" name="kind" value="secret" />
+                        "Secret — hidden in the UI, but the tool's code (so anyone who can edit this tool) can read it"</label>
+                    <label class="inline"><input type="radio" name="kind" value="outbound" />
+                        "Outbound-only secret — sent only in $fetch headers or query to the hosts you name; the code never sees it"</label>
                 </fieldset>
                 <label class="env-hosts">"Hosts (outbound-only secrets)"
                     <input name="hosts" class="mono" placeholder="api.example.com, api.example.com:8443" maxlength="2000" />

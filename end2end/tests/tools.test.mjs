@@ -21,21 +21,26 @@ async function signUp(page) {
   await page.waitForSelector('.user-button');
 }
 
+// Creates a tool through the New tool form and waits for its editor; returns its name.
+async function newTool(page, prefix, title, description = '') {
+  await page.goto(`${BASE}/tools/new`);
+  await hydrated(page);
+  const name = unique(prefix);
+  await page.fill('input[name=name]', name);
+  await page.fill('input[name=title]', title);
+  if (description) await page.fill('textarea[name=description]', description);
+  await page.click('main button[type=submit]');
+  await page.waitForURL(`**/tools/platform/${name}/edit`);
+  await hydrated(page);
+  return name;
+}
+
 test('write a tool with two arguments, run it, save, publish, edit and roll back', async () => {
   const page = await newPage(browser);
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await signUp(page);
-
-  await page.goto(`${BASE}/tools/new`);
-  await hydrated(page);
-  const name = unique('greet_');
-  await page.fill('input[name=name]', name);
-  await page.fill('input[name=title]', 'Greeter');
-  await page.fill('textarea[name=description]', 'Greets someone, **several times**.');
-  await page.click('main button[type=submit]');
-  await page.waitForURL(`**/tools/platform/${name}/edit`);
-  await hydrated(page);
+  const name = await newTool(page, 'greet_', 'Greeter', 'Greets someone, **several times**.');
 
   // Arguments: rename the starter row, add an integer with a default.
   const first = page.locator('.arg-row').first();
@@ -136,14 +141,7 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
 test('an error marks its line in the editor, and a reload keeps the draft', async () => {
   const page = await newPage(browser);
   await signUp(page);
-  await page.goto(`${BASE}/tools/new`);
-  await hydrated(page);
-  const name = unique('broken_');
-  await page.fill('input[name=name]', name);
-  await page.fill('input[name=title]', 'Broken');
-  await page.click('main button[type=submit]');
-  await page.waitForURL(`**/${name}/edit`);
-  await hydrated(page);
+  const name = await newTool(page, 'broken_', 'Broken');
   await setCode(page, "const a = 1;\nconst b = a + 1;\nthrow new RangeError('bad ' + b);\n");
   await page.click('.run-button');
   await page.waitForSelector('.run-error');
@@ -157,5 +155,36 @@ test('an error marks its line in the editor, and a reload keeps the draft', asyn
   await hydrated(page);
   await page.waitForSelector('.cm-editor');
   assert.match(await page.textContent('.cm-content'), /RangeError/);
+  await page.close();
+});
+
+test('an outbound-only secret is set with its hosts, and the code sees only its placeholder', async () => {
+  const page = await newPage(browser);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await signUp(page);
+  await newTool(page, 'weather_', 'Weather');
+
+  // The card says which secrets editors can read before anyone picks a kind.
+  const card = page.locator('section.card:has(h2:has-text("Configuration"))');
+  assert.match(await card.textContent(), /anyone who can edit this tool can read/);
+  await card.locator('input[name=name]').fill('API_KEY');
+  await card.locator('input[name=value]').fill('sk-live-e2e-0123456789');
+  await card.locator('input[name=kind][value=outbound]').check();
+  await card.locator('input[name=hosts]').fill('api.example.com');
+  await card.locator('button[type=submit]').click();
+  await page.waitForSelector('.env-vars li:has-text("outbound-only")');
+  const listed = await page.textContent('.env-vars');
+  assert.match(listed, /API_KEY = outbound-only •+ sent only to api\.example\.com/);
+  assert.doesNotMatch(await page.content(), /sk-live-e2e/);
+  assert.equal(await card.locator('input[name=value]').inputValue(), '', 'the form let go of the value');
+  await card.scrollIntoViewIfNeeded();
+  await shot(page, '15-editor-outbound-secret');
+
+  await setCode(page, "return $env.API_KEY.split('').join(' ');\n");
+  await page.click('.run-button');
+  await page.waitForSelector('.run-result');
+  assert.match(await page.textContent('.run-result .result'), /\{ \{ s e c r e t : A P I _ K E Y \} \}/);
+  assert.deepEqual(errors, []);
   await page.close();
 });

@@ -600,12 +600,25 @@ pub async fn update_tool_settings(
     convert::detail(&ts, &user, t).await
 }
 
+/// Who can read a variable's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EnvKindView {
+    /// Editors and the code.
+    Plain,
+    /// The code, so anyone who may edit the tool; never shown in the UI.
+    Secret,
+    /// Nobody: `$fetch` sends it to its hosts only.
+    Outbound,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvVarView {
     pub name: String,
     /// `None` for secrets: they are never sent back.
     pub value: Option<String>,
-    pub secret: bool,
+    pub kind: EnvKindView,
+    /// Where an outbound-only secret may be sent.
+    pub hosts: Vec<String>,
 }
 
 #[server(endpoint = "tools/env")]
@@ -617,13 +630,26 @@ pub async fn env_vars(tool: i64) -> Result<Vec<EnvVarView>, AppError> {
 
 #[cfg(feature = "ssr")]
 fn env_views(vars: Vec<toolshed_domain::tools::EnvVar>) -> Vec<EnvVarView> {
-    vars.into_iter().map(|v| EnvVarView { name: v.name, value: v.value, secret: v.secret }).collect()
+    use toolshed_domain::tools::EnvKind;
+    vars.into_iter()
+        .map(|v| {
+            let (kind, hosts) = match v.kind {
+                EnvKind::Plain => (EnvKindView::Plain, Vec::new()),
+                EnvKind::Secret => (EnvKindView::Secret, Vec::new()),
+                EnvKind::Outbound(hosts) => (EnvKindView::Outbound, hosts.hosts().to_vec()),
+            };
+            EnvVarView { name: v.name, value: v.value, kind, hosts }
+        })
+        .collect()
 }
 
+/// The variables form: `kind` is `plain`, `secret` or `outbound` (which needs `hosts`).
 #[server(endpoint = "tools/env/set")]
-pub async fn set_env_var(tool: i64, name: String, value: String, secret: Option<bool>) -> Result<(), AppError> {
+pub async fn set_env_var(tool: i64, name: String, value: String, kind: String, hosts: Option<String>) -> Result<(), AppError> {
+    use toolshed_domain::tools::{EnvKind, ToolError};
     let user = server::require_user().await?;
-    server::toolshed()?.set_env_var(&user, tool_id(tool), &name, &value, secret.unwrap_or(false)).await.map_err(server::fail)
+    let kind = EnvKind::parse(&kind, hosts.as_deref().unwrap_or_default()).map_err(|e| server::fail(ToolError::Invalid(e)))?;
+    server::toolshed()?.set_env_var(&user, tool_id(tool), &name, &value, kind).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/env/delete")]

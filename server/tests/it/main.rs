@@ -14,5 +14,6 @@ mod mcp_rmcp_client;
 mod moderation;
 mod playground;
 mod publish_api;
+mod secrets;
 mod tools;
 mod upstream;

@@ -11,8 +11,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionsPanel;
 use super::{ago, now_ms};
 use crate::api::{
-    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvVarView, LoadVersion, Publish, RowsFromSchema, RunTarget,
-    RunTestCases, SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
+    editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvKindView, EnvVarView, LoadVersion, Publish, RowsFromSchema,
+    RunTarget, RunTestCases, SaveDraft, SaveTestCase, SaveVersion, SchemaPreview, SetEnvVar, TestCases, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows};
 use crate::components::RequireUser;
@@ -438,7 +438,9 @@ fn LimitInputs(timeout_ms: i64, memory_mib: i64, what: &'static str) -> impl Int
     }
 }
 
-/// `$env`: configuration values; secrets can be replaced but never read back.
+/// `$env`: configuration values of three kinds (`EnvKindView`); secrets can
+/// be replaced but never read back, and the card says which ones the code,
+/// and so every editor, can still read.
 ///
 /// The first list comes with the editor's data rather than from a resource of
 /// its own: a resource created inside the editor's `Suspense` gets its id when
@@ -459,31 +461,63 @@ fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
             });
         }
     });
+    // Once set, the form is emptied: a secret typed into it should not linger in the page.
+    let form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if let (Some(Ok(())), Some(form)) = (set.value().get(), form.get()) {
+            form.reset();
+        }
+    });
     view! {
         <section class="card">
             <h2>"Configuration ($env)"</h2>
-            <p class="muted small">"Values the code reads as " <code>"$env.NAME"</code> ". Secret values are never shown again, and are blanked out of results and console output."</p>
+            <p class="muted small">
+                "Values the code reads as " <code>"$env.NAME"</code> ". Secrets are never shown again, but a secret the code can read is one "
+                <strong>"anyone who can edit this tool can read"</strong>
+                ": they only need to change the code. Only outbound-only secrets stay out of every editor's reach."
+            </p>
             <ul class="env-vars">
                 {move || vars.get().into_iter().map(|v| {
                     let name = v.name.clone();
+                    let shown = match (v.kind, v.value) {
+                        (EnvKindView::Plain, Some(value)) => view! { <span class="mono">{value}</span> }.into_any(),
+                        (EnvKindView::Plain | EnvKindView::Secret, _) => {
+                            view! { <span class="muted">"secret •••••• (the code, so any editor, can read it)"</span> }.into_any()
+                        }
+                        (EnvKindView::Outbound, _) => view! {
+                            <span class="muted">"outbound-only •••••• sent only to " <span class="mono">{v.hosts.join(", ")}</span>
+                                " (the code sees " <code>{format!("{{{{secret:{}}}}}", v.name)}</code> ")"</span>
+                        }.into_any(),
+                    };
                     view! {
                         <li>
                             <code>{v.name.clone()}</code>
                             " = "
-                            {match v.value {
-                                Some(value) => view! { <span class="mono">{value}</span> }.into_any(),
-                                None => view! { <span class="muted">"secret ••••••"</span> }.into_any(),
-                            }}
+                            {shown}
                             <button type="button" class="link-button danger" on:click=move |_| { delete.dispatch(DeleteEnvVar { tool, name: name.clone() }); }>"remove"</button>
                         </li>
                     }
                 }).collect_view()}
             </ul>
-            <ActionForm action=set attr:class="inline-form env-form">
+            <ActionForm action=set node_ref=form attr:class="env-form">
                 <input type="hidden" name="tool" value=tool />
-                <input name="name" placeholder="NAME" required maxlength="64" class="mono" />
-                <input name="value" placeholder="value" maxlength="4096" />
-                <label class="inline"><input type="checkbox" name="secret" value="true" /> "secret"</label>
+                <div class="inline-form">
+                    <label>"Name" <input name="name" placeholder="NAME" required maxlength="64" class="mono" /></label>
+                    <label>"Value" <input name="value" placeholder="value" maxlength="4096" /></label>
+                </div>
+                <fieldset class="env-kinds">
+                    <legend>"Kind"</legend>
+                    <label class="inline"><input type="radio" name="kind" value="plain" checked /> "Plain — editors can read it"</label>
+                    <label class="inline"><input type="radio" name="kind" value="secret" />
+                        "Secret — hidden in the UI, but the tool's code (so anyone who can edit this tool) can read it"</label>
+                    <label class="inline"><input type="radio" name="kind" value="outbound" />
+                        "Outbound-only secret — sent only in $fetch headers or query to the hosts you name; the code never sees it"</label>
+                </fieldset>
+                <label class="env-hosts">"Hosts (outbound-only secrets)"
+                    <input name="hosts" class="mono" placeholder="api.example.com, api.example.com:8443" maxlength="2000" />
+                    <span class="muted small">"The code writes " <code>"$env.NAME"</code>
+                        " where the value goes, in a header value or the URL query; a request to any other host is refused. Changing the hosts means entering the value again."</span>
+                </label>
                 <button type="submit" class="button secondary small">"Set"</button>
             </ActionForm>
             {move || set.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}

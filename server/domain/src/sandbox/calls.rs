@@ -15,6 +15,7 @@ use tokio::task::{self, JoinSet};
 
 use super::fetch::{io, request, response_object, FetchRequest, FetchResponse, Reach};
 use super::globals::json_to_js;
+use super::secrets::Secrets;
 use super::{Limits, RunOutcome, RunRequest, ToolValue};
 
 pub(super) type Settle<'js> = (Function<'js>, Function<'js>);
@@ -97,7 +98,11 @@ pub(super) enum Wait<'js> {
 impl<'js> HostCalls<'js> {
     pub(super) fn new(req: &RunRequest) -> Self {
         Self {
-            reach: Arc::new(Reach { allow: req.fetch_allow.clone(), internal: req.internal_hosts.clone() }),
+            reach: Arc::new(Reach {
+                allow: req.fetch_allow.clone(),
+                internal: req.internal_hosts.clone(),
+                secrets: Secrets::new(req.outbound_secrets.clone()),
+            }),
             limits: req.limits.clone(),
             tools: req.tools.clone(),
             fetches: 0,

@@ -3,7 +3,9 @@
 //!
 //! Requests run on one small shared tokio runtime (so connections are pooled
 //! across calls); the JS side gets a promise that the engine settles when the
-//! request finishes (`calls.rs` keeps it until then).
+//! request finishes (`calls.rs` keeps it until then). Outbound-only secrets
+//! are filled in hop by hop, just before each is sent, and masked out of
+//! whatever comes back (`secrets.rs`).
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -11,12 +13,13 @@ use std::sync::{Arc, OnceLock};
 use crate::outbound::{split_port, InternalHosts};
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION};
+use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, IntoJs, Object, Promise, Value};
 
 use super::calls::HostCalls;
+use super::secrets::Secrets;
 use super::{human_bytes, Limits};
 
 const MAX_REDIRECTS: usize = 5;
@@ -42,11 +45,12 @@ pub(super) fn io() -> Result<&'static FetchIo, String> {
     .map_err(Clone::clone)
 }
 
-/// Where a run's requests may go: its allow-list, and the internal hosts the
-/// operator lets requests reach.
+/// Where a run's requests may go: its allow-list, the internal hosts the
+/// operator lets requests reach, and where each outbound-only secret may go.
 pub(super) struct Reach {
     pub allow: Vec<String>,
     pub internal: InternalHosts,
+    pub secrets: Secrets,
 }
 
 /// An entry names a host (exact, or `*.example.com` for any subdomain of
@@ -96,8 +100,10 @@ pub(super) struct FetchResponse {
 
 async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
     for _ in 0..=MAX_REDIRECTS {
-        let mut builder = client.request(req.method.clone(), req.url.clone());
-        for (name, value) in &req.headers {
+        // `req` keeps the placeholders; values go only into what this hop sends.
+        let (url, headers) = reach.secrets.fill(&req.url, &req.headers, req.body.as_deref()).map_err(|e| e.to_string())?;
+        let mut builder = client.request(req.method.clone(), url);
+        for (name, value) in &headers {
             builder = builder.header(name, value);
         }
         if let Some(body) = &req.body {
@@ -106,13 +112,15 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
         let mut response = builder.send().await.map_err(|e| describe(&e))?;
         let status = response.status();
         if let Some(location) = status.is_redirection().then(|| response.headers().get(LOCATION)).flatten() {
-            let location = location.to_str().unwrap_or_default();
-            let next = req.url.join(location).map_err(|_| format!("invalid redirect location {location:?}"))?;
+            // A value the host put into the location is a placeholder again, so the next hop's checks apply to it.
+            let location = reach.secrets.mask(location.to_str().unwrap_or_default().to_owned());
+            let next = req.url.join(&location).map_err(|_| format!("invalid redirect location {location:?}"))?;
             check_target(&reach, &next).map_err(|e| format!("redirect refused: {e}"))?;
             if next.host() != req.url.host() {
                 req.headers
                     .retain(|(name, _)| !name.eq_ignore_ascii_case(AUTHORIZATION.as_str()) && !name.eq_ignore_ascii_case(COOKIE.as_str()));
             }
+            req.headers.retain(|(_, value)| reach.secrets.may_follow(value, &next));
             let becomes_get = status == StatusCode::SEE_OTHER
                 || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && req.method == Method::POST);
             if becomes_get {
@@ -165,12 +173,40 @@ pub(super) fn request(
     let client = io.clients.get(&reach.internal, |b| b.user_agent("toolshed-sandbox"))?;
     let timeout = Duration::from_millis(limits.fetch_timeout_ms);
     let url = req.url.clone();
+    let reach = reach.clone();
     let request = send(client, reach.clone(), req, limits.fetch_response_bytes);
     Ok(async move {
-        tokio::time::timeout(timeout, request)
+        let answer = tokio::time::timeout(timeout, request)
             .await
-            .unwrap_or_else(|_| Err(format!("request to {url} timed out after {} ms", timeout.as_millis())))
+            .unwrap_or_else(|_| Err(format!("request to {url} timed out after {} ms", timeout.as_millis())));
+        // Errors too: reqwest's name the URL it sent, values included.
+        match answer {
+            Ok(response) => Ok(response.masked(&reach.secrets)),
+            Err(message) => Err(reach.secrets.mask(message)),
+        }
     })
+}
+
+impl FetchResponse {
+    /// The response with every copy of a secret's value replaced by its
+    /// placeholder; a body that changed gets its new length, so not even the
+    /// value's length is told.
+    fn masked(self, secrets: &Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let body = secrets.mask(self.body);
+        let length = body.len().to_string();
+        let headers = self
+            .headers
+            .into_iter()
+            .map(|(name, value)| match name.eq_ignore_ascii_case(CONTENT_LENGTH.as_str()) {
+                true => (name, length.clone()),
+                false => (secrets.mask(name), secrets.mask(value)),
+            })
+            .collect();
+        Self { status: self.status, status_text: self.status_text, url: secrets.mask(self.url), headers, body }
+    }
 }
 
 /// reqwest's top-level message hides the cause ("error sending request").

@@ -20,6 +20,7 @@ mod fetch;
 mod globals;
 mod markdown;
 mod pool;
+mod secrets;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +35,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
 pub use pool::{Lane, Sandbox, SandboxConfig, SandboxError};
+pub use secrets::{placeholder, OutboundSecret};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -97,6 +99,10 @@ pub struct RunRequest {
     /// Internal hosts the operator lets requests reach (none by default).
     #[serde(skip)]
     pub internal_hosts: crate::outbound::InternalHosts,
+    /// Secrets `$fetch` fills in for their hosts only; `env` holds their
+    /// placeholders, never their values.
+    #[serde(skip)]
+    pub outbound_secrets: Vec<OutboundSecret>,
     pub limits: Limits,
     /// Live console lines and progress, for forwarding while the call runs.
     #[serde(skip)]

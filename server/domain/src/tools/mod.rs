@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 pub(crate) use env::Env;
-pub use env::EnvVar;
+pub use env::{EnvKind, EnvVar, SecretHosts};
 pub use fork::Upstream;
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
@@ -346,20 +346,19 @@ pub fn can_edit(user: &User, tool: &Tool) -> bool {
 
 /// Parses the `$fetch` allow-list: one host or `*.domain` per line.
 pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
-    let mut hosts = Vec::new();
-    for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let host = line.to_ascii_lowercase();
-        let bare = host.strip_prefix("*.").unwrap_or(&host);
-        let ok = !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
-        if !ok {
-            return Err(Invalid {
-                field: "Fetch allow-list",
-                reason: format!("“{line}” is not a host name or *.domain, with :port or without"),
-            });
-        }
-        hosts.push(host);
+    raw.lines().map(str::trim).filter(|l| !l.is_empty()).map(|line| parse_host_entry("Fetch allow-list", line)).collect()
+}
+
+/// One entry of a host list (the `$fetch` allow-list's syntax): a host name,
+/// address or `*.domain`, with `:port` or without.
+pub(crate) fn parse_host_entry(field: &'static str, entry: &str) -> Result<String, Invalid> {
+    let host = entry.to_ascii_lowercase();
+    let bare = host.strip_prefix("*.").unwrap_or(&host);
+    let ok = !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+    if !ok {
+        return Err(Invalid { field, reason: format!("“{entry}” is not a host name or *.domain, with :port or without") });
     }
-    Ok(hosts)
+    Ok(host)
 }
 
 impl Toolshed {

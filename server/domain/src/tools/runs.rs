@@ -156,7 +156,19 @@ impl Toolshed {
         };
         let fetch_allow = tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect();
         let internal_hosts = self.settings().internal_hosts.clone();
-        RunRequest { code, args, absent: Vec::new(), env, context, fetch_allow, internal_hosts, limits, events: None, tools: None }
+        RunRequest {
+            code,
+            args,
+            absent: Vec::new(),
+            env,
+            context,
+            fetch_allow,
+            internal_hosts,
+            outbound_secrets: Vec::new(),
+            limits,
+            events: None,
+            tools: None,
+        }
     }
 
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
@@ -328,6 +340,7 @@ impl Toolshed {
         let (env, policy) = self.env_and_policy(id).await?;
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
+        request.outbound_secrets = env.outbound.clone();
         Ok(PreparedRun { version, request, env })
     }
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::market::{BrowseQuery, ListingKind};
 use toolshed_domain::names::ToolName;
-use toolshed_domain::tools::{NewTool, RunSource, Source, Tool, ToolError};
+use toolshed_domain::tools::{EnvKind, NewTool, RunSource, Source, Tool, ToolError};
 use toolshed_domain::{Db, Toolshed, User};
 
 /// A tool with one version per body in `codes`, each published in turn (so
@@ -49,7 +49,7 @@ store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_
     let (ts, alice, _, carol) = world(db).await;
     let src = tool(&ts, &alice, "shout", "everyone", &["return $text;", "return $text.toUpperCase();"]).await;
     ts.save_test_case(&alice, src.id, "hello", json!({"text": "hi"}), Some("HI".into())).await.unwrap();
-    ts.set_env_var(&alice, src.id, "API_KEY", "s3cret", true).await.unwrap();
+    ts.set_env_var(&alice, src.id, "API_KEY", "s3cret", EnvKind::Secret).await.unwrap();
     // A newer saved version that is not published is not what a fork copies.
     ts.save_version(&alice, src.id, Source::parse("return 'draft';", text_arg(), None).unwrap(), "wip").await.unwrap();
 

@@ -6,7 +6,7 @@ use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::sandbox::{RunError, ToolValue};
-use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, Visibility};
+use toolshed_domain::tools::{EnvKind, NewTool, RunSource, SecretHosts, Source, ToolError, Visibility};
 use toolshed_domain::Db;
 
 fn source(code: &str) -> Source {
@@ -141,14 +141,14 @@ store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async mov
 store_test!(secret_configuration_is_usable_but_never_shown_back, |db: Db| async move {
     let (ts, alice, _, carol) = world(db).await;
     let tool = ts.create_tool(&alice, NewTool::parse("api", "API", "", "", "everyone").unwrap()).await.unwrap();
-    ts.set_env_var(&alice, tool.id, "REGION", "eu-west", false).await.unwrap();
-    ts.set_env_var(&alice, tool.id, "API_KEY", "sk-very-secret", true).await.unwrap();
-    assert!(ts.set_env_var(&alice, tool.id, "bad name", "x", false).await.is_err());
-    assert!(matches!(ts.set_env_var(&carol, tool.id, "X", "y", false).await, Err(ToolError::Forbidden)));
+    ts.set_env_var(&alice, tool.id, "REGION", "eu-west", EnvKind::Plain).await.unwrap();
+    ts.set_env_var(&alice, tool.id, "API_KEY", "sk-very-secret", EnvKind::Secret).await.unwrap();
+    assert!(ts.set_env_var(&alice, tool.id, "bad name", "x", EnvKind::Plain).await.is_err());
+    assert!(matches!(ts.set_env_var(&carol, tool.id, "X", "y", EnvKind::Plain).await, Err(ToolError::Forbidden)));
 
     let vars = ts.env_vars(&alice, tool.id).await.unwrap();
-    let shown: Vec<_> = vars.iter().map(|v| (v.name.as_str(), v.value.as_deref(), v.secret)).collect();
-    assert_eq!(shown, [("API_KEY", None, true), ("REGION", Some("eu-west"), false)]);
+    let shown: Vec<_> = vars.iter().map(|v| (v.name.as_str(), v.value.as_deref(), v.kind.clone())).collect();
+    assert_eq!(shown, [("API_KEY", None, EnvKind::Secret), ("REGION", Some("eu-west"), EnvKind::Plain)]);
 
     let code = "console.log('key is', $env.API_KEY);\nreturn `${$env.REGION}:${$env.API_KEY.length}:${$env.API_KEY}`;";
     ts.save_version(&alice, tool.id, Source::parse(code, vec![], None).unwrap(), "").await.unwrap();
@@ -156,6 +156,75 @@ store_test!(secret_configuration_is_usable_but_never_shown_back, |db: Db| async 
     let run = ts.run_tool(&carol, tool.id, RunSource::Published, json!({}), "test", None).await.unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Text("eu-west:14:••••••".into())));
     assert_eq!(run.outcome.console[0].message, "key is ••••••");
+});
+
+store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_only_its_placeholder, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("api", "API", "", "", "everyone").unwrap()).await.unwrap();
+    let hosts = SecretHosts::parse("api.example.com, *.corp.test:8443").unwrap();
+    ts.set_env_var(&alice, tool.id, "API_KEY", "sk-live-0123456789", EnvKind::Outbound(hosts.clone())).await.unwrap();
+    for (value, raw_hosts, refusal) in [
+        ("sk-live-0123456789", "", "at least one host"),
+        ("sk-live-0123456789", "evil.test/path", "not a host name"),
+        ("short", "api.example.com", "at least 8 characters"),
+        ("sk-live-\r\nX-Evil: 1", "api.example.com", "printable ASCII"),
+    ] {
+        let refused = match EnvKind::parse("outbound", raw_hosts) {
+            Ok(kind) => ts.set_env_var(&alice, tool.id, "OTHER", value, kind).await.unwrap_err().to_string(),
+            Err(invalid) => invalid.to_string(),
+        };
+        assert!(refused.contains(refusal), "{value:?} {raw_hosts:?}: {refused}");
+    }
+
+    let vars = ts.env_vars(&alice, tool.id).await.unwrap();
+    let shown: Vec<_> = vars.iter().map(|v| (v.name.as_str(), v.value.as_deref(), v.kind.clone())).collect();
+    assert_eq!(shown, [("API_KEY", None, EnvKind::Outbound(hosts))]);
+    assert_eq!(vars[0].kind, EnvKind::parse("outbound", "api.example.com\n*.corp.test:8443").unwrap(), "stored as entered");
+
+    // Neither the code nor its output ever holds the value, whatever it does with $env.
+    let code = "const k = $env.API_KEY; console.log(k, k.split('').join(' ')); throw new Error([...k].reverse().join(''));";
+    let run = ts.run_tool(&carol, tool.id, RunSource::Draft { code: code.into(), args: vec![] }, json!({}), "test", None).await;
+    assert!(matches!(run, Err(ToolError::Forbidden) | Err(ToolError::NotFound)), "drafts are for editors");
+    let run = ts.run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![] }, json!({}), "test", None).await.unwrap();
+    assert_eq!(run.outcome.console[0].message, "{{secret:API_KEY}} { { s e c r e t : A P I _ K E Y } }");
+    assert!(
+        matches!(&run.outcome.result, Err(RunError::Thrown { message, .. }) if message == "}}YEK_IPA:terces{{"),
+        "{:?}",
+        run.outcome.result
+    );
+
+    // The audit row says what changed and where it may go, never the value.
+    let after: String =
+        sqlx::query_scalar("SELECT after_json FROM audit_log WHERE action = 'tool.env_set'").fetch_one(ts.db.pool()).await.unwrap();
+    assert!(after.contains("API_KEY") && after.contains("api.example.com") && !after.contains("sk-live"), "{after}");
+
+    // Replacing it (here: by a secret the code may read) replaces value and hosts together.
+    ts.set_env_var(&alice, tool.id, "API_KEY", "sk-readable-value", EnvKind::Secret).await.unwrap();
+    let run = ts
+        .run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![] }, json!({}), "test", None)
+        .await
+        .unwrap();
+    assert_eq!(run.outcome.result, Ok(ToolValue::Json(json!(17))), "the call cache let go of the old kind");
+});
+
+store_test!(the_database_refuses_outbound_hosts_on_a_variable_the_code_may_read, |db: Db| async move {
+    let (ts, alice, _, _) = world(db).await;
+    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    for (secret, hosts) in [(0, "api.example.com"), (1, "")] {
+        let refused = sqlx::query("INSERT INTO tool_env (tool_id, name, value, secret, outbound_hosts) VALUES ($1, 'K', 'v', $2, $3)")
+            .bind(tool.id.0)
+            .bind(secret)
+            .bind(hosts)
+            .execute(ts.db.pool())
+            .await;
+        assert!(refused.is_err(), "secret = {secret}, hosts = {hosts:?} was stored");
+    }
+    ts.set_env_var(&alice, tool.id, "K", "v", EnvKind::Plain).await.unwrap();
+    let refused = sqlx::query("UPDATE tool_env SET outbound_hosts = 'api.example.com' WHERE tool_id = $1")
+        .bind(tool.id.0)
+        .execute(ts.db.pool())
+        .await;
+    assert!(refused.is_err(), "a plain value became outbound-only without its secret flag");
 });
 
 store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async move {

@@ -353,7 +353,7 @@ fn with_security_headers(app: Router) -> Router {
     app.layer(Set::if_not_present(header::CONTENT_SECURITY_POLICY, value("default-src 'none'; frame-ancestors 'none'; sandbox")))
         .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, value("nosniff")))
         .layer(Set::overriding(header::X_FRAME_OPTIONS, value("DENY")))
-        .layer(Set::overriding(header::REFERRER_POLICY, value("no-referrer")))
+        .layer(Set::overriding(header::REFERRER_POLICY, value("same-origin")))
 }
 
 /// Host headers MCP requests may carry (DNS-rebinding protection): the base

@@ -119,7 +119,7 @@ server_test!(every_answer_carries_security_headers_and_pages_a_script_nonce, |sr
         let res = admin.get(srv.url(path)).send().await.unwrap();
         let header = |name: &str| res.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
-        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header("referrer-policy"), "same-origin", "{path}");
         assert_eq!(header("x-frame-options"), "DENY", "{path}");
         let csp = header("content-security-policy");
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");

@@ -55,7 +55,7 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
                 <a href="/account">"Account"</a> " page."
             </p>
             <div class="endpoint-row">
-                <input class="mono endpoint" readonly value=endpoint.clone() />
+                <input class="mono endpoint" readonly value=endpoint.clone() aria-label="MCP endpoint URL" />
                 <button type="button" class="button secondary copy-button" on:click=copy>
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
@@ -65,7 +65,7 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
                 <button type="button" class:active=move || tab.get() == "cherry" on:click=move |_| tab.set("cherry")>"Cherry Studio"</button>
                 <button type="button" class:active=move || tab.get() == "curl" on:click=move |_| tab.set("curl")>"curl"</button>
             </div>
-            <pre class="mono snippet">
+            <pre class="mono snippet" tabindex="0">
                 {move || match tab.get() { "cherry" => cherry.clone(), "curl" => curl.clone(), _ => mcp_json.clone() }}
             </pre>
             <McpDebugger endpoint=endpoint tools />

@@ -46,6 +46,16 @@ else
     # The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
     NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
         --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
+    # Compressed once, at the best levels (brotli 11 is too slow per request): the
+    # server sends the .br or .gz beside each file as it is.
+    node -e '
+        const fs = require("fs"), zlib = require("zlib"), dir = process.argv[1];
+        for (const name of fs.readdirSync(dir).filter((n) => /\.(wasm|js|css)$/.test(n))) {
+            const data = fs.readFileSync(`${dir}/${name}`);
+            const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length };
+            fs.writeFileSync(`${dir}/${name}.br`, zlib.brotliCompressSync(data, { params }));
+            fs.writeFileSync(`${dir}/${name}.gz`, zlib.gzipSync(data, { level: 9 }));
+        }' "$pkg.tmp"
     echo "$stamp" > "$pkg.tmp/.inputs"
     rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
     cp -r public/. "$SITE_DIR/"
@@ -56,4 +66,4 @@ wait $server || { echo "build: the server did not build" >&2; exit 1; }
 trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
 scripts/mtimes.py record
-step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm, server at target/toolshed"
+step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm ($(du -h "$pkg/toolshed_bg.wasm.gz" | cut -f1) gzip, $(du -h "$pkg/toolshed_bg.wasm.br" | cut -f1) brotli), server at target/toolshed"

@@ -24,12 +24,13 @@ scripts/bootstrap.sh
 step "wasm (frontend, release)"
 # Debian's rustc-web has the std sources to build std for wasm32 (-Zbuild-std);
 # RUSTC must point at it, or cargo picks rustup's rustc and std fails to build.
-# For size: a panic aborts at once (no messages, no formatting machinery) and std
-# picks its smaller code. These flags replace .cargo/config.toml's, so it is repeated.
+# For size: a panic aborts at once (no messages, no formatting machinery), Debug
+# formatting and panic locations are left out, and std picks its smaller code.
+# These flags replace .cargo/config.toml's, so it is repeated.
 env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend --lib \
     --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
     -Zbuild-std-features=optimize_for_size \
-    --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort"]' \
+    --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort", "-Zfmt-debug=none", "-Zlocation-detail=none"]' \
     --target-dir "$WASM_TARGET_DIR"
 
 # The site is made from the wasm, the CSS, the editor's JS and the public assets:

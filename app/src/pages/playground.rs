@@ -249,7 +249,7 @@ fn ToolCallView(call: ToolEntry) -> impl IntoView {
 async fn stream_turn(body: &str, mut on_event: impl FnMut(ChatEvent)) -> Result<(), String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
-    let js_err = |e: wasm_bindgen::JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js_err = crate::components::js_error;
     let failed = |e: wasm_bindgen::JsValue| format!("Could not reach the server: {}", js_err(e));
     let headers = web_sys::Headers::new().map_err(js_err)?;
     headers.set("Content-Type", "application/json").map_err(js_err)?;

@@ -250,7 +250,7 @@ struct Reply {
 async fn post(url: &str, body: &str, session: Option<String>) -> Result<Reply, String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
-    let js_err = |e: wasm_bindgen::JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js_err = crate::components::js_error;
     let headers = web_sys::Headers::new().map_err(js_err)?;
     headers.set("Content-Type", "application/json").map_err(js_err)?;
     headers.set("Accept", "application/json, text/event-stream").map_err(js_err)?;

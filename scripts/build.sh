@@ -24,8 +24,13 @@ scripts/bootstrap.sh
 step "wasm (frontend, release)"
 # Debian's rustc-web has the std sources to build std for wasm32 (-Zbuild-std);
 # RUSTC must point at it, or cargo picks rustup's rustc and std fails to build.
+# For size: a panic aborts at once (no messages, no formatting machinery), Debug
+# formatting and panic locations are left out, and std picks its smaller code.
+# These flags replace .cargo/config.toml's, so it is repeated.
 env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend --lib \
     --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
+    -Zbuild-std-features=optimize_for_size \
+    --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort", "-Zfmt-debug=none", "-Zlocation-detail=none"]' \
     --target-dir "$WASM_TARGET_DIR"
 
 # The site is made from the wasm, the CSS, the editor's JS and the public assets:
@@ -46,6 +51,16 @@ else
     # The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
     NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
         --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
+    # Compressed once, at the best levels (brotli 11 is too slow per request): the
+    # server sends the .br or .gz beside each file as it is.
+    node -e '
+        const fs = require("fs"), zlib = require("zlib"), dir = process.argv[1];
+        for (const name of fs.readdirSync(dir).filter((n) => /\.(wasm|js|css)$/.test(n))) {
+            const data = fs.readFileSync(`${dir}/${name}`);
+            const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length };
+            fs.writeFileSync(`${dir}/${name}.br`, zlib.brotliCompressSync(data, { params }));
+            fs.writeFileSync(`${dir}/${name}.gz`, zlib.gzipSync(data, { level: 9 }));
+        }' "$pkg.tmp"
     echo "$stamp" > "$pkg.tmp/.inputs"
     rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
     cp -r public/. "$SITE_DIR/"
@@ -56,4 +71,4 @@ wait $server || { echo "build: the server did not build" >&2; exit 1; }
 trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
 scripts/mtimes.py record
-step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm, server at target/toolshed"
+step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm ($(du -h "$pkg/toolshed_bg.wasm.gz" | cut -f1) gzip, $(du -h "$pkg/toolshed_bg.wasm.br" | cut -f1) brotli), server at target/toolshed"

@@ -103,6 +103,17 @@ fn UserMenu(me: Me) -> impl IntoView {
     }
 }
 
+/// What a failed browser call says: an `Error`'s message, a thrown string, or its
+/// text. Not `{:?}`: the wasm is built without Debug formatting (scripts/build.sh).
+#[cfg(feature = "hydrate")]
+pub fn js_error(e: wasm_bindgen::JsValue) -> String {
+    use wasm_bindgen::JsCast;
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(error) => String::from(error.message()),
+        None => e.as_string().unwrap_or_else(|| String::from(js_sys::JSON::stringify(&e).unwrap_or_default())),
+    }
+}
+
 /// The error of the last submission of a form, if any.
 #[component]
 pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {

@@ -123,8 +123,11 @@ pub fn App() -> impl IntoView {
 fn Frame() -> impl IntoView {
     provide_context(Auth::new());
     view! {
+        // The first stop of the Tab key: past the header's links to the page itself.
+        // rel=external leaves it to the browser, which moves focus there (the router would only scroll).
+        <a class="skip-link" href="#content" rel="external">"Skip to content"</a>
         <Header />
-        <main class="page">
+        <main class="page" id="content" tabindex="-1">
             <Routes fallback=NotFound>
                 <Route path=path!("/") view=Home ssr=SsrMode::Async />
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />

@@ -1,6 +1,7 @@
 // Shared set-up for the browser tests: Debian's Chromium, a fresh profile, and
 // screenshots under end2end/output/ for a person to look at.
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,11 +27,69 @@ export async function shot(page, name) {
   await page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
 }
 
+/** Every page a signed-out visitor can open (the demo's listings included). */
+export const VISITOR_PAGES = ['/', '/browse', '/browse?q=echo', '/login', '/register', '/tools/demo/echo', '/bundles/demo/text_kit'];
+/** Every page the administrator can open: editors, account, playground and admin pages too. */
+export const ADMIN_PAGES = [
+  '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
+  '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/tools/demo/convert_units/edit',
+  '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/playground', '/admin', '/admin/audit', '/admin/servers',
+];
+
 export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
 
 /** Waits until the wasm has hydrated the page (the app marks <body> when it has). */
 export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+}
+
+/** Waits until the page has hydrated and stopped fetching (the code editor, searches a page starts itself). */
+export async function settled(page) {
+  await hydrated(page);
+  await page.waitForLoadState('networkidle');
+}
+
+/** Calls a server function with the page's session, as a form or as JSON; returns its answer. */
+export async function call(page, endpoint, data, json = false) {
+  const body = json ? { data } : { form: data };
+  const res = await page.request.post(`${BASE}/api/${endpoint}`, { ...body, headers: { Origin: BASE, Accept: 'application/json' } });
+  assert.equal(res.status(), 200, `${endpoint}: ${await res.text()}`);
+  return res.json();
+}
+
+/**
+ * Gives the signed-in administrator of `page` what the pages show at their fullest:
+ * a tool with every kind of argument, two versions and a test case, an external
+ * server (that cannot be reached) and a chat endpoint. Returns the tool's editor path.
+ */
+export async function furnish(page) {
+  const me = await call(page, 'me', {});
+  const name = unique('every_type_');
+  await page.request.post(`${BASE}/api/tools/create`, {
+    form: { name, title: 'Every kind of argument', description: 'Takes one argument of each type.', tags: 'e2e', visibility: 'everyone' },
+    headers: { Origin: BASE, Accept: 'application/json' },
+  });
+  const tool = await call(page, 'tools/detail', { department: me.department, name });
+  const args = [
+    { name: 'text', type: { kind: 'string' }, description: 'Some text', required: true, example: 'hello' },
+    { name: 'count', type: { kind: 'integer' }, description: 'How many', required: false, default: 2 },
+    { name: 'loud', type: { kind: 'boolean' }, description: 'Shout it', required: false, default: false },
+    { name: 'unit', type: { kind: 'enum' }, enum_values: ['m', 'ft'], required: false, default: 'm' },
+    { name: 'tags', type: { kind: 'array', items: { kind: 'string' } }, required: false },
+    { name: 'options', type: { kind: 'object', fields: [{ name: 'depth', type: { kind: 'number' }, required: false }] }, required: false },
+  ];
+  for (const code of ['return $text;', 'return $loud ? $text.toUpperCase() : $text;']) {
+    await call(page, 'tools/save_version', { tool: tool.id, code, args, changelog: code }, true);
+  }
+  await call(page, 'tools/test_case/save', { tool: String(tool.id), name: 'hello', args: '{"text": "hello"}', expected: 'hello' });
+  await call(page, 'servers/register', {
+    department: me.department, name: unique('srv'), url: 'http://127.0.0.1:9/mcp', transport: 'streamable_http',
+    credential_kind: 'none', credential_name: '', credential_value: '', timeout_ms: '1000',
+  });
+  await call(page, 'admin/chat_endpoints/create', {
+    name: unique('Local model '), base_url: 'http://127.0.0.1:9/v1', model: 'some-model', api_key: '', timeout_secs: '5',
+  });
+  return `/tools/${me.department}/${name}/edit`;
 }
 
 export async function newPage(browser, options = {}) {

@@ -2,7 +2,7 @@
 // its usage chart; then the same search with JavaScript off.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, call } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -12,14 +12,6 @@ const PASSWORD = 'browse-the-shed';
 // A word no other test's listing has, so the search finds only ours.
 const WORD = unique('zq');
 const DEPARTMENT = unique('market');
-
-/** Calls a server function with the page's session, as a form or as JSON. */
-async function call(page, endpoint, data, json = false) {
-  const body = json ? { data } : { form: data };
-  const res = await page.request.post(`${BASE}/api/${endpoint}`, { ...body, headers: { Origin: BASE, Accept: 'application/json' } });
-  assert.equal(res.status(), 200, `${endpoint}: ${await res.text()}`);
-  return res.json();
-}
 
 /** A published tool in the page user's department; returns its id. */
 async function publishTool(page, name, title, description, tags) {

@@ -3,7 +3,7 @@
 // the note, and the admin restores it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, unique, hydrated, signInAsAdmin } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, signInAsAdmin, call } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -25,13 +25,6 @@ async function register(page, username, displayName, department = '') {
   await page.fill('input[name=password_confirm]', PASSWORD);
   await page.click('main button[type=submit]');
   await page.waitForSelector('.user-button');
-}
-
-async function call(page, endpoint, data, json = false) {
-  const body = json ? { data } : { form: data };
-  const res = await page.request.post(`${BASE}/api/${endpoint}`, { ...body, headers: { Origin: BASE, Accept: 'application/json' } });
-  assert.equal(res.status(), 200, `${endpoint}: ${await res.text()}`);
-  return res.json();
 }
 
 /** The listing's MCP endpoint, called as the page's signed-in user (like the MCP debugger). */

@@ -4,7 +4,7 @@
 // so one load proves little: each page is loaded LOADS times.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, hydrated, signInAsAdmin } from './browser.mjs';
+import { BASE, launch, hydrated, signInAsAdmin, VISITOR_PAGES, ADMIN_PAGES } from './browser.mjs';
 
 const LOADS = 30;
 /** Pages loaded at once: enough to keep the machine busy, few enough to stay fair. */
@@ -41,17 +41,10 @@ async function loadRepeatedly(context, path) {
   return failures;
 }
 
-const SIGNED_OUT = ['/', '/browse', '/browse?q=echo', '/login', '/register', '/tools/demo/echo', '/bundles/demo/text_kit'];
-const SIGNED_IN = [
-  '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
-  '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit',
-  '/account', '/playground', '/admin', '/admin/audit', '/admin/servers',
-];
-
 test(`every page a visitor can open hydrates cleanly, ${LOADS} loads each`, async () => {
   const context = await browser.newContext();
   const failures = [];
-  for (const path of SIGNED_OUT) failures.push(...await loadRepeatedly(context, path));
+  for (const path of VISITOR_PAGES) failures.push(...await loadRepeatedly(context, path));
   await context.close();
   assert.deepEqual(failures, []);
 });
@@ -61,7 +54,7 @@ test(`every page the administrator can open hydrates cleanly, ${LOADS} loads eac
   const { page } = await watchedPage(context);
   await signInAsAdmin(page);
   const failures = [];
-  for (const path of SIGNED_IN) failures.push(...await loadRepeatedly(context, path));
+  for (const path of ADMIN_PAGES) failures.push(...await loadRepeatedly(context, path));
   await context.close();
   assert.deepEqual(failures, []);
 });

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BASE, signInAsAdmin, launch, newPage, shot, unique, hydrated, signUp } from './browser.mjs';
+import { BASE, signInAsAdmin, launch, newPage, shot, unique, hydrated, signUp, call } from './browser.mjs';
 
 const KEY = 'e2e-upstream-key';
 let browser;
@@ -28,13 +28,6 @@ after(async () => {
   upstream?.kill();
   await browser?.close();
 });
-
-async function call(page, endpoint, data, json = false) {
-  const body = json ? { data } : { form: data };
-  const res = await page.request.post(`${BASE}/api/${endpoint}`, { ...body, headers: { Origin: BASE, Accept: 'application/json' } });
-  assert.equal(res.status(), 200, `${endpoint}: ${await res.text()}`);
-  return res.json();
-}
 
 test('an admin registers an external server; an author bundles one of its tools; an agent calls it', async () => {
   const errors = [];

@@ -9,6 +9,32 @@ import { EditorView, basicSetup } from 'codemirror';
 import { javascript } from '@codemirror/lang-javascript';
 import { StateEffect, StateField } from '@codemirror/state';
 import { Decoration } from '@codemirror/view';
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { tags as t } from '@lezer/highlight';
+
+// CodeMirror's default colours, but each readable on the editor's background
+// (WCAG AA, 4.5:1, on the active line too): its orange and red were not.
+const readableColours = HighlightStyle.define([
+  { tag: t.meta, color: '#404740' },
+  { tag: t.link, textDecoration: 'underline' },
+  { tag: t.heading, textDecoration: 'underline', fontWeight: 'bold' },
+  { tag: t.emphasis, fontStyle: 'italic' },
+  { tag: t.strong, fontWeight: 'bold' },
+  { tag: t.strikethrough, textDecoration: 'line-through' },
+  { tag: t.keyword, color: '#708' },
+  { tag: [t.atom, t.bool, t.url, t.contentSeparator, t.labelName], color: '#219' },
+  { tag: [t.literal, t.inserted], color: '#164' },
+  { tag: [t.string, t.deleted], color: '#a11' },
+  { tag: [t.regexp, t.escape, t.special(t.string)], color: '#a33a00' },
+  { tag: t.definition(t.variableName), color: '#00f' },
+  { tag: t.local(t.variableName), color: '#30a' },
+  { tag: [t.typeName, t.namespace], color: '#066146' },
+  { tag: t.className, color: '#167' },
+  { tag: [t.special(t.variableName), t.macroName], color: '#256' },
+  { tag: t.definition(t.propertyName), color: '#00c' },
+  { tag: t.comment, color: '#8a3d00' },
+  { tag: t.invalid, color: '#c00' },
+]);
 
 const setErrorLine = StateEffect.define();
 const errorLineField = StateField.define({
@@ -45,8 +71,11 @@ function mount(textarea) {
     parent: host,
     extensions: [
       basicSetup,
+      syntaxHighlighting(readableColours),
       javascript(),
       errorLineField,
+      // The editable element is what screen readers land on: it takes the textarea's name.
+      EditorView.contentAttributes.of({ 'aria-label': textarea.getAttribute('aria-label') ?? 'Code' }),
       EditorView.updateListener.of((u) => {
         if (u.docChanged && !applying) {
           textarea.value = u.state.doc.toString();

@@ -3,6 +3,7 @@
 
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
-    console_error_panic_hook::set_once();
+    // No panic hook: the wasm is built to abort at once on a panic (scripts/build.sh),
+    // so a hook would never run.
     leptos::mount::hydrate_body(app::App);
 }

@@ -319,6 +319,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .route("/healthz", get(|| async { "ok" }))
         // Streams a playground turn; a POST with the session cookie, so behind the cross-site check below.
         .route(crate::playground::PATH, crate::playground::route())
+        .nest_service("/pkg", site_assets(&site_root))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || app::shell(options.clone())
@@ -354,6 +355,19 @@ fn with_security_headers(app: Router) -> Router {
         .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, value("nosniff")))
         .layer(Set::overriding(header::X_FRAME_OPTIONS, value("DENY")))
         .layer(Set::overriding(header::REFERRER_POLICY, value("same-origin")))
+}
+
+/// The wasm, JS and CSS under `/pkg`, served as compressed at build time
+/// (`scripts/build.sh` writes a `.br` and a `.gz` beside each file): brotli at
+/// its best level, which is too slow to do per request. Their names do not
+/// change between builds, so browsers ask again each time (`no-cache`: a 304
+/// when unchanged) rather than run a stale wasm against a newer server.
+fn site_assets(site_root: &std::path::Path) -> axum::routing::MethodRouter {
+    let files = tower_http::services::ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip();
+    axum::routing::get_service(files).layer(tower_http::set_header::SetResponseHeaderLayer::overriding(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    ))
 }
 
 /// Host headers MCP requests may carry (DNS-rebinding protection): the base

@@ -106,7 +106,8 @@ fn ExternalTable(tools: Vec<ExternalView>, #[prop(optional)] remove: Option<Call
                         <td>
                             {t.unavailable.clone().map(|u| view! { <span class="badge warn">{format!("not served: {u}")}</span> })}
                             {remove.map(|remove| view! {
-                                <button type="button" class="link-button remove" title="Remove" on:click=move |_| remove.run(i)>"✕"</button>
+                                <button type="button" class="link-button remove" title="Remove" aria-label=format!("Remove {}", t.exposed_name)
+                                    on:click=move |_| remove.run(i)>"✕"</button>
                             })}
                         </td>
                     </tr>
@@ -115,6 +116,16 @@ fn ExternalTable(tools: Vec<ExternalView>, #[prop(optional)] remove: Option<Call
         </table>
     }
     .into_any()
+}
+
+/// A search result's Add button: "Added", and disabled, while it is in the bundle.
+#[component]
+fn AddButton(class: &'static str, added: Signal<bool>, on_add: impl Fn() + Send + Sync + 'static) -> impl IntoView {
+    view! {
+        <button type="button" class=format!("button small {class}") disabled=added on:click=move |_| on_add()>
+            {move || if added.get() { "Added" } else { "Add" }}
+        </button>
+    }
 }
 
 #[component]
@@ -321,11 +332,11 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                                     let follows = m.serves.map(|v| format!("Follow published (v{v})")).unwrap_or_else(|| "Follow published".into());
                                     view! {
                                         <tr data-tool=m.slug.clone()>
-                                            <td><input class="mono exposed-name" maxlength="64" prop:value=m.exposed_name.clone()
+                                            <td><input class="mono exposed-name" maxlength="64" prop:value=m.exposed_name.clone() aria-label=format!("Name in the bundle of {}", m.slug)
                                                 on:change=move |ev| members.update(|l| l[i].exposed_name = event_target_value(&ev)) /></td>
                                             <td>{m.slug.clone()}</td>
                                             <td>
-                                                <select class="member-version" on:change=move |ev| {
+                                                <select class="member-version" aria-label=format!("Version of {}", m.slug) on:change=move |ev| {
                                                     let v = event_target_value(&ev).parse::<i64>().ok();
                                                     members.update(|l| l[i].pinned_version = v);
                                                 }>
@@ -336,9 +347,9 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                                                 </select>
                                             </td>
                                             <td class="actions">
-                                                <button type="button" class="link-button" title="Move up" on:click=move |_| move_member(i, -1)>"↑"</button>
-                                                <button type="button" class="link-button" title="Move down" on:click=move |_| move_member(i, 1)>"↓"</button>
-                                                <button type="button" class="link-button remove" title="Remove" on:click=move |_| members.update(|l| { l.remove(i); })>"✕"</button>
+                                                <button type="button" class="link-button" title="Move up" aria-label=format!("Move {} up", m.slug) on:click=move |_| move_member(i, -1)>"↑"</button>
+                                                <button type="button" class="link-button" title="Move down" aria-label=format!("Move {} down", m.slug) on:click=move |_| move_member(i, 1)>"↓"</button>
+                                                <button type="button" class="link-button remove" title="Remove" aria-label=format!("Remove {}", m.slug) on:click=move |_| members.update(|l| { l.remove(i); })>"✕"</button>
                                             </td>
                                         </tr>
                                     }
@@ -349,7 +360,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                     }}
                     {move || view! { <ExternalTable tools=external.get() remove=Callback::new(move |i: usize| external.update(|l| { l.remove(i); })) /> }}
                     <div class="inline-form">
-                        <input placeholder="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
+                        <input placeholder="What changed (changelog line)" aria-label="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
                             on:input=move |ev| changelog.set(event_target_value(&ev)) />
                         <button type="button" class="button save-version" disabled=move || save.pending().get()
                             on:click=move |_| { save.dispatch(SaveBundleVersion { bundle: id, members: inputs(), external: external_inputs(), changelog: changelog.get_untracked() }); }>
@@ -380,7 +391,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         ev.prevent_default();
                         search(query.get_untracked());
                     }>
-                        <input type="search" class="candidate-search" placeholder="Search tools you can see…" maxlength="200"
+                        <input type="search" class="candidate-search" placeholder="Search tools you can see…" aria-label="Search tools" maxlength="200"
                             prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
                         <button type="submit" class="button secondary">"Search"</button>
                     </form>
@@ -390,11 +401,13 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         Ok(found) => view! {
                             <ul class="candidates">
                                 {found.into_iter().map(|c| {
+                                    let tool = c.tool;
+                                    let added = Signal::derive(move || members.with(|l| l.iter().any(|m| m.tool == tool)));
                                     let add = c.clone();
                                     view! {
                                         <li data-tool=c.slug.clone()>
                                             <div><strong>{c.title.clone()}</strong><br /><code class="small">{c.slug.clone()}</code></div>
-                                            <button type="button" class="button small add-tool" on:click=move |_| members.update(|l| l.push(add.clone()))>"Add"</button>
+                                            <AddButton class="add-tool" added on_add=move || members.update(|l| l.push(add.clone())) />
                                         </li>
                                     }
                                 }).collect_view()}
@@ -411,14 +424,13 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         Ok(found) => view! {
                             <ul class="candidates">
                                 {found.into_iter().map(|c| {
-                                    let add = c.clone();
-                                    let taken = move || external.with(|l| l.iter().any(|e| e.exposed_name == add.exposed_name));
+                                    let name = c.exposed_name.clone();
+                                    let added = Signal::derive(move || external.with(|l| l.iter().any(|e| e.exposed_name == name)));
                                     let add = c.clone();
                                     view! {
                                         <li data-external=c.exposed_name.clone()>
                                             <div><code>{c.exposed_name.clone()}</code><br /><span class="muted small">{c.description.clone()}</span></div>
-                                            <button type="button" class="button small add-external" disabled=taken
-                                                on:click=move |_| external.update(|l| l.push(add.clone()))>"Add"</button>
+                                            <AddButton class="add-external" added on_add=move || external.update(|l| l.push(add.clone())) />
                                         </li>
                                     }
                                 }).collect_view()}

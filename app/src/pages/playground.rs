@@ -184,7 +184,7 @@ fn ChatPanel(choices: PlaygroundChoices) -> impl IntoView {
                 {move || chat.busy.get().then(|| view! { <p class="thinking"><span class="spinner"></span>" Waiting for the model…"</p> })}
             </div>
             <form class="chat-input" on:submit=move |ev| { ev.prevent_default(); submit(); }>
-                <textarea name="message" rows="3" placeholder="Ask something that needs the tools…"
+                <textarea name="message" rows="3" placeholder="Ask something that needs the tools…" aria-label="Message"
                     prop:value=move || input.get()
                     on:input=move |ev| input.set(event_target_value(&ev))
                     on:keydown=move |ev| if ev.key() == "Enter" && !ev.shift_key() { ev.prevent_default(); submit(); }></textarea>
@@ -233,12 +233,12 @@ fn ToolCallView(call: ToolEntry) -> impl IntoView {
                 <span class=pill>{status}</span>
             </div>
             <h4>"Arguments"</h4>
-            <pre class="result json">{arguments}</pre>
+            <pre class="result json" tabindex="0">{arguments}</pre>
             {call.outcome.map(|o| view! {
                 <h4>"Console"</h4>
                 <ConsoleLines console=o.console />
                 <h4>{if o.ok { "Result" } else { "Error" }}</h4>
-                <pre class=if o.ok { "result tool-output" } else { "result tool-output failed" }>{o.output}</pre>
+                <pre class=if o.ok { "result tool-output" } else { "result tool-output failed" } tabindex="0">{o.output}</pre>
             })}
         </div>
     }
@@ -249,7 +249,7 @@ fn ToolCallView(call: ToolEntry) -> impl IntoView {
 async fn stream_turn(body: &str, mut on_event: impl FnMut(ChatEvent)) -> Result<(), String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
-    let js_err = |e: wasm_bindgen::JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js_err = crate::components::js_error;
     let failed = |e: wasm_bindgen::JsValue| format!("Could not reach the server: {}", js_err(e));
     let headers = web_sys::Headers::new().map_err(js_err)?;
     headers.set("Content-Type", "application/json").map_err(js_err)?;

@@ -33,8 +33,8 @@ fn credential_fields(keep: bool) -> impl IntoView {
                     <option value="query">"query parameter"</option>
                 </select>
             </label>
-            <label>"Header or parameter name" <input name="credential_name" maxlength="100" placeholder="X-Api-Key" /></label>
-            <label>"Secret value" <input name="credential_value" type="password" autocomplete="off" maxlength="4000" /></label>
+            <label>"Credential's header or parameter name" <input name="credential_name" maxlength="100" placeholder="X-Api-Key" /></label>
+            <label>"Credential's secret value" <input name="credential_value" type="password" autocomplete="off" maxlength="4000" /></label>
         </div>
     }
 }
@@ -148,7 +148,7 @@ pub fn ExternalServers() -> impl IntoView {
                                 } else {
                                     view! {
                                         <table class="admin-table servers">
-                                            <thead><tr><th>"Name"</th><th>"Address"</th><th>"Credential"</th><th>"Tools"</th><th>"Status"</th><th></th></tr></thead>
+                                            <thead><tr><th>"Server"</th><th>"Address"</th><th>"Credential"</th><th>"Tools"</th><th>"Status"</th><th></th></tr></thead>
                                             <tbody>
                                                 {p.servers.into_iter().map(|s| view! { <ServerRow s refresh remove update /> }).collect_view()}
                                             </tbody>
@@ -166,7 +166,7 @@ pub fn ExternalServers() -> impl IntoView {
                                                     {p.may_register_in.iter().map(|d| view! { <option value=d.clone()>{d.clone()}</option> }).collect_view()}
                                                 </select>
                                             </label>
-                                            <label>"Name (the prefix in server__tool)" <input name="name" required maxlength="32" placeholder="github" /></label>
+                                            <label>"Server name (models see its tools as name__tool)" <input name="name" required maxlength="32" placeholder="github" /></label>
                                         </div>
                                         <div class="row">
                                             <label>"URL" <input name="url" required maxlength="2000" placeholder="https://mcp.example.com/mcp" /></label>

@@ -59,7 +59,7 @@ pub fn ApiCard(api: ListingApiView) -> impl IntoView {
                 </button>
             </div>
             <noscript><p class="muted small">"Copy and the tabs need JavaScript: select the text to copy it."</p></noscript>
-            <pre class="mono snippet api-code">{shown}</pre>
+            <pre class="mono snippet api-code" tabindex="0">{shown}</pre>
             <p class="muted small">"The TypeScript API is also served at " <code>{api.typescript_url}</code> " (same token as the MCP endpoint)."</p>
         </details>
     }

@@ -253,7 +253,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                 <section class="card">
                     <h2>"Code"</h2>
                     <p class="muted small">"The body of an async function. Arguments are globals (" <code>"$name"</code> ") and " <code>"args"</code> "; also " <code>"console"</code> ", " <code>"$fetch"</code> ", " <code>"$json2MarkdownTable"</code> ", " <code>"$env"</code> ", " <code>"$context"</code> "."</p>
-                    <textarea id="code" class="code-input mono" data-code-editor="js" rows="18" spellcheck="false"
+                    <textarea id="code" class="code-input mono" data-code-editor="js" rows="18" spellcheck="false" aria-label="Code"
                         prop:value=move || code.get()
                         data-revision=move || revision.get().to_string()
                         data-error-line=move || error_line.get().map(|l| l.to_string()).unwrap_or_default()
@@ -270,7 +270,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                     <details class="schema-preview">
                         <summary>"JSON Schema (what MCP clients see)"</summary>
                         {move || match preview.value().get() {
-                            Some(Ok(schema)) => view! { <pre class="mono">{schema}</pre> }.into_any(),
+                            Some(Ok(schema)) => view! { <pre class="mono" tabindex="0">{schema}</pre> }.into_any(),
                             Some(Err(e)) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
                             None => view! { <p class="muted">"…"</p> }.into_any(),
                         }}
@@ -288,7 +288,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                 <section class="card">
                     <h2>"Save and publish"</h2>
                     <div class="inline-form">
-                        <input placeholder="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
+                        <input placeholder="What changed (changelog line)" aria-label="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
                             on:input=move |ev| changelog.set(event_target_value(&ev)) />
                         <button type="button" class="button save-version" disabled=move || save_version.pending().get()
                             on:click=move |_| { save_version.dispatch(SaveVersion { tool: id, code: code.get_untracked(), args: defs.get_untracked(), changelog: changelog.get_untracked() }); }>
@@ -314,9 +314,9 @@ fn Editor(data: EditorState) -> impl IntoView {
                 <section class="card">
                     <h2>"Test cases"</h2>
                     <div class="stack tight">
-                        <input placeholder="Name these arguments" maxlength="80" prop:value=move || case_name.get()
+                        <input placeholder="Name these arguments" aria-label="Test case name" maxlength="80" prop:value=move || case_name.get()
                             on:input=move |ev| case_name.set(event_target_value(&ev)) />
-                        <input placeholder="Expected result (optional)" prop:value=move || case_expected.get()
+                        <input placeholder="Expected result (optional)" aria-label="Expected result (optional)" prop:value=move || case_expected.get()
                             on:input=move |ev| case_expected.set(event_target_value(&ev)) />
                         <button type="button" class="button secondary small" on:click=move |_| {
                             let expected = Some(case_expected.get_untracked()).filter(|e| !e.is_empty());

@@ -55,7 +55,7 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
                 <a href="/account">"Account"</a> " page."
             </p>
             <div class="endpoint-row">
-                <input class="mono endpoint" readonly value=endpoint.clone() />
+                <input class="mono endpoint" readonly value=endpoint.clone() aria-label="MCP endpoint URL" />
                 <button type="button" class="button secondary copy-button" on:click=copy>
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
@@ -65,7 +65,7 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
                 <button type="button" class:active=move || tab.get() == "cherry" on:click=move |_| tab.set("cherry")>"Cherry Studio"</button>
                 <button type="button" class:active=move || tab.get() == "curl" on:click=move |_| tab.set("curl")>"curl"</button>
             </div>
-            <pre class="mono snippet">
+            <pre class="mono snippet" tabindex="0">
                 {move || match tab.get() { "cherry" => cherry.clone(), "curl" => curl.clone(), _ => mcp_json.clone() }}
             </pre>
             <McpDebugger endpoint=endpoint tools />
@@ -250,7 +250,7 @@ struct Reply {
 async fn post(url: &str, body: &str, session: Option<String>) -> Result<Reply, String> {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_futures::JsFuture;
-    let js_err = |e: wasm_bindgen::JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js_err = crate::components::js_error;
     let headers = web_sys::Headers::new().map_err(js_err)?;
     headers.set("Content-Type", "application/json").map_err(js_err)?;
     headers.set("Accept", "application/json, text/event-stream").map_err(js_err)?;

@@ -105,7 +105,7 @@ pub fn RunResult(run: RunView) -> impl IntoView {
     let body = match (&run.error, run.kind.as_str()) {
         // The message is one sentence that already names the error and its line.
         (Some(e), _) => view! { <div class="alert error run-error" data-kind=e.kind.clone()>{e.message.clone()}</div> }.into_any(),
-        (None, "json") => view! { <pre class="result json">{run.result.clone()}</pre> }.into_any(),
+        (None, "json") => view! { <pre class="result json" tabindex="0">{run.result.clone()}</pre> }.into_any(),
         (None, _) => {
             let html = run.result_html.clone().unwrap_or_default();
             let text = run.result.clone();
@@ -116,7 +116,7 @@ pub fn RunResult(run: RunView) -> impl IntoView {
                     </button>
                 </div>
                 {move || if raw.get() {
-                    view! { <pre class="result text">{text.clone()}</pre> }.into_any()
+                    view! { <pre class="result text" tabindex="0">{text.clone()}</pre> }.into_any()
                 } else {
                     view! { <div class="result markdown" inner_html=html.clone()></div> }.into_any()
                 }}

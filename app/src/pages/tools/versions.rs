@@ -54,11 +54,11 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
                 </table>
                 <div class="inline-form diff-form">
                     "Diff"
-                    <select on:change=move |ev| diff_from.set(event_target_value(&ev).parse().unwrap_or(0))>
+                    <select aria-label="Diff from version" on:change=move |ev| diff_from.set(event_target_value(&ev).parse().unwrap_or(0))>
                         <option value="0">"from…"</option>
                         {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
                     </select>
-                    <select on:change=move |ev| diff_to.set(event_target_value(&ev).parse().unwrap_or(0))>
+                    <select aria-label="Diff to version" on:change=move |ev| diff_to.set(event_target_value(&ev).parse().unwrap_or(0))>
                         <option value="0">"to…"</option>
                         {t.versions.iter().map(|v| view! { <option value=v.version>{format!("v{}", v.version)}</option> }).collect_view()}
                     </select>
@@ -100,7 +100,7 @@ fn DiffText(text: String) -> impl IntoView {
         return view! { <p class="muted small">"No differences."</p> }.into_any();
     }
     view! {
-        <pre class="diff-text mono">
+        <pre class="diff-text mono" tabindex="0">
             {text.lines().map(|l| {
                 let class = match l.chars().next() {
                     Some('+') if !l.starts_with("+++") => "add",

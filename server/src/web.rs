@@ -337,7 +337,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let app = with_security_headers(pages.merge(mcp).merge(rest))
         .layer(sessions)
         .layer(axum::middleware::from_fn(unquote_cookies))
-        // The wasm is ~1.7 MB; brotli makes it a fraction. SSE is never compressed.
+        // Pages and JSON are compressed per answer (/pkg is precompressed at build time). SSE is never compressed.
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(shutdown, close_when_draining))
         .layer(TraceLayer::new_for_http());

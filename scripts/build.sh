@@ -39,8 +39,13 @@ wasm="$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
 pkg="$SITE_DIR/pkg"
 stamp=$( { sha256sum "$wasm" style/*.css frontend/js/* public/* scripts/package-lock.json scripts/build.sh
            wasm-bindgen --version; } | sha256sum | cut -d' ' -f1)
+cached="$TOOLSHED_CACHE/site/$stamp"
 if [ -f "$pkg/.inputs" ] && [ "$(cat "$pkg/.inputs")" = "$stamp" ]; then
     step "site unchanged"
+elif [ -d "$cached" ]; then
+    # A fresh clone of the same sources: the site built last time, as it was.
+    step "site unchanged (from $cached)"
+    rm -rf "$pkg" && mkdir -p "$SITE_DIR" && cp -r "$cached" "$pkg"
 else
     step "wasm-bindgen + wasm-opt"
     rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp"
@@ -48,6 +53,15 @@ else
     scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
         "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
     cat style/*.css > "$pkg.tmp/toolshed.css"
+    # The app's files are named after their contents (toolshed.HASH.wasm), so
+    # browsers may keep them for good; hash.txt tells the server (Leptos'
+    # HydrationScripts and HashedStylesheet) the names to put in pages.
+    for file in toolshed.js:js toolshed_bg.wasm:wasm toolshed.css:css; do
+        name=${file%%:*} kind=${file##*:}
+        hash=$(sha256sum "$pkg.tmp/$name" | cut -c1-16)
+        mv "$pkg.tmp/$name" "$pkg.tmp/toolshed.$hash.$kind"
+        echo "$kind: $hash" >> "$pkg.tmp/hash.txt"
+    done
     # The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
     NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
         --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
@@ -63,12 +77,15 @@ else
         }' "$pkg.tmp"
     echo "$stamp" > "$pkg.tmp/.inputs"
     rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
-    cp -r public/. "$SITE_DIR/"
+    # Kept for the next clone of the same sources; only the newest site.
+    rm -rf "$TOOLSHED_CACHE/site" && mkdir -p "$TOOLSHED_CACHE/site" && cp -r "$pkg" "$cached"
 fi
+cp -r public/. "$SITE_DIR/"
 
 step "server (release)"
 wait $server || { echo "build: the server did not build" >&2; exit 1; }
 trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
 scripts/mtimes.py record
-step "done: $(du -h "$pkg/toolshed_bg.wasm" | cut -f1) wasm ($(du -h "$pkg/toolshed_bg.wasm.gz" | cut -f1) gzip, $(du -h "$pkg/toolshed_bg.wasm.br" | cut -f1) brotli), server at target/toolshed"
+wasm_out=$(ls "$pkg"/toolshed.*.wasm)
+step "done: $(du -h "$wasm_out" | cut -f1) wasm ($(du -h "$wasm_out.gz" | cut -f1) gzip, $(du -h "$wasm_out.br" | cut -f1) brotli), server at target/toolshed"

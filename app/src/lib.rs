@@ -10,7 +10,7 @@ pub mod error;
 mod pages;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{path, SsrMode};
 
@@ -33,6 +33,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <HashedStylesheet id="toolshed" options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -108,7 +109,6 @@ pub fn App() -> impl IntoView {
     });
 
     view! {
-        <Stylesheet id="toolshed" href="/pkg/toolshed.css" />
         <Title formatter=|page: String| if page.is_empty() { "Toolshed".to_owned() } else { format!("{page} · Toolshed") } />
         <Router>
             <Frame />

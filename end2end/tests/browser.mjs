@@ -19,6 +19,7 @@ export async function launch() {
     args: [
       '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--js-flags=--no-wasm-tier-up',
     ],
   });
 }

@@ -23,21 +23,26 @@ async function watchedPage(context) {
   return { page, errors };
 }
 
-/** Loads `path` LOADS times (AT_ONCE at a time); returns "path (load n): error" lines. */
+/** Loads `path` LOADS times, AT_ONCE at any moment; returns "path (load n): error" lines. */
 async function loadRepeatedly(context, path) {
   const failures = [];
-  const loadOnce = async (n) => {
+  // Each tab loads the page afresh again and again (a new document each time;
+  // a new tab each time would cost a new renderer process).
+  let started = 0;
+  const tab = async () => {
     const { page, errors } = await watchedPage(context);
-    await page.goto(`${BASE}${path}`);
-    await hydrated(page).catch(() => errors.push('never hydrated'));
-    // A panic in content hydrated after the first pass shows up a moment later.
-    await page.waitForTimeout(150);
-    failures.push(...errors.map((e) => `${path} (load ${n}): ${e}`));
+    while (started < LOADS) {
+      const n = ++started;
+      errors.length = 0;
+      await page.goto(`${BASE}${path}`);
+      await hydrated(page).catch(() => errors.push('never hydrated'));
+      // A panic in content hydrated after the first pass shows up a moment later.
+      await page.waitForTimeout(150);
+      failures.push(...errors.map((e) => `${path} (load ${n}): ${e}`));
+    }
     await page.close();
   };
-  for (let n = 0; n < LOADS; n += AT_ONCE) {
-    await Promise.all(Array.from({ length: Math.min(AT_ONCE, LOADS - n) }, (_, i) => loadOnce(n + i + 1)));
-  }
+  await Promise.all(Array.from({ length: AT_ONCE }, tab));
   return failures;
 }
 

@@ -34,11 +34,37 @@ test(`a first visit to the home page transfers at most ${FIRST_VISIT_MAX / 1024}
   assert.ok(total <= FIRST_VISIT_MAX, `${total} bytes`);
 });
 
+test('a second visit takes the app from the browser cache without asking the server', async (t) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${BASE}/`);
+  await settled(page);
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  const asked = [];
+  const cached = new Set();
+  cdp.on('Network.requestServedFromCache', (e) => cached.add(e.requestId));
+  cdp.on('Network.responseReceived', (e) => {
+    if (!e.response.url.includes('/pkg/toolshed.')) return;
+    if (!(cached.has(e.requestId) || e.response.fromDiskCache)) asked.push(`${e.response.url} (${e.response.status})`);
+    else t.diagnostic(`from the cache: ${e.response.url.replace(BASE, '')}`);
+  });
+  await page.goto(`${BASE}/browse`);
+  await settled(page);
+  await context.close();
+  assert.deepEqual(asked, []);
+});
+
 test(`the wasm is at most ${WASM_GZIP_MAX / 1024} KiB to a client that takes gzip only`, async (t) => {
+  // Its name changes with its contents: the page says which it is.
+  const html = await (await fetch(`${BASE}/`)).text();
+  const wasm = html.match(/href="(\/pkg\/toolshed\.[0-9a-f]{16}\.wasm)"/)?.[1];
+  assert.ok(wasm, 'the page preloads a content-named wasm');
   const bytes = await new Promise((resolve, reject) => {
-    get(`${BASE}/pkg/toolshed_bg.wasm`, { headers: { 'Accept-Encoding': 'gzip' } }, (res) => {
+    get(`${BASE}${wasm}`, { headers: { 'Accept-Encoding': 'gzip' } }, (res) => {
       assert.equal(res.statusCode, 200);
       assert.equal(res.headers['content-encoding'], 'gzip');
+      assert.equal(res.headers['cache-control'], 'public, max-age=31536000, immutable');
       let n = 0;
       res.on('data', (chunk) => { n += chunk.length; });
       res.on('end', () => resolve(n));

@@ -288,10 +288,15 @@ async fn close_when_draining(State(shutdown): State<Shutdown>, req: Request, nex
 
 pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode, shutdown: Shutdown) -> anyhow::Result<Router> {
     let site_root = config.site_root();
+    // The build names the app's files after their contents and lists the names
+    // in pkg/hash.txt (Leptos looks for it beside the binary; an absolute path wins).
+    let hashes = site_root.join("pkg").join(HASH_FILE);
     let leptos_options = LeptosOptions::builder()
         .output_name("toolshed")
         .site_root(site_root.to_string_lossy().into_owned())
         .site_pkg_dir("pkg")
+        .hash_files(hashes.exists())
+        .hash_file(hashes.to_string_lossy().as_ref().into())
         .site_addr(config.addr)
         .build();
     let base_url = config.base_url();
@@ -357,17 +362,28 @@ fn with_security_headers(app: Router) -> Router {
         .layer(Set::overriding(header::REFERRER_POLICY, value("same-origin")))
 }
 
+const HASH_FILE: &str = "hash.txt";
+
 /// The wasm, JS and CSS under `/pkg`, served as compressed at build time
 /// (`scripts/build.sh` writes a `.br` and a `.gz` beside each file): brotli at
-/// its best level, which is too slow to do per request. Their names do not
-/// change between builds, so browsers ask again each time (`no-cache`: a 304
-/// when unchanged) rather than run a stale wasm against a newer server.
+/// its best level, which is too slow to do per request. The app's files are
+/// named after their contents (`toolshed.HASH.wasm`), so browsers keep them for
+/// a year without asking again; any other file is checked each time (`no-cache`:
+/// a 304 when unchanged) rather than run stale against a newer server.
 fn site_assets(site_root: &std::path::Path) -> axum::routing::MethodRouter {
     let files = tower_http::services::ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip();
-    axum::routing::get_service(files).layer(tower_http::set_header::SetResponseHeaderLayer::overriding(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-cache"),
-    ))
+    axum::routing::get_service(files).layer(axum::middleware::map_response(|uri: axum::http::Uri, mut res: Response| async move {
+        let lifetime = if is_content_named(uri.path()) { "public, max-age=31536000, immutable" } else { "no-cache" };
+        res.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static(lifetime));
+        res
+    }))
+}
+
+/// `/toolshed.0123456789abcdef.wasm`: a name that changes whenever the contents do.
+fn is_content_named(path: &str) -> bool {
+    let mut parts = path.trim_start_matches('/').split('.');
+    let (Some("toolshed"), Some(hash), Some(_ext), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return false };
+    hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Host headers MCP requests may carry (DNS-rebinding protection): the base
@@ -474,5 +490,21 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             _ = next(terminate.as_mut()) => {},
         }
         tracing::info!("shutting down");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_content_named;
+
+    #[test]
+    fn only_the_apps_content_named_files_are_kept_for_good() {
+        assert!(is_content_named("/toolshed.0123456789abcdef.wasm"));
+        assert!(is_content_named("/toolshed.0123456789abcdef.css"));
+        assert!(!is_content_named("/editor.js"));
+        assert!(!is_content_named("/toolshed.js"));
+        assert!(!is_content_named("/toolshed.0123456789abcdeg.js"));
+        assert!(!is_content_named("/toolshed.0123456789abcdef.wasm.br"));
+        assert!(!is_content_named("/other.0123456789abcdef.js"));
     }
 }

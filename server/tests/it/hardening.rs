@@ -7,6 +7,9 @@ use serde_json::json;
 server_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: TestServer| async move {
     let alice = srv.member("alice", "research").await;
     let tool = srv.create_tool(&alice, "abuse", "private").await;
+    // Room for the runs' 32 MiB heaps and a few more pool threads; before, the
+    // first run alone took ~900 MiB outside its heap (here: an abort).
+    srv.limit_memory(400);
     let before = srv.peak_rss_kib();
     for (code, expect) in [
         // 900 arguments of 1 MiB each (one string, 900 times): the console keeps 256 KiB.
@@ -20,6 +23,7 @@ server_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: 
         assert_eq!(status, 200, "{body}");
         assert!(body.to_string().contains(expect), "{code}: {body}");
     }
+    assert_eq!(reqwest::get(srv.url("/healthz")).await.unwrap().status(), 200, "the server survives");
     let grew_mib = (srv.peak_rss_kib() - before) / 1024;
     // Each run may use its 32 MiB heap; before, the first run alone raised the peak by ~900 MiB.
     assert!(grew_mib < 120, "the server's peak memory grew by {grew_mib} MiB");

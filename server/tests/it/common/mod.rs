@@ -269,6 +269,18 @@ impl TestServer {
         self.memory_kib("VmRSS")
     }
 
+    /// Caps the server's memory from now on (`RLIMIT_DATA`: every private
+    /// writable mapping, heap and mmap alike) at what it holds now plus
+    /// `room_mib`: past it an allocation fails and the process aborts.
+    pub fn limit_memory(&self, room_mib: u64) {
+        let bytes = (self.memory_kib("VmData") + room_mib * 1024) * 1024;
+        let pid = self.child.id().expect("the server is running");
+        let status = std::process::Command::new("prlimit").arg(format!("--pid={pid}")).arg(format!("--data={bytes}:{bytes}")).status();
+        assert!(status.expect("run prlimit (util-linux)").success(), "prlimit refused");
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        assert!(limits.lines().any(|l| l.starts_with("Max data size") && l.contains(&bytes.to_string())), "{limits}");
+    }
+
     fn memory_kib(&self, field: &str) -> u64 {
         let pid = self.child.id().expect("the server is running");
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

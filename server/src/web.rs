@@ -492,19 +492,3 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         tracing::info!("shutting down");
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::is_content_named;
-
-    #[test]
-    fn only_the_apps_content_named_files_are_kept_for_good() {
-        assert!(is_content_named("/toolshed.0123456789abcdef.wasm"));
-        assert!(is_content_named("/toolshed.0123456789abcdef.css"));
-        assert!(!is_content_named("/editor.js"));
-        assert!(!is_content_named("/toolshed.js"));
-        assert!(!is_content_named("/toolshed.0123456789abcdeg.js"));
-        assert!(!is_content_named("/toolshed.0123456789abcdef.wasm.br"));
-        assert!(!is_content_named("/other.0123456789abcdef.js"));
-    }
-}

@@ -15,5 +15,6 @@ mod moderation;
 mod playground;
 mod publish_api;
 mod secrets;
+mod site;
 mod tools;
 mod upstream;

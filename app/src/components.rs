@@ -93,8 +93,10 @@ fn UserMenu(me: Me) -> impl IntoView {
                     <strong>{me.display_name.clone()}</strong>
                     <span class="muted">"@" {me.username.clone()} " · " {me.department_title.clone()}</span>
                     {me.is_admin.then(|| view! { <span class="badge">"admin"</span> })}
+                    {(!me.is_admin).then(|| view! { <span class="badge">{me.role.clone()}</span> })}
                 </div>
                 <a href="/account" role="menuitem">"Account & password"</a>
+                {me.maintains().then(|| view! { <a href="/people" role="menuitem">"People: invite, approve"</a> })}
                 <ActionForm action=auth.logout>
                     <button type="submit" class="menu-item" role="menuitem">"Sign out"</button>
                 </ActionForm>

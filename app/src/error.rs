@@ -78,6 +78,7 @@ mod from_domain {
                 }
                 ToolError::NotFound => AppError::NotFound,
                 ToolError::Forbidden => AppError::Forbidden,
+                ToolError::NotAnAuthor => AppError::Refused(e.to_string()),
                 ToolError::NameTaken(_) | ToolError::NotPublished | ToolError::Conflict(_) => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
                 ToolError::Disabled => AppError::Refused(e.to_string()),
@@ -98,6 +99,10 @@ mod from_domain {
                 AccountError::RateLimited => AppError::TooManyAttempts(e.to_string()),
                 AccountError::UnknownUser => AppError::NotSignedIn,
                 AccountError::Forbidden => AppError::Forbidden,
+                AccountError::NotMaintainer | AccountError::RegistrationClosed | AccountError::AwaitingApproval(_) => {
+                    AppError::Refused(e.to_string())
+                }
+                AccountError::InvalidInvite | AccountError::UnknownDepartment(_) => AppError::Invalid(e.to_string()),
                 AccountError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal

@@ -19,7 +19,7 @@ use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
 use crate::pages::{
-    Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, Playground, RegisterPage,
+    Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, People, Playground, RegisterPage,
 };
 
 /// The HTML document around the app, rendered on the server only.
@@ -58,6 +58,19 @@ fn content_security_policy() {
     if let Ok(value) = http::HeaderValue::from_str(&policy) {
         res.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
+}
+
+/// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
+pub(crate) fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => out.push(b as char),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 /// The public base URL (`TOOLSHED_BASE_URL`), provided by the server so pages can
@@ -134,6 +147,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async />
                 <Route path=path!("/account") view=Account ssr=SsrMode::Async />
                 <Route path=path!("/admin") view=Admin ssr=SsrMode::Async />
+                <Route path=path!("/people") view=People ssr=SsrMode::Async />
                 <Route path=path!("/admin/audit") view=AuditLog ssr=SsrMode::Async />
                 <Route path=path!("/admin/servers") view=ExternalServers ssr=SsrMode::Async />
                 <Route path=path!("/browse") view=Browse ssr=SsrMode::Async />

@@ -1,7 +1,7 @@
 // Accounts as a person uses them, in a real browser against the release server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, ADMIN_PASSWORD, launch, newPage, shot, unique, hydrated } from './browser.mjs';
+import { BASE, ADMIN_PASSWORD, launch, newPage, shot, unique, hydrated, inviteLink, joinByInvite } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -13,12 +13,13 @@ test('register, sign out, fail and then succeed to sign in; the hydrated menu re
   page.on('pageerror', (e) => errors.push(e.message));
   const username = unique('ada');
 
-  await page.goto(`${BASE}/register`);
+  await page.goto(await inviteLink(browser, 'analytics'));
   await hydrated(page);
+  assert.match(await page.textContent('main h1'), /Join Analytics/);
+  assert.equal(await page.locator('select[name=department]').count(), 0, 'the invitation names the department');
   await shot(page, '01-register');
   await page.fill('input[name=username]', username);
   await page.fill('input[name=display_name]', 'Ada Lovelace');
-  await page.fill('input[name=new_department]', 'analytics');
   await page.fill('input[name=password]', 'analytical-engine-1843');
   await page.fill('input[name=password_confirm]', 'analytical-engine-1843');
   await page.click('button[type=submit]');
@@ -64,7 +65,7 @@ test('register, sign out, fail and then succeed to sign in; the hydrated menu re
   await page.close();
 });
 
-test('sign-in and registration work as plain forms without JavaScript', async () => {
+test('sign-in, asking to join and joining by invitation work as plain forms without JavaScript', async () => {
   const page = await newPage(browser, { javaScriptEnabled: false });
   const username = unique('noscript');
 
@@ -76,16 +77,67 @@ test('sign-in and registration work as plain forms without JavaScript', async ()
   assert.equal((await page.textContent('.alert.error')).trim(), 'Invalid username or password.');
   await shot(page, '06-nojs-wrong-password');
 
+  // Without an invitation, registering asks to join an existing department.
   await page.goto(`${BASE}/register`);
+  assert.match(await page.textContent('main h1'), /Ask to join/);
+  assert.equal(await page.locator('input[name=new_department]').count(), 0, 'nobody creates a department on their own');
   await page.fill('input[name=username]', username);
   await page.fill('input[name=display_name]', 'No Script');
   await page.fill('input[name=password]', 'plain-html-forms-rock');
   await page.fill('input[name=password_confirm]', 'plain-html-forms-rock');
   await page.click('button[type=submit]');
-  await page.waitForLoadState('load');
-  assert.match(await page.textContent('.topbar'), /No Script/);
+  await page.waitForSelector('.notice');
+  assert.match(await page.textContent('.notice'), /request to join General was sent/);
+  await shot(page, '07-nojs-asked-to-join');
+
+  await joinByInvite(browser, page, { department: 'general', displayName: 'No Script Invited', script: false });
+  assert.match(await page.textContent('.topbar'), /No Script Invited/);
   await shot(page, '07-nojs-registered');
   await page.close();
+});
+
+test('a newcomer asks to join; a maintainer approves on the People page; the newcomer signs in', async () => {
+  const department = unique('team').toLowerCase();
+  const maintainer = await newPage(browser);
+  await joinByInvite(browser, maintainer, { department, role: 'maintainer', displayName: 'Mae Maintainer' });
+
+  const newcomer = await newPage(browser);
+  const username = unique('newbie');
+  await newcomer.goto(`${BASE}/register`);
+  await hydrated(newcomer);
+  await newcomer.fill('input[name=username]', username);
+  await newcomer.fill('input[name=display_name]', 'New Comer');
+  await newcomer.selectOption('select[name=department]', department);
+  await newcomer.fill('input[name=password]', 'a-long-enough-password');
+  await newcomer.fill('input[name=password_confirm]', 'a-long-enough-password');
+  await newcomer.click('main button[type=submit]');
+  await newcomer.waitForSelector('.notice');
+
+  await maintainer.click('.user-button');
+  await maintainer.click('.menu.open a[href="/people"]');
+  await maintainer.waitForSelector(`.requests li[data-request="${username}"]`);
+  await hydrated(maintainer);
+  await shot(maintainer, '09-people');
+  await maintainer.selectOption(`.requests li[data-request="${username}"] select[name=decision]`, 'author');
+  await maintainer.click(`.requests li[data-request="${username}"] button:has-text("Approve")`);
+  await maintainer.waitForSelector('.alert.ok:has-text("Request decided")');
+  await maintainer.waitForSelector(`.members tr[data-person="${username}"]`);
+  // An invitation link, shown once, for the department only.
+  await maintainer.click('.invite button[type=submit]');
+  await maintainer.waitForSelector('.new-invite input');
+  assert.match(await maintainer.inputValue('.new-invite input'), /\/register\?invite=inv_/);
+  assert.deepEqual(await maintainer.locator('.invite select[name=department] option').allTextContents(), [department]);
+
+  await newcomer.goto(`${BASE}/login`);
+  await hydrated(newcomer);
+  await newcomer.fill('input[name=username]', username);
+  await newcomer.fill('input[name=password]', 'a-long-enough-password');
+  await newcomer.click('main button[type=submit]');
+  await newcomer.waitForSelector('.user-button');
+  await newcomer.click('.user-button');
+  assert.match(await newcomer.textContent('.menu.open'), /author/);
+  await maintainer.close();
+  await newcomer.close();
 });
 
 test('the administrator sees the Admin page with users, and the audit log page', async () => {
@@ -118,14 +170,7 @@ test('the administrator sees the Admin page with users, and the audit log page',
 
 test('members get no Admin link, and the admin page refuses them', async () => {
   const page = await newPage(browser);
-  await page.goto(`${BASE}/register`);
-  await hydrated(page);
-  await page.fill('input[name=username]', unique('member'));
-  await page.fill('input[name=display_name]', 'Just Member');
-  await page.fill('input[name=password]', 'not-an-admin-at-all');
-  await page.fill('input[name=password_confirm]', 'not-an-admin-at-all');
-  await page.click('main button[type=submit]');
-  await page.waitForSelector('.user-button');
+  await joinByInvite(browser, page, { department: 'general', role: 'member', displayName: 'Just Member' });
   assert.equal(await page.locator('nav a[href="/admin"]').count(), 0);
   await page.goto(`${BASE}/admin`);
   await page.waitForSelector('.alert.error');

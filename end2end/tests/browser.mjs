@@ -34,7 +34,7 @@ export const VISITOR_PAGES = ['/', '/browse', '/browse?q=echo', '/login', '/regi
 export const ADMIN_PAGES = [
   '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
   '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/tools/demo/convert_units/edit',
-  '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/playground', '/admin', '/admin/audit', '/admin/servers',
+  '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/people', '/playground', '/admin', '/admin/audit', '/admin/servers',
 ];
 
 export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
@@ -117,17 +117,43 @@ export async function signInAsAdmin(page) {
   await page.waitForSelector('.user-button');
 }
 
-/** Registers a new account in a new `department` with the register form; returns its username. */
-export async function signUp(page, department, displayName) {
-  const username = unique('user');
-  await page.goto(`${BASE}/register`);
-  await hydrated(page);
+/**
+ * An invitation link to `department` (created when missing, titled after its
+ * name) with `role`, made by the administrator as the People page does.
+ */
+export async function inviteLink(browser, department, role = 'author') {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const headers = { Origin: BASE, Accept: 'application/json' };
+  const login = await page.request.post(`${BASE}/api/login`, { form: { username: 'admin', password: ADMIN_PASSWORD }, headers });
+  assert.equal(login.status(), 200, await login.text());
+  const title = department[0].toUpperCase() + department.slice(1).replace(/[-_]/g, ' ');
+  // 409 when the department exists already: just as good.
+  await page.request.post(`${BASE}/api/admin/departments/create`, { form: { name: department, title }, headers });
+  const link = await call(page, 'people/invite', { department, role, days: '7' });
+  await context.close();
+  return link.url;
+}
+
+/**
+ * Joins `department` as `role` through an invitation link and the register
+ * form, the way a newcomer does; returns the username. `script: false` for a
+ * page without JavaScript.
+ */
+export async function joinByInvite(browser, page, { department, role = 'author', displayName = 'Tool Author', username = unique('user'),
+  password = 'a-long-enough-password', script = true }) {
+  await page.goto(await inviteLink(browser, department, role));
+  if (script) await hydrated(page);
   await page.fill('input[name=username]', username);
   await page.fill('input[name=display_name]', displayName);
-  await page.fill('input[name=new_department]', department);
-  await page.fill('input[name=password]', 'a-long-enough-password');
-  await page.fill('input[name=password_confirm]', 'a-long-enough-password');
+  await page.fill('input[name=password]', password);
+  await page.fill('input[name=password_confirm]', password);
   await page.click('main button[type=submit]');
   await page.waitForSelector('.user-button');
   return username;
+}
+
+/** Registers a new account in `department` by invitation; returns its username. */
+export async function signUp(page, department, displayName) {
+  return joinByInvite(page.context().browser(), page, { department, displayName });
 }

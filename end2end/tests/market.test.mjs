@@ -2,7 +2,7 @@
 // its usage chart; then the same search with JavaScript off.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, unique, hydrated, call } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, call, joinByInvite } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -30,15 +30,7 @@ test('search, filter by department and tag, sort, and open a listing with its us
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   const username = unique('seller');
-  await page.goto(`${BASE}/register`);
-  await hydrated(page);
-  await page.fill('input[name=username]', username);
-  await page.fill('input[name=display_name]', 'Market Seller');
-  await page.fill('input[name=new_department]', DEPARTMENT);
-  await page.fill('input[name=password]', PASSWORD);
-  await page.fill('input[name=password_confirm]', PASSWORD);
-  await page.click('main button[type=submit]');
-  await page.waitForSelector('.user-button');
+  await joinByInvite(browser, page, { department: DEPARTMENT, username, displayName: 'Market Seller', password: PASSWORD });
 
   const fx = await publishTool(page, 'fx_rate', 'Currency converter', `Converts amounts with the daily **${WORD}** rate.`, 'finance fx');
   await publishTool(page, 'vat', 'VAT calculator', `Adds VAT; mentions ${WORD} once.`, 'finance tax');
@@ -88,13 +80,7 @@ test('search, filter by department and tag, sort, and open a listing with its us
 
 test('browsing works as a plain GET form without JavaScript, and bad input says what is wrong', async () => {
   const page = await newPage(browser, { javaScriptEnabled: false });
-  await page.goto(`${BASE}/register`);
-  await page.fill('input[name=username]', unique('reader'));
-  await page.fill('input[name=display_name]', 'No Script Reader');
-  await page.fill('input[name=password]', PASSWORD);
-  await page.fill('input[name=password_confirm]', PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForLoadState('load');
+  await joinByInvite(browser, page, { department: 'general', role: 'member', displayName: 'No Script Reader', password: PASSWORD, script: false });
 
   await page.goto(`${BASE}/browse`);
   await page.fill('input[name=q]', `${WORD} jargon`);

@@ -3,7 +3,7 @@
 // the note, and the admin restores it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, unique, hydrated, signInAsAdmin, call } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, signInAsAdmin, call, joinByInvite } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -15,16 +15,8 @@ const NAME = 'quote_of_the_day';
 const SLUG = `${DEPARTMENT}/${NAME}`;
 const NOTE = 'Quotes copyrighted text; please link to the source instead.';
 
-async function register(page, username, displayName, department = '') {
-  await page.goto(`${BASE}/register`);
-  await hydrated(page);
-  await page.fill('input[name=username]', username);
-  await page.fill('input[name=display_name]', displayName);
-  if (department) await page.fill('input[name=new_department]', department);
-  await page.fill('input[name=password]', PASSWORD);
-  await page.fill('input[name=password_confirm]', PASSWORD);
-  await page.click('main button[type=submit]');
-  await page.waitForSelector('.user-button');
+async function register(page, username, displayName, department = 'general') {
+  await joinByInvite(browser, page, { department, username, displayName, password: PASSWORD });
 }
 
 /** The listing's MCP endpoint, called as the page's signed-in user (like the MCP debugger). */

@@ -3,22 +3,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { BASE, launch, newPage, shot, unique, hydrated, setCode } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, setCode, joinByInvite } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 async function signUp(page) {
-  await page.goto(`${BASE}/register`);
-  await hydrated(page);
-  await page.fill('input[name=username]', unique('author'));
-  await page.fill('input[name=display_name]', 'Tool Author');
-  await page.fill('input[name=new_department]', 'platform');
-  await page.fill('input[name=password]', 'write-one-function');
-  await page.fill('input[name=password_confirm]', 'write-one-function');
-  await page.click('main button[type=submit]');
-  await page.waitForSelector('.user-button');
+  await joinByInvite(browser, page, { department: 'platform', displayName: 'Tool Author', password: 'write-one-function' });
 }
 
 // Creates a tool through the New tool form and waits for its editor; returns its name.
@@ -99,6 +91,21 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   // The curl snippet is a working script: run it with a real token.
   const script = (await page.textContent('.connect-panel .snippet')).replace('<your token>', process.env.TOOLSHED_TOKEN);
   assert.match(execFileSync('bash', ['-c', script], { encoding: 'utf8' }), new RegExp(`"name":"${name}"`));
+  // Each client its own configuration: VS Code's `servers` of type http with its
+  // install link, Cursor's `mcpServers` with its deeplink (base64 JSON).
+  const endpoint = `${BASE}/mcp/tools/platform/${name}`;
+  await page.click('.connect-panel button[data-client="vscode"]');
+  const vscode = JSON.parse(await page.textContent('.connect-panel .snippet'));
+  assert.deepEqual(Object.values(vscode.servers).map((s) => [s.type, s.url]), [['http', endpoint]]);
+  const vscodeLink = await page.getAttribute('.connect-panel .install-link', 'href');
+  assert.equal(JSON.parse(decodeURIComponent(vscodeLink.replace('vscode:mcp/install?', ''))).url, endpoint);
+  await page.click('.connect-panel button[data-client="cursor"]');
+  assert.deepEqual(Object.values(JSON.parse(await page.textContent('.connect-panel .snippet')).mcpServers).map((s) => s.url), [endpoint]);
+  const cursorLink = new URL(await page.getAttribute('.connect-panel .install-link', 'href'));
+  assert.equal(JSON.parse(Buffer.from(cursorLink.searchParams.get('config'), 'base64').toString()).url, endpoint);
+  await page.click('.connect-panel button[data-client="claude-code"]');
+  assert.match(await page.textContent('.connect-panel .snippet'), new RegExp(`^claude mcp add --transport http \\S+ ${endpoint}`));
+  await shot(page, '12-connect-cursor');
   await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('who'));
   await page.click('.run-button');
   await page.waitForSelector('.run-result');

@@ -21,6 +21,9 @@ pub enum AdminCommand {
         /// Make the user an administrator.
         #[arg(long)]
         admin: bool,
+        /// Their role in the department: member, author or maintainer.
+        #[arg(long, default_value = "author")]
+        role: String,
     },
     /// Create an API token for a user; the token is printed on the last line, once.
     CreateToken {
@@ -39,7 +42,7 @@ pub enum AdminCommand {
 
 pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
     match cmd {
-        AdminCommand::CreateUser { username, department, display_name, admin } => {
+        AdminCommand::CreateUser { username, department, display_name, admin, role } => {
             let mut password = String::new();
             std::io::stdin().read_to_string(&mut password)?;
             // One trailing newline comes from `echo`/heredocs; it is not part of the password.
@@ -48,8 +51,10 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
             let display_name = display_name.unwrap_or_else(|| username.clone());
             let mut reg = Registration::parse(&username, &display_name, &department, password)?;
             reg.is_admin = admin;
+            reg.role = toolshed_domain::membership::Role::parse(&role)?;
             let user = toolshed.register(reg, None).await?;
-            println!("created {}user {} in department {}", if user.is_admin { "admin " } else { "" }, user.username, user.department.name);
+            let what = if user.is_admin { "admin" } else { user.role.as_str() };
+            println!("created {what} user {} in department {}", user.username, user.department.name);
             Ok(())
         }
         AdminCommand::CreateToken { username, name, expires_in_days, publish } => {

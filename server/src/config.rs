@@ -51,6 +51,13 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_TRUSTED_PROXIES", default_value = "", global = true)]
     pub trusted_proxies: String,
 
+    /// How people get an account: `invite` (an invitation link from a
+    /// department's maintainer or an admin, or a request to join that one of
+    /// them approves), `open` (anyone who can reach the server joins any
+    /// department as an author), or `sso` (no local registration).
+    #[arg(long, env = "TOOLSHED_REGISTRATION", default_value = "invite", global = true)]
+    pub registration: String,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]

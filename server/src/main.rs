@@ -69,7 +69,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let internal_hosts = toolshed_domain::outbound::InternalHosts::parse(&config.internal_hosts);
     let trusted_proxies = toolshed_domain::signin::TrustedProxies::parse(&config.trusted_proxies)
         .map_err(|e| anyhow::anyhow!("TOOLSHED_TRUSTED_PROXIES: {e}"))?;
-    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, ..Settings::default() });
+    let registration = toolshed_domain::membership::RegistrationPolicy::parse(&config.registration)
+        .map_err(|e| anyhow::anyhow!("TOOLSHED_REGISTRATION: {e}"))?;
+    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, registration, ..Settings::default() });
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

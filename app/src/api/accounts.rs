@@ -41,32 +41,90 @@ pub async fn logout() -> Result<(), AppError> {
     Ok(())
 }
 
+/// Registers from the form: with `invite` (a link's token) into its department
+/// and role, otherwise as the registration policy allows. Someone who asked to
+/// join is sent to sign-in, which says their request waits.
 #[server(endpoint = "register")]
+#[allow(clippy::too_many_arguments)]
 pub async fn register(
     username: String,
     display_name: String,
-    department: String,
+    #[server(default)] department: String,
     new_department: Option<String>,
     password: String,
     password_confirm: String,
+    invite: Option<String>,
 ) -> Result<(), AppError> {
     use toolshed_domain::accounts::Registration;
+    use toolshed_domain::membership::Joined;
     if password != password_confirm {
         return Err(server::fail(AppError::Invalid("The two passwords do not match.".into())));
     }
-    // "Create a new department" is a separate field so the list stays a plain <select>.
-    let department = match new_department.as_deref().map(str::trim) {
-        Some(d) if !d.is_empty() => d.to_owned(),
-        _ => department,
+    let ts = server::toolshed()?;
+    let invite = invite.filter(|t| !t.trim().is_empty());
+    let department = match (&invite, new_department.as_deref().map(str::trim)) {
+        // The invitation names the department; the form's fields are not shown.
+        (Some(token), _) => match ts.invite_info(token).await.map_err(server::fail)? {
+            Some(info) => info.department,
+            None => return Err(server::fail(toolshed_domain::AccountError::InvalidInvite)),
+        },
+        // "Create a new department" is a separate field so the list stays a plain <select>.
+        (None, Some(d)) if !d.is_empty() => d.to_owned(),
+        (None, _) => department,
     };
     let reg = Registration::parse(&username, &display_name, &department, &password).map_err(server::fail)?;
-    let ts = server::toolshed()?;
-    let user = ts.register(reg, None).await.map_err(server::fail)?;
-    let session = server::session().await?;
-    ts.start_session(&session, &user).await.map_err(server::fail)?;
-    tracing::info!(user = %user.username, department = %user.department.name, "registered");
-    leptos_axum::redirect("/");
+    match ts.join(reg, invite.as_deref()).await.map_err(server::fail)? {
+        Joined::Member(user) => {
+            let session = server::session().await?;
+            ts.start_session(&session, &user).await.map_err(server::fail)?;
+            tracing::info!(user = %user.username, department = %user.department.name, role = user.role.as_str(), "registered");
+            leptos_axum::redirect("/");
+        }
+        Joined::Pending(department) => {
+            tracing::info!(%username, %department, "asked to join");
+            leptos_axum::redirect(&format!("/login?requested={}", crate::form_encode(&department)));
+        }
+    }
     Ok(())
+}
+
+/// What the registration form offers: the policy, and the invitation its link carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterOptions {
+    /// `invite`, `open` or `sso`.
+    pub policy: String,
+    /// The invitation, when the link carried a usable one.
+    pub invite: Option<InviteView>,
+    /// The link carried a token that cannot be used (any more).
+    pub invite_invalid: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InviteView {
+    pub department: String,
+    pub department_title: String,
+    pub role: String,
+}
+
+#[server(endpoint = "register/options")]
+pub async fn register_options(invite: Option<String>) -> Result<RegisterOptions, AppError> {
+    use toolshed_domain::membership::RegistrationPolicy;
+    let ts = server::toolshed()?;
+    let policy = match ts.registration_policy() {
+        RegistrationPolicy::Invite => "invite",
+        RegistrationPolicy::Open => "open",
+        RegistrationPolicy::Sso => "sso",
+    };
+    let token = invite.filter(|t| !t.trim().is_empty());
+    let info = match &token {
+        Some(t) => ts.invite_info(t).await.map_err(server::fail)?,
+        None => None,
+    };
+    Ok(RegisterOptions {
+        policy: policy.to_owned(),
+        invite_invalid: token.is_some() && info.is_none(),
+        invite: info.map(|i| InviteView { department: i.department, department_title: i.department_title, role: i.role.as_str().to_owned() }),
+    })
 }
 
 #[server(endpoint = "change_password")]

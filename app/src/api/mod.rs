@@ -6,6 +6,7 @@ mod admin;
 mod bundles;
 mod market;
 mod moderation;
+mod people;
 mod playground;
 mod servers;
 mod tools;
@@ -15,6 +16,7 @@ pub use admin::*;
 pub use bundles::*;
 pub use market::*;
 pub use moderation::*;
+pub use people::*;
 pub use playground::*;
 pub use servers::*;
 pub use tools::*;
@@ -29,6 +31,15 @@ pub struct Me {
     pub department: String,
     pub department_title: String,
     pub is_admin: bool,
+    /// `member`, `author` or `maintainer` of their department.
+    pub role: String,
+}
+
+impl Me {
+    /// May manage the people of their department (or of any, as an admin).
+    pub fn maintains(&self) -> bool {
+        self.is_admin || self.role == "maintainer"
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,6 +156,7 @@ pub(crate) mod server {
             department: u.department.name.clone(),
             department_title: u.department.title.clone(),
             is_admin: u.is_admin,
+            role: u.role.as_str().to_owned(),
         }
     }
 

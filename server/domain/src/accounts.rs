@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::ids::{DepartmentId, UserId};
+use crate::membership::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
 use crate::store::StoreError;
 use crate::{audit, now_ms, passwords, Toolshed};
@@ -26,6 +27,8 @@ pub struct User {
     pub display_name: String,
     pub department: Department,
     pub is_admin: bool,
+    /// What they may do in their own department (admins may do everything everywhere).
+    pub role: Role,
     pub is_active: bool,
     /// Sessions remember this; bumping it signs the user out everywhere.
     pub session_epoch: i64,
@@ -48,6 +51,17 @@ pub enum AccountError {
     UnknownUser,
     #[error("Only administrators may do that.")]
     Forbidden,
+    #[error("Only the department's maintainers and administrators may do that.")]
+    NotMaintainer,
+    #[error("Accounts are made by signing in with the company's identity provider.")]
+    RegistrationClosed,
+    #[error("This invitation is not valid: it was used or withdrawn, or it has expired. Ask for a new one.")]
+    InvalidInvite,
+    #[error("There is no department “{0}” to join. Pick one from the list, or ask an administrator to create it.")]
+    UnknownDepartment(String),
+    /// Only ever said to someone who gave the account's right password.
+    #[error("Your request to join {0} is waiting for a maintainer's approval.")]
+    AwaitingApproval(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -66,6 +80,7 @@ pub struct Registration {
     pub department: DepartmentName,
     pub password: NewPassword,
     pub is_admin: bool,
+    pub role: Role,
 }
 
 impl Registration {
@@ -77,11 +92,12 @@ impl Registration {
             password: NewPassword::parse(password, &username)?,
             username,
             is_admin: false,
+            role: Role::Member,
         })
     }
 }
 
-pub(crate) const USER_COLUMNS: &str = "u.id, u.username, u.display_name, u.is_admin, u.is_active, u.session_epoch, \
+pub(crate) const USER_COLUMNS: &str = "u.id, u.username, u.display_name, u.is_admin, u.role, u.is_active, u.session_epoch, \
      d.id AS dept_id, d.name AS dept_name, d.title AS dept_title";
 
 pub(crate) fn user_from_row(row: &sqlx::any::AnyRow) -> Result<User, sqlx::Error> {
@@ -90,6 +106,7 @@ pub(crate) fn user_from_row(row: &sqlx::any::AnyRow) -> Result<User, sqlx::Error
         username: row.try_get("username")?,
         display_name: row.try_get("display_name")?,
         is_admin: row.try_get::<i64, _>("is_admin")? != 0,
+        role: Role::from_column(&row.try_get::<String, _>("role")?)?,
         is_active: row.try_get::<i64, _>("is_active")? != 0,
         session_epoch: row.try_get("session_epoch")?,
         department: Department {
@@ -115,38 +132,15 @@ impl Toolshed {
             .collect()
     }
 
-    /// Creates the account, and its department when it does not exist yet.
+    /// Creates the account, active, and its department when it does not exist
+    /// yet (the CLI, the first admin, demo data, open registration).
     pub async fn register(&self, reg: Registration, actor: Option<UserId>) -> Result<User, AccountError> {
         let hash = passwords::hash(reg.password.expose().to_owned()).await;
-        let now = now_ms();
         let mut tx = self.begin().await?;
-        let department_id = ensure_department(&mut tx, &reg.department, now).await?;
-        let inserted = sqlx::query(
-            "INSERT INTO users (username, display_name, department_id, password_hash, is_admin, is_active, session_epoch, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, 1, 0, $6, $6) RETURNING id",
-        )
-        .bind(reg.username.as_str())
-        .bind(reg.display_name.as_str())
-        .bind(department_id)
-        .bind(&hash)
-        .bind(i64::from(reg.is_admin))
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(StoreError::from);
-        let id: i64 = match inserted {
-            Ok(row) => row.try_get("id")?,
-            Err(e) if e.is_unique_violation() => return Err(AccountError::UsernameTaken(reg.username.to_string())),
-            Err(e) => return Err(e.into()),
-        };
-        let after = serde_json::json!({
-            "username": reg.username.as_str(),
-            "department": reg.department.as_str(),
-            "is_admin": reg.is_admin,
-        });
-        audit::record(&mut tx, actor.or(Some(UserId(id))), "user.registered", &format!("user:{}", reg.username), None, Some(after)).await?;
+        let department_id = ensure_department(&mut tx, &reg.department, now_ms()).await?;
+        let id = insert_user(&mut tx, &reg, &hash, department_id, true, actor).await?;
         tx.commit().await?;
-        self.user(UserId(id)).await?.ok_or(AccountError::UnknownUser)
+        self.user(id).await?.ok_or(AccountError::UnknownUser)
     }
 
     pub async fn user(&self, id: UserId) -> Result<Option<User>, AccountError> {
@@ -208,12 +202,56 @@ impl Toolshed {
         let password = passwords::generate();
         let mut reg = Registration::parse("admin", "Administrator", DEFAULT_DEPARTMENT, &password)?;
         reg.is_admin = true;
+        reg.role = Role::Maintainer;
         let user = self.register(reg, None).await?;
         Ok(Some((user.username, password)))
     }
 }
 
-async fn ensure_department(tx: &mut sqlx::AnyConnection, name: &DepartmentName, now: i64) -> Result<i64, AccountError> {
+/// Inserts the account (`active`: may sign in) in its transaction, audited.
+pub(crate) async fn insert_user(
+    tx: &mut sqlx::AnyConnection,
+    reg: &Registration,
+    password_hash: &str,
+    department_id: i64,
+    active: bool,
+    actor: Option<UserId>,
+) -> Result<UserId, AccountError> {
+    let now = now_ms();
+    let inserted = sqlx::query(
+        "INSERT INTO users (username, display_name, department_id, password_hash, is_admin, role, is_active, session_epoch, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8) RETURNING id",
+    )
+    .bind(reg.username.as_str())
+    .bind(reg.display_name.as_str())
+    .bind(department_id)
+    .bind(password_hash)
+    .bind(i64::from(reg.is_admin))
+    .bind(reg.role.as_str())
+    .bind(i64::from(active))
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(StoreError::from);
+    let id: i64 = match inserted {
+        Ok(row) => row.try_get("id")?,
+        Err(e) if e.is_unique_violation() => return Err(AccountError::UsernameTaken(reg.username.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    let department: String =
+        sqlx::query("SELECT name FROM departments WHERE id = $1").bind(department_id).fetch_one(&mut *tx).await?.try_get("name")?;
+    let after = serde_json::json!({
+        "username": reg.username.as_str(),
+        "department": department,
+        "role": reg.role.as_str(),
+        "is_admin": reg.is_admin,
+        "active": active,
+    });
+    audit::record(tx, actor.or(Some(UserId(id))), "user.registered", &format!("user:{}", reg.username), None, Some(after)).await?;
+    Ok(UserId(id))
+}
+
+pub(crate) async fn ensure_department(tx: &mut sqlx::AnyConnection, name: &DepartmentName, now: i64) -> Result<i64, AccountError> {
     sqlx::query("INSERT INTO departments (name, title, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
         .bind(name.as_str())
         .bind(title_from_slug(name.as_str()))

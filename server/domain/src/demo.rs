@@ -99,7 +99,8 @@ impl Toolshed {
             other => ToolError::Invalid(Invalid { field: "Demo", reason: other.to_string() }),
         };
         // The demo tools' author: an account nobody knows the password of.
-        let reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
+        let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
+        reg.role = crate::membership::Role::Maintainer;
         let owner = self.register(reg, None).await.map_err(account_err)?;
         let mut text_tools = Vec::new();
         for t in demo_tools() {

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod markdown;
 pub mod market;
 pub mod mcp_sessions;
+pub mod membership;
 pub mod moderation;
 pub mod names;
 pub mod outbound;
@@ -78,6 +79,8 @@ pub struct Settings {
     pub internal_hosts: outbound::InternalHosts,
     /// Proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: signin::TrustedProxies,
+    /// How people get an account (invitation by default).
+    pub registration: membership::RegistrationPolicy,
 }
 
 impl Default for Settings {
@@ -90,6 +93,7 @@ impl Default for Settings {
             secrets: secrets::SecretBox::ephemeral(),
             internal_hosts: Default::default(),
             trusted_proxies: Default::default(),
+            registration: Default::default(),
         }
     }
 }

@@ -152,6 +152,11 @@ impl Toolshed {
                 };
                 Ok(SignedIn { user, device })
             }
+            // The right password for an account that asked to join: say it waits.
+            Some(user) if ok && !user.is_active => match self.pending_department(user.id).await? {
+                Some(department) => Err(AccountError::AwaitingApproval(department)),
+                None => Err(AccountError::InvalidCredentials),
+            },
             _ => {
                 // Keep the table small: a day of history is plenty for any window.
                 sqlx::query("DELETE FROM login_attempts WHERE at_ms < $1").bind(now - 86_400_000).execute(self.db.pool()).await?;

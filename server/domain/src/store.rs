@@ -199,7 +199,9 @@ mod tests {
         let db = Db::connect(&format!("sqlite://{}/t.db", dir.display())).await.unwrap();
         db.migrate().await.unwrap();
         let ts = Toolshed::new(db.clone(), Default::default());
-        let alice = ts.register(Registration::parse("alice", "Alice", "finance", "a-long-enough-password").unwrap(), None).await.unwrap();
+        let mut reg = Registration::parse("alice", "Alice", "finance", "a-long-enough-password").unwrap();
+        reg.role = crate::membership::Role::Author;
+        let alice = ts.register(reg, None).await.unwrap();
         let tool = ts.create_tool(&alice, NewTool::parse("t", "Old", "", "", "everyone").unwrap()).await.unwrap();
         let title = || async { ts.listing_for_call(&alice, ListingKind::Tool, "finance", "t").await.unwrap().title };
         assert_eq!(title().await, "Old");

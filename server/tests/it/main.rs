@@ -9,6 +9,7 @@ mod admin;
 mod cli;
 mod hardening;
 mod market;
+mod membership;
 mod mcp;
 mod mcp_rmcp_client;
 mod moderation;

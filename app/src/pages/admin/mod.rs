@@ -31,6 +31,7 @@ pub fn Admin() -> impl IntoView {
         <RequireUser>
             <div class="page-head">
                 <h1>"Administration"</h1>
+                <a class="button secondary" href="/people">"People: invitations and roles"</a>
                 <a class="button secondary" href="/admin/servers">"External MCP servers"</a>
                 <a class="button secondary" href="/admin/audit">"Audit log"</a>
             </div>

@@ -32,7 +32,7 @@ fn UserRow(
                 </ActionForm>
             </td>
             <td>
-                {if u.is_admin { "admin" } else { "member" }}
+                {if u.is_admin { "yes" } else { "no" }}
                 <ActionForm action=role attr:class="inline-form">
                     <input type="hidden" name="username" value=for_role />
                     <input type="hidden" name="role" value=next_role />
@@ -80,7 +80,7 @@ pub fn UsersCard() -> impl IntoView {
                                 <h2>{format!("Users ({})", list.len())}</h2>
                                 {error}
                                 <table class="admin-table">
-                                    <thead><tr><th>"User"</th><th>"Department"</th><th>"Role"</th><th>"Status"</th><th>"Joined"</th></tr></thead>
+                                    <thead><tr><th>"User"</th><th>"Department"</th><th>"Administrator"</th><th>"Status"</th><th>"Joined"</th></tr></thead>
                                     <tbody>
                                         {list.into_iter().map(|u| view! { <UserRow u departments=names.clone() role status moved /> }).collect_view()}
                                     </tbody>

@@ -9,6 +9,7 @@ use leptos_router::params::ParamsMap;
 use super::ListingCard;
 use crate::api::{browse_listings, departments, BrowseView, DepartmentView};
 use crate::components::RequireUser;
+use crate::form_encode;
 
 /// The browse form's fields, as in the URL's query string.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -39,19 +40,6 @@ pub(crate) fn page_href(path: &str, fields: &[(&str, &String)], page: i64) -> St
     let mut query: Vec<String> = fields.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
     query.push(format!("page={page}"));
     format!("{path}?{}", query.join("&"))
-}
-
-/// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
-fn form_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => out.push(b as char),
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 const SORTS: [(&str, &str); 4] =

@@ -29,6 +29,9 @@ impl Toolshed {
     /// published version (code, arguments and test cases; or a bundle's members).
     /// `$env` values are not copied: they may be another team's secrets.
     pub async fn fork(&self, user: &User, source: ToolId, name: ToolName) -> Result<Tool, ToolError> {
+        if !crate::membership::may_author(user, user.department.id.0) {
+            return Err(ToolError::NotAnAuthor);
+        }
         let src = self.tool(user, source).await?;
         let n = src.published_version.ok_or(ToolError::NotPublished)?;
         let version = self.version_row(src.id, n).await?;

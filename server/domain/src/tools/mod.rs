@@ -22,6 +22,7 @@ pub(crate) use versions::{insert_version, mark_published, parse_changelog};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
+use crate::membership::{may_author, Role};
 use crate::code_mode::CodeMode;
 use crate::ids::{ToolId, UserId};
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
@@ -206,6 +207,8 @@ pub enum ToolError {
     NotFound,
     #[error("You may not change this tool.")]
     Forbidden,
+    #[error("Members browse, run and connect to their department's tools; ask a maintainer to make you an author to create and publish them.")]
+    NotAnAuthor,
     #[error("A tool named “{0}” already exists in your department.")]
     NameTaken(String),
     #[error("Version {0} does not exist.")]
@@ -338,10 +341,12 @@ pub fn can_see(user: &User, tool: &Tool) -> bool {
     }
 }
 
-/// Who may change a tool: its department's members (the owner alone for
-/// private tools), and admins.
+/// Who may change a tool: its department's authors and maintainers (the
+/// owner alone for private tools), an owner who is still an author, and admins.
 pub fn can_edit(user: &User, tool: &Tool) -> bool {
-    user.is_admin || tool.owner_id == user.id || (tool.department_id == user.department.id.0 && tool.visibility != Visibility::Private)
+    user.is_admin
+        || (user.role >= Role::Author
+            && (tool.owner_id == user.id || (tool.department_id == user.department.id.0 && tool.visibility != Visibility::Private)))
 }
 
 /// Parses the `$fetch` allow-list: one host or `*.domain` per line.
@@ -453,6 +458,9 @@ impl Toolshed {
     }
 
     async fn create_listing(&self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
+        if !may_author(user, user.department.id.0) {
+            return Err(ToolError::NotAnAuthor);
+        }
         let mut tx = self.begin().await?;
         let id = match insert_listing(&mut tx, user, kind, &new, None).await {
             Ok(id) => id,

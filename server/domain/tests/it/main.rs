@@ -9,6 +9,7 @@ mod bundles;
 mod code_mode;
 mod faults;
 mod market;
+mod membership;
 mod playground;
 mod tools;
 mod upstream;

@@ -114,20 +114,33 @@ impl TestServer {
             .unwrap()
     }
 
+    /// Registers `username` into `general` by an invitation, the way the form does.
     pub async fn register(&self, client: &reqwest::Client, username: &str, password: &str) -> reqwest::Response {
+        let invite = self.invite("general", "author").await;
         self.post_form(
             client,
             "/api/register",
             &[
                 ("username", username),
                 ("display_name", &format!("{username} Example")),
-                ("department", "general"),
-                ("new_department", ""),
                 ("password", password),
                 ("password_confirm", password),
+                ("invite", &invite),
             ],
         )
         .await
+    }
+
+    /// The token of a new invitation to `department` (created first when
+    /// missing) with `role`, made by the admin on the People page.
+    pub async fn invite(&self, department: &str, role: &str) -> String {
+        let admin = self.admin().await;
+        // Answers 409 when the department exists already: just as good.
+        let title = department[..1].to_uppercase() + &department[1..].replace(['-', '_'], " ");
+        self.call(&admin, "admin/departments/create", &[("name", department), ("title", &title)]).await;
+        let (status, link) = self.call(&admin, "people/invite", &[("department", department), ("role", role), ("days", "7")]).await;
+        assert_eq!(status, 200, "{link}");
+        link["url"].as_str().unwrap().split_once("invite=").unwrap().1.to_owned()
     }
 
     pub async fn page(&self, client: &reqwest::Client, path: &str) -> (reqwest::StatusCode, String) {
@@ -135,22 +148,19 @@ impl TestServer {
         (res.status(), res.text().await.unwrap())
     }
 
-    /// Registers `name` in `department` and returns a signed-in client.
+    /// Makes `name` an author in `department` (by invitation) and returns a signed-in client.
     pub async fn member(&self, name: &str, department: &str) -> reqwest::Client {
+        self.joined(name, department, "author").await
+    }
+
+    /// Makes `name` a `role` of `department` (by invitation) and returns a signed-in client.
+    pub async fn joined(&self, name: &str, department: &str, role: &str) -> reqwest::Client {
+        let invite = self.invite(department, role).await;
         let client = self.browser();
-        self.post_form(
-            &client,
-            "/api/register",
-            &[
-                ("username", name),
-                ("display_name", name),
-                ("department", "general"),
-                ("new_department", department),
-                ("password", "a-long-enough-password"),
-                ("password_confirm", "a-long-enough-password"),
-            ],
-        )
-        .await;
+        let password = "a-long-enough-password";
+        let form = [("username", name), ("display_name", name), ("password", password), ("password_confirm", password), ("invite", &invite)];
+        let res = self.post_form(&client, "/api/register", &form).await;
+        assert!(res.status().is_redirection() && redirected_error(&res).is_none(), "{name} joins {department}: {:?}", redirected_error(&res));
         client
     }
 

@@ -88,9 +88,11 @@ impl TestDb {
     }
 }
 
-/// Registers `name` in `department` (created when new).
+/// Registers `name` as an author in `department` (created when new).
 pub async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
-    ts.register(Registration::parse(name, name, department, "a-long-enough-password").unwrap(), None).await.unwrap()
+    let mut reg = Registration::parse(name, name, department, "a-long-enough-password").unwrap();
+    reg.role = toolshed_domain::membership::Role::Author;
+    ts.register(reg, None).await.unwrap()
 }
 
 /// A Toolshed on `db` with Alice and Bob in finance and Carol in legal.

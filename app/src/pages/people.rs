@@ -1,0 +1,185 @@
+//! `/people`: a department's people, for its maintainers (and admins, for
+//! every department): invite someone, decide requests to join, change roles.
+//! Every action is a plain form, so it works before the wasm has loaded.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, SetDepartmentRole, WithdrawInvite};
+use crate::components::RequireUser;
+use crate::pages::tools::{ago, now_ms};
+
+const ROLES: [(&str, &str); 3] = [
+    ("member", "Member: browses, runs and connects"),
+    ("author", "Author: also creates and publishes"),
+    ("maintainer", "Maintainer: also invites and approves"),
+];
+
+fn role_options(selected: &str) -> impl IntoView {
+    let selected = selected.to_owned();
+    ROLES.into_iter().map(|(value, label)| view! { <option value=value selected=value == selected>{label}</option> }).collect_view()
+}
+
+fn days_left(expires_at: i64, now: i64) -> String {
+    match (expires_at - now + 86_399_999) / 86_400_000 {
+        ..=1 => "expires within a day".to_owned(),
+        n => format!("expires in {n} days"),
+    }
+}
+
+#[component]
+pub fn People() -> impl IntoView {
+    let invite = ServerAction::<CreateInvite>::new();
+    let withdraw = ServerAction::<WithdrawInvite>::new();
+    let decide = ServerAction::<DecideRequest>::new();
+    let set_role = ServerAction::<SetDepartmentRole>::new();
+    let data = Resource::new(
+        move || (invite.version().get(), withdraw.version().get(), decide.version().get(), set_role.version().get()),
+        |_| people(),
+    );
+    let notice = RwSignal::new(None::<&'static str>);
+    Effect::new(move |_| {
+        if let Some(Ok(())) = withdraw.value().get() {
+            notice.set(Some("Invitation withdrawn: its link no longer works."));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = decide.value().get() {
+            notice.set(Some("Request decided."));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = set_role.value().get() {
+            notice.set(Some("Role changed."));
+        }
+    });
+    let error = move || {
+        [
+            invite.value().get().and_then(Result::err),
+            withdraw.value().get().and_then(Result::err),
+            decide.value().get().and_then(Result::err),
+            set_role.value().get().and_then(Result::err),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+    };
+    view! {
+        <Title text="People" />
+        <RequireUser>
+            <div class="page-head"><h1>"People"</h1></div>
+            {error}
+            {move || notice.get().map(|text| view! { <p class="alert ok" role="status">{text}</p> })}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                        Ok(data) => view! { <PeopleCards data invite withdraw decide set_role /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </RequireUser>
+    }
+}
+
+#[component]
+fn PeopleCards(
+    data: PeopleView,
+    invite: ServerAction<CreateInvite>,
+    withdraw: ServerAction<WithdrawInvite>,
+    decide: ServerAction<DecideRequest>,
+    set_role: ServerAction<SetDepartmentRole>,
+) -> impl IntoView {
+    let now = now_ms();
+    let PeopleView { people, invites, requests, departments } = data;
+    view! {
+        <section class="card invite">
+            <h2>"Invite someone"</h2>
+            <p class="muted small">"An invitation link works once, for the department and role you pick. Send it to the person yourself."</p>
+            <ActionForm action=invite attr:class="stack">
+                <div class="row">
+                    <label>"Department"
+                        <select name="department">
+                            {departments.into_iter().map(|d| view! { <option value=d.clone()>{d.clone()}</option> }).collect_view()}
+                        </select>
+                    </label>
+                    <label>"Role" <select name="role">{role_options("author")}</select></label>
+                    <label>"Valid for (days)" <input name="days" type="number" min="1" max="30" value="7" /></label>
+                </div>
+                <button type="submit" class="button" disabled=move || invite.pending().get()>"Create invitation link"</button>
+            </ActionForm>
+            {move || invite.value().get().and_then(Result::ok).map(|link: InviteLink| view! {
+                <div class="alert ok new-invite" role="status">
+                    <p>{format!("Invitation to {} as {} created. Copy the link now: it is shown only once.", link.department, link.role)}</p>
+                    <input class="mono" readonly value=link.url aria-label="Invitation link" />
+                </div>
+            })}
+        </section>
+        <section class="card requests">
+            <h2>{format!("Requests to join ({})", requests.len())}</h2>
+            {requests.is_empty().then(|| view! { <p class="muted">"Nobody is waiting."</p> })}
+            <ul class="plain">
+                {requests.into_iter().map(|r| {
+                    let (for_approve, for_decline) = (r.username.clone(), r.username.clone());
+                    view! {
+                        <li data-request=r.username.clone()>
+                            <strong>{r.display_name.clone()}</strong> <span class="muted">"@" {r.username.clone()} " → " {r.department.clone()} ", " {ago(r.requested_at, now.max(r.requested_at))}</span>
+                            <ActionForm action=decide attr:class="inline-form">
+                                <input type="hidden" name="username" value=for_approve />
+                                <select name="decision" aria-label="Role">{role_options("member")}</select>
+                                <button type="submit" class="link-button">"Approve"</button>
+                            </ActionForm>
+                            <ActionForm action=decide attr:class="inline-form">
+                                <input type="hidden" name="username" value=for_decline />
+                                <input type="hidden" name="decision" value="decline" />
+                                <button type="submit" class="link-button danger">"Decline"</button>
+                            </ActionForm>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </section>
+        <section class="card invites">
+            <h2>{format!("Open invitations ({})", invites.len())}</h2>
+            {invites.is_empty().then(|| view! { <p class="muted">"None."</p> })}
+            <ul class="plain">
+                {invites.into_iter().map(|i| view! {
+                    <li>
+                        {format!("{} as {}, by @{}, ", i.department, i.role, i.created_by)}
+                        {days_left(i.expires_at, now)}
+                        <ActionForm action=withdraw attr:class="inline-form">
+                            <input type="hidden" name="id" value=i.id />
+                            <button type="submit" class="link-button danger">"Withdraw"</button>
+                        </ActionForm>
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
+        <section class="card members">
+            <h2>{format!("Members ({})", people.len())}</h2>
+            <table class="admin-table">
+                <thead><tr><th>"Person"</th><th>"Department"</th><th>"Role"</th></tr></thead>
+                <tbody>
+                    {people.into_iter().map(|p| {
+                        let for_role = p.username.clone();
+                        view! {
+                            <tr data-person=p.username.clone()>
+                                <td><strong>{p.display_name.clone()}</strong> <span class="muted">"@" {p.username.clone()}</span>
+                                    {p.is_admin.then(|| view! { " " <span class="badge">"admin"</span> })}</td>
+                                <td>{p.department.clone()}</td>
+                                <td>
+                                    <ActionForm action=set_role attr:class="inline-form">
+                                        <input type="hidden" name="username" value=for_role />
+                                        <select name="role" aria-label="Role">{role_options(&p.role)}</select>
+                                        <button type="submit" class="link-button">"Change"</button>
+                                    </ActionForm>
+                                </td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}

@@ -83,6 +83,7 @@ test('sign-in, asking to join and joining by invitation work as plain forms with
   assert.equal(await page.locator('input[name=new_department]').count(), 0, 'nobody creates a department on their own');
   await page.fill('input[name=username]', username);
   await page.fill('input[name=display_name]', 'No Script');
+  await page.selectOption('select[name=department]', 'general');
   await page.fill('input[name=password]', 'plain-html-forms-rock');
   await page.fill('input[name=password_confirm]', 'plain-html-forms-rock');
   await page.click('button[type=submit]');

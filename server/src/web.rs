@@ -61,9 +61,11 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
         }
     }
     let shutdown = Shutdown::default();
-    let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
+    // Port 0 asks for any free port: links in pages (endpoints, invitations) name the one we got.
+    let config = Config { addr, ..config };
+    let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
     let listener = DrainingListener { inner: Some(listener), addr, shutdown: shutdown.clone() };
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
     let listener = listener.tap_io(|stream| {

@@ -90,7 +90,7 @@ pub async fn register(
 
 /// What the registration form offers: the policy, and the invitation its link carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegisterOptions {
+pub struct RegistrationOffer {
     /// `invite`, `open` or `sso`.
     pub policy: String,
     /// The invitation, when the link carried a usable one.
@@ -107,7 +107,7 @@ pub struct InviteView {
 }
 
 #[server(endpoint = "register/options")]
-pub async fn register_options(invite: Option<String>) -> Result<RegisterOptions, AppError> {
+pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffer, AppError> {
     use toolshed_domain::membership::RegistrationPolicy;
     let ts = server::toolshed()?;
     let policy = match ts.registration_policy() {
@@ -120,10 +120,14 @@ pub async fn register_options(invite: Option<String>) -> Result<RegisterOptions,
         Some(t) => ts.invite_info(t).await.map_err(server::fail)?,
         None => None,
     };
-    Ok(RegisterOptions {
+    Ok(RegistrationOffer {
         policy: policy.to_owned(),
         invite_invalid: token.is_some() && info.is_none(),
-        invite: info.map(|i| InviteView { department: i.department, department_title: i.department_title, role: i.role.as_str().to_owned() }),
+        invite: info.map(|i| InviteView {
+            department: i.department,
+            department_title: i.department_title,
+            role: i.role.as_str().to_owned(),
+        }),
     })
 }
 

@@ -4,6 +4,7 @@
 mod accounts;
 mod admin;
 mod bundles;
+mod connect;
 mod market;
 mod moderation;
 mod people;
@@ -14,6 +15,7 @@ mod tools;
 pub use accounts::*;
 pub use admin::*;
 pub use bundles::*;
+pub use connect::*;
 pub use market::*;
 pub use moderation::*;
 pub use people::*;

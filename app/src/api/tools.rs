@@ -99,6 +99,8 @@ pub struct ToolInfo {
     pub versions: Vec<VersionRow>,
     /// The listing's MCP endpoint, a full URL.
     pub endpoint: String,
+    /// How each MCP client connects to it.
+    pub connect: Vec<crate::api::ClientSnippet>,
     pub upstream: Option<UpstreamView>,
     /// Forks the user may see.
     pub forks: Vec<crate::api::ListingCardView>,
@@ -263,6 +265,8 @@ mod convert {
         });
         let forks = ts.forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
         let in_bundles = ts.bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
+        let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
+        let endpoint = format!("{base}/mcp/{}/{}", t.kind.plural(), t.slug());
         Ok(ToolInfo {
             id: t.id.0,
             kind: t.kind.as_str().to_owned(),
@@ -290,12 +294,8 @@ mod convert {
             can_moderate: user.is_admin,
             moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
-            endpoint: format!(
-                "{}/mcp/{}/{}",
-                use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default(),
-                t.kind.plural(),
-                t.slug()
-            ),
+            connect: crate::api::connect::connect_clients(&t.name, &endpoint),
+            endpoint,
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
             versions: versions
                 .into_iter()

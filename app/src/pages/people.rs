@@ -9,11 +9,7 @@ use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, Se
 use crate::components::RequireUser;
 use crate::pages::tools::{ago, now_ms};
 
-const ROLES: [(&str, &str); 3] = [
-    ("member", "Member: browses, runs and connects"),
-    ("author", "Author: also creates and publishes"),
-    ("maintainer", "Maintainer: also invites and approves"),
-];
+const ROLES: [(&str, &str); 3] = [("member", "Member"), ("author", "Author"), ("maintainer", "Maintainer")];
 
 fn role_options(selected: &str) -> impl IntoView {
     let selected = selected.to_owned();
@@ -96,7 +92,10 @@ fn PeopleCards(
     view! {
         <section class="card invite">
             <h2>"Invite someone"</h2>
-            <p class="muted small">"An invitation link works once, for the department and role you pick. Send it to the person yourself."</p>
+            <p class="muted small">
+                "An invitation link works once, for the department and role you pick; send it to the person yourself. "
+                "Members browse, run and connect; authors also create and publish; maintainers also invite and approve."
+            </p>
             <ActionForm action=invite attr:class="stack">
                 <div class="row">
                     <label>"Department"
@@ -124,7 +123,7 @@ fn PeopleCards(
                     let (for_approve, for_decline) = (r.username.clone(), r.username.clone());
                     view! {
                         <li data-request=r.username.clone()>
-                            <strong>{r.display_name.clone()}</strong> <span class="muted">"@" {r.username.clone()} " → " {r.department.clone()} ", " {ago(r.requested_at, now.max(r.requested_at))}</span>
+                            <strong>{r.display_name.clone()}</strong> " " <span class="muted">"@" {r.username.clone()} " → " {r.department.clone()} ", " {ago(r.requested_at, now.max(r.requested_at))}</span>
                             <ActionForm action=decide attr:class="inline-form">
                                 <input type="hidden" name="username" value=for_approve />
                                 <select name="decision" aria-label="Role">{role_options("member")}</select>
@@ -165,7 +164,7 @@ fn PeopleCards(
                         let for_role = p.username.clone();
                         view! {
                             <tr data-person=p.username.clone()>
-                                <td><strong>{p.display_name.clone()}</strong> <span class="muted">"@" {p.username.clone()}</span>
+                                <td><strong>{p.display_name.clone()}</strong> " " <span class="muted">"@" {p.username.clone()}</span>
                                     {p.is_admin.then(|| view! { " " <span class="badge">"admin"</span> })}</td>
                                 <td>{p.department.clone()}</td>
                                 <td>

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{Login, Register, RegisterOptions};
+use crate::api::{Login, Register, RegistrationOffer};
 use crate::components::FormError;
 use crate::Auth;
 
@@ -89,7 +89,7 @@ pub fn RegisterPage() -> impl IntoView {
 #[component]
 fn RegisterForm(
     register: ServerAction<Register>,
-    options: RegisterOptions,
+    options: RegistrationOffer,
     invite: String,
     error: Signal<Option<crate::error::AppError>>,
 ) -> impl IntoView {
@@ -158,7 +158,11 @@ fn RegisterForm(
 }
 
 fn article(role: &str) -> &'static str {
-    if role.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+    if role.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 /// The department to join; under `open` registration also a new one to create.

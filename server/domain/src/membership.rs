@@ -192,10 +192,8 @@ impl Toolshed {
             tx.commit().await?;
             return Ok(Joined::Member(self.user(id).await?.ok_or(AccountError::UnknownUser)?));
         }
-        let existing = sqlx::query("SELECT id, title FROM departments WHERE name = $1")
-            .bind(reg.department.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
+        let existing =
+            sqlx::query("SELECT id, title FROM departments WHERE name = $1").bind(reg.department.as_str()).fetch_optional(&mut *tx).await?;
         match (policy, existing) {
             (RegistrationPolicy::Open, existing) => {
                 reg.role = if existing.is_some() { Role::Author } else { Role::Maintainer };
@@ -310,13 +308,12 @@ impl Toolshed {
     pub async fn withdraw_invite(&self, actor: &User, id: i64) -> Result<(), AccountError> {
         let scope = managed_scope(actor)?;
         let mut tx = self.begin().await?;
-        let row = sqlx::query(
-            "DELETE FROM invites WHERE id = $1 AND used_at IS NULL AND ($2 = 0 OR department_id = $2) RETURNING department_id",
-        )
-        .bind(id)
-        .bind(scope.unwrap_or(0))
-        .fetch_optional(&mut *tx)
-        .await?;
+        let row =
+            sqlx::query("DELETE FROM invites WHERE id = $1 AND used_at IS NULL AND ($2 = 0 OR department_id = $2) RETURNING department_id")
+                .bind(id)
+                .bind(scope.unwrap_or(0))
+                .fetch_optional(&mut *tx)
+                .await?;
         // Someone else's invitation is as unknown as a missing one.
         let Some(row) = row else { return Err(AccountError::InvalidInvite) };
         let department: String = sqlx::query("SELECT name FROM departments WHERE id = $1")

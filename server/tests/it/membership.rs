@@ -42,7 +42,14 @@ server_test!(without_an_invitation_a_newcomer_asks_to_join_and_waits_for_approva
     let res = srv.sign_in(&srv.browser(), "ada").await;
     assert!(redirected_error(&res).is_some_and(|e| e.to_string().contains("waiting for a maintainer")), "{:?}", redirected_error(&res));
     // Naming a new department does not create it.
-    let form = [("username", "bob"), ("display_name", "Bob"), ("department", "general"), ("new_department", "skunkworks"), ("password", PASSWORD), ("password_confirm", PASSWORD)];
+    let form = [
+        ("username", "bob"),
+        ("display_name", "Bob"),
+        ("department", "general"),
+        ("new_department", "skunkworks"),
+        ("password", PASSWORD),
+        ("password_confirm", PASSWORD),
+    ];
     let res = srv.post_form_from(&srv.browser(), "/register", "/api/register", &form).await;
     assert!(redirected_error(&res).is_some_and(|e| e.to_string().contains("no department")), "{:?}", redirected_error(&res));
 

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use serde_json::{json, Value};
 
-use crate::api::MockArguments;
+use crate::api::{ClientSnippet, MockArguments};
 use crate::args::ArgDef;
 
 /// One JSON-RPC message in the debugger's log.
@@ -18,110 +18,15 @@ struct Logged {
     body: String,
 }
 
-/// One MCP client's way in: what to paste where, and a one-click install link
-/// where the client has one. Checked against each client's documentation.
-struct Client {
-    key: &'static str,
-    label: &'static str,
-    note: &'static str,
-    snippet: String,
-    link: Option<(&'static str, String)>,
-}
-
-/// `%XX` for everything but unreserved characters (RFC 3986), as `encodeURIComponent` does.
-fn uri_component(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn clients(name: &str, endpoint: &str) -> Vec<Client> {
-    let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default();
-    let bearer = "Bearer <your token>";
-    // VS Code asks for the token once (a password input) and keeps it in its secret storage.
-    let vscode_input = json!({"type": "promptString", "id": "toolshed-token", "description": "Toolshed API token", "password": true});
-    let vscode_server = json!({"type": "http", "url": endpoint, "headers": {"Authorization": "Bearer ${input:toolshed-token}"}});
-    let mut vscode_install = vscode_server.clone();
-    vscode_install["name"] = json!(name);
-    vscode_install["inputs"] = json!([vscode_input]);
-    let cursor_server = json!({"url": endpoint, "headers": {"Authorization": bearer}});
-    let cursor_config = {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(cursor_server.to_string())
-    };
-    // A session: initialize (keep the Mcp-Session-Id), confirm, then list the tools.
-    let curl = format!(
-        "URL={endpoint}\nH=(-H 'Authorization: {bearer}' -H 'Content-Type: application/json' \\\n   -H 'Accept: application/json, text/event-stream')\n\
-         SID=$(curl -si \"$URL\" \"${{H[@]}}\" -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}' \\\n\
-         \x20 | awk 'tolower($1) == \"mcp-session-id:\" {{ print $2 }}' | tr -d '\\r')\n\
-         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}'\n\
-         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}'"
-    );
-    vec![
-        Client {
-            key: "vscode",
-            label: "VS Code",
-            note: "In .vscode/mcp.json (or “MCP: Open User Configuration”). VS Code asks for the token once and keeps it secret. Or run: code --add-mcp with the install link's JSON.",
-            snippet: pretty(json!({"inputs": [vscode_input], "servers": {name: vscode_server}})),
-            link: Some(("Install in VS Code", format!("vscode:mcp/install?{}", uri_component(&vscode_install.to_string())))),
-        },
-        Client {
-            key: "cursor",
-            label: "Cursor",
-            note: "In ~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project), or install with the link and put your token in.",
-            snippet: pretty(json!({"mcpServers": {name: cursor_server}})),
-            link: Some((
-                "Install in Cursor",
-                format!("cursor://anysphere.cursor-deeplink/mcp/install?name={}&config={}", uri_component(name), uri_component(&cursor_config)),
-            )),
-        },
-        Client {
-            key: "claude-code",
-            label: "Claude Code",
-            note: "In a terminal; add --scope user to have it in every project.",
-            snippet: format!("claude mcp add --transport http {name} {endpoint} \\\n  --header \"Authorization: {bearer}\""),
-            link: None,
-        },
-        Client {
-            key: "claude-desktop",
-            label: "Claude Desktop",
-            note: "Its configuration file (Settings → Developer → Edit Config) starts local servers only: mcp-remote (from npm) bridges to this endpoint with your token.",
-            snippet: pretty(json!({"mcpServers": {name: {
-                "command": "npx",
-                "args": ["-y", "mcp-remote", endpoint, "--header", "Authorization:${TOOLSHED_AUTH}"],
-                "env": {"TOOLSHED_AUTH": bearer},
-            }}})),
-            link: None,
-        },
-        Client {
-            key: "connectors",
-            label: "Claude.ai / ChatGPT",
-            note: "Custom connectors take the URL alone and sign in with OAuth, which Toolshed does not offer yet; they also connect from the vendor's cloud, so the URL must be reachable from the internet. Until then, use a client above with a token.",
-            snippet: endpoint.to_owned(),
-            link: None,
-        },
-        Client {
-            key: "cherry",
-            label: "Cherry Studio",
-            note: "Settings → MCP Servers → Add → Import from JSON.",
-            snippet: pretty(json!({"mcpServers": {name: {"type": "streamableHttp", "baseUrl": endpoint, "headers": {"Authorization": bearer}}}})),
-            link: None,
-        },
-        Client { key: "curl", label: "curl", note: "A session by hand: initialize, then list the tools.", snippet: curl, link: None },
-    ]
-}
-
-/// How to connect an MCP client: the endpoint and, per client, what to paste.
-/// `name` names the server in client configs; `tools` are what the endpoint
-/// serves (name and arguments), for the debugger to call.
+/// How to connect an MCP client: the endpoint and, per client, what to paste
+/// (`clients`, made on the server: `api::connect_clients`). `tools` are what
+/// the endpoint serves (name and arguments), for the debugger to call.
 #[component]
-pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
-    let tab = RwSignal::new("vscode");
+pub fn ConnectPanel(endpoint: String, clients: Vec<ClientSnippet>, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
+    let first = clients.first().map(|c| c.key.clone()).unwrap_or_default();
+    let tab = RwSignal::new(first);
     let copied = RwSignal::new(false);
-    let clients = StoredValue::new(clients(&name, &endpoint));
+    let clients = StoredValue::new(clients);
     let sse = format!("{endpoint}/sse");
     let copy = {
         let endpoint = endpoint.clone();
@@ -130,7 +35,7 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
             copied.set(true);
         }
     };
-    let current = move || clients.with_value(|all| all.iter().position(|c| c.key == tab.get()).unwrap_or(0));
+    let current = move || clients.with_value(|all| tab.with(|t| all.iter().position(|c| &c.key == t).unwrap_or(0)));
     view! {
         <section class="card connect-panel">
             <h2>"Connect"</h2>
@@ -146,16 +51,17 @@ pub fn ConnectPanel(endpoint: String, name: String, tools: Vec<(String, Vec<ArgD
             </div>
             <div class="run-tabs client-tabs" role="tablist" aria-label="MCP client">
                 {clients.with_value(|all| all.iter().map(|c| {
-                    let key = c.key;
+                    let key = StoredValue::new(c.key.clone());
+                    let chosen = move || key.with_value(|k| tab.with(|t| t == k));
                     view! {
-                        <button type="button" role="tab" data-client=key aria-selected=move || (tab.get() == key).to_string()
-                            class:active=move || tab.get() == key on:click=move |_| tab.set(key)>{c.label}</button>
+                        <button type="button" role="tab" data-client=c.key.clone() aria-selected=move || chosen().to_string()
+                            class:active=chosen on:click=move |_| tab.set(key.get_value())>{c.label.clone()}</button>
                     }
                 }).collect_view())}
             </div>
-            <p class="muted small client-note">{move || clients.with_value(|all| all[current()].note)}</p>
-            <pre class="mono snippet" tabindex="0">{move || clients.with_value(|all| all[current()].snippet.clone())}</pre>
-            {move || clients.with_value(|all| all[current()].link.clone()).map(|(label, href)| view! {
+            <p class="muted small client-note">{move || clients.with_value(|all| all.get(current()).map(|c| c.note.clone()))}</p>
+            <pre class="mono snippet" tabindex="0">{move || clients.with_value(|all| all.get(current()).map(|c| c.snippet.clone()))}</pre>
+            {move || clients.with_value(|all| all.get(current()).and_then(|c| c.link.clone())).map(|(label, href)| view! {
                 <a class="button secondary small install-link" href=href rel="external">{label}</a>
             })}
             <McpDebugger endpoint=endpoint tools />

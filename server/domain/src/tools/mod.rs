@@ -22,9 +22,9 @@ pub(crate) use versions::{insert_version, mark_published, parse_changelog};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
-use crate::membership::{may_author, Role};
 use crate::code_mode::CodeMode;
 use crate::ids::{ToolId, UserId};
+use crate::membership::{may_author, Role};
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::store::StoreError;
 use crate::{audit, now_ms, Toolshed};
@@ -207,7 +207,9 @@ pub enum ToolError {
     NotFound,
     #[error("You may not change this tool.")]
     Forbidden,
-    #[error("Members browse, run and connect to their department's tools; ask a maintainer to make you an author to create and publish them.")]
+    #[error(
+        "Members browse, run and connect to their department's tools; ask a maintainer to make you an author to create and publish them."
+    )]
     NotAnAuthor,
     #[error("A tool named “{0}” already exists in your department.")]
     NameTaken(String),

@@ -158,9 +158,14 @@ impl TestServer {
         let invite = self.invite(department, role).await;
         let client = self.browser();
         let password = "a-long-enough-password";
-        let form = [("username", name), ("display_name", name), ("password", password), ("password_confirm", password), ("invite", &invite)];
+        let form =
+            [("username", name), ("display_name", name), ("password", password), ("password_confirm", password), ("invite", &invite)];
         let res = self.post_form(&client, "/api/register", &form).await;
-        assert!(res.status().is_redirection() && redirected_error(&res).is_none(), "{name} joins {department}: {:?}", redirected_error(&res));
+        assert!(
+            res.status().is_redirection() && redirected_error(&res).is_none(),
+            "{name} joins {department}: {:?}",
+            redirected_error(&res)
+        );
         client
     }
 

@@ -1,0 +1,121 @@
+//! The Connect panel's per-client configurations, made on the server (the wasm
+//! only shows them): each client's own format, checked against its documentation.
+
+use serde::{Deserialize, Serialize};
+
+/// One MCP client's way in: what to paste where, and a one-click install link
+/// where the client has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSnippet {
+    pub key: String,
+    pub label: String,
+    pub note: String,
+    pub snippet: String,
+    /// An install link: its label and address.
+    pub link: Option<(String, String)>,
+}
+
+#[cfg(feature = "ssr")]
+/// `%XX` for everything but unreserved characters (RFC 3986), as `encodeURIComponent` does.
+fn uri_component(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) fn connect_clients(name: &str, endpoint: &str) -> Vec<ClientSnippet> {
+    use serde_json::{json, Value};
+    struct Client {
+        key: &'static str,
+        label: &'static str,
+        note: &'static str,
+        snippet: String,
+        link: Option<(&'static str, String)>,
+    }
+    let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default();
+    let bearer = "Bearer <your token>";
+    // VS Code asks for the token once (a password input) and keeps it in its secret storage.
+    let vscode_input = json!({"type": "promptString", "id": "toolshed-token", "description": "Toolshed API token", "password": true});
+    let vscode_server = json!({"type": "http", "url": endpoint, "headers": {"Authorization": "Bearer ${input:toolshed-token}"}});
+    let mut vscode_install = vscode_server.clone();
+    vscode_install["name"] = json!(name);
+    vscode_install["inputs"] = json!([vscode_input]);
+    let cursor_server = json!({"url": endpoint, "headers": {"Authorization": bearer}});
+    let cursor_config = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(cursor_server.to_string())
+    };
+    // A session: initialize (keep the Mcp-Session-Id), confirm, then list the tools.
+    let curl = format!(
+        "URL={endpoint}\nH=(-H 'Authorization: {bearer}' -H 'Content-Type: application/json' \\\n   -H 'Accept: application/json, text/event-stream')\n\
+         SID=$(curl -si \"$URL\" \"${{H[@]}}\" -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}' \\\n\
+         \x20 | awk 'tolower($1) == \"mcp-session-id:\" {{ print $2 }}' | tr -d '\\r')\n\
+         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}'\n\
+         curl -s \"$URL\" \"${{H[@]}}\" -H \"Mcp-Session-Id: $SID\" -d '{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}'"
+    );
+    vec![
+        Client {
+            key: "vscode",
+            label: "VS Code",
+            note: "In .vscode/mcp.json (or “MCP: Open User Configuration”). VS Code asks for the token once and keeps it secret. Or run: code --add-mcp with the install link's JSON.",
+            snippet: pretty(json!({"inputs": [vscode_input], "servers": {name: vscode_server}})),
+            link: Some(("Install in VS Code", format!("vscode:mcp/install?{}", uri_component(&vscode_install.to_string())))),
+        },
+        Client {
+            key: "cursor",
+            label: "Cursor",
+            note: "In ~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project), or install with the link and put your token in.",
+            snippet: pretty(json!({"mcpServers": {name: cursor_server}})),
+            link: Some((
+                "Install in Cursor",
+                format!("cursor://anysphere.cursor-deeplink/mcp/install?name={}&config={}", uri_component(name), uri_component(&cursor_config)),
+            )),
+        },
+        Client {
+            key: "claude-code",
+            label: "Claude Code",
+            note: "In a terminal; add --scope user to have it in every project.",
+            snippet: format!("claude mcp add --transport http {name} {endpoint} \\\n  --header \"Authorization: {bearer}\""),
+            link: None,
+        },
+        Client {
+            key: "claude-desktop",
+            label: "Claude Desktop",
+            note: "Its configuration file (Settings → Developer → Edit Config) starts local servers only: mcp-remote (from npm) bridges to this endpoint with your token.",
+            snippet: pretty(json!({"mcpServers": {name: {
+                "command": "npx",
+                "args": ["-y", "mcp-remote", endpoint, "--header", "Authorization:${TOOLSHED_AUTH}"],
+                "env": {"TOOLSHED_AUTH": bearer},
+            }}})),
+            link: None,
+        },
+        Client {
+            key: "connectors",
+            label: "Claude.ai / ChatGPT",
+            note: "Custom connectors take the URL alone and sign in with OAuth, which Toolshed does not offer yet; they also connect from the vendor's cloud, so the URL must be reachable from the internet. Until then, use a client above with a token.",
+            snippet: endpoint.to_owned(),
+            link: None,
+        },
+        Client {
+            key: "cherry",
+            label: "Cherry Studio",
+            note: "Settings → MCP Servers → Add → Import from JSON.",
+            snippet: pretty(json!({"mcpServers": {name: {"type": "streamableHttp", "baseUrl": endpoint, "headers": {"Authorization": bearer}}}})),
+            link: None,
+        },
+        Client { key: "curl", label: "curl", note: "A session by hand: initialize, then list the tools.", snippet: curl, link: None },
+    ]
+    .into_iter()
+    .map(|c| ClientSnippet {
+        key: c.key.to_owned(),
+        label: c.label.to_owned(),
+        note: c.note.to_owned(),
+        snippet: c.snippet,
+        link: c.link.map(|(label, href)| (label.to_owned(), href)),
+    })
+    .collect()
+}

@@ -116,6 +116,11 @@ pub fn js_error(e: wasm_bindgen::JsValue) -> String {
     }
 }
 
+/// The first error among a card's actions, as an alert.
+pub fn first_error(errors: impl IntoIterator<Item = Option<AppError>>) -> Option<impl IntoView> {
+    errors.into_iter().flatten().next().map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+}
+
 /// The error of the last submission of a form, if any.
 #[component]
 pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, SetDepartmentRole, WithdrawInvite};
-use crate::components::RequireUser;
+use crate::components::{first_error, RequireUser};
 use crate::pages::tools::{ago, now_ms};
 
 const ROLES: [(&str, &str); 3] = [("member", "Member"), ("author", "Author"), ("maintainer", "Maintainer")];
@@ -50,16 +50,12 @@ pub fn People() -> impl IntoView {
         }
     });
     let error = move || {
-        [
+        first_error([
             invite.value().get().and_then(Result::err),
             withdraw.value().get().and_then(Result::err),
             decide.value().get().and_then(Result::err),
             set_role.value().get().and_then(Result::err),
-        ]
-        .into_iter()
-        .flatten()
-        .next()
-        .map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+        ])
     };
     view! {
         <Title text="People" />

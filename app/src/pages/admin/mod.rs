@@ -17,12 +17,7 @@ pub(crate) use moderation::ModerateForm;
 pub use servers::ExternalServers;
 
 use crate::api::{admin_policy, SetAdminPolicy};
-use crate::components::RequireUser;
-
-/// The first error among a card's actions, as an alert.
-fn first_error(errors: impl IntoIterator<Item = Option<crate::error::AppError>>) -> Option<impl IntoView> {
-    errors.into_iter().flatten().next().map(|e| view! { <p class="alert error">{e.to_string()}</p> })
-}
+use crate::components::{first_error, RequireUser};
 
 #[component]
 pub fn Admin() -> impl IntoView {

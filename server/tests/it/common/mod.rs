@@ -117,18 +117,26 @@ impl TestServer {
     /// Registers `username` into `general` by an invitation, the way the form does.
     pub async fn register(&self, client: &reqwest::Client, username: &str, password: &str) -> reqwest::Response {
         let invite = self.invite("general", "author").await;
-        self.post_form(
-            client,
-            "/api/register",
-            &[
-                ("username", username),
-                ("display_name", &format!("{username} Example")),
-                ("password", password),
-                ("password_confirm", password),
-                ("invite", &invite),
-            ],
-        )
-        .await
+        self.register_invited(client, username, &format!("{username} Example"), password, &invite).await
+    }
+
+    /// Posts the register form with an invitation's token.
+    async fn register_invited(
+        &self,
+        client: &reqwest::Client,
+        username: &str,
+        display_name: &str,
+        password: &str,
+        invite: &str,
+    ) -> reqwest::Response {
+        let form = [
+            ("username", username),
+            ("display_name", display_name),
+            ("password", password),
+            ("password_confirm", password),
+            ("invite", invite),
+        ];
+        self.post_form(client, "/api/register", &form).await
     }
 
     /// The token of a new invitation to `department` (created first when
@@ -157,10 +165,7 @@ impl TestServer {
     pub async fn joined(&self, name: &str, department: &str, role: &str) -> reqwest::Client {
         let invite = self.invite(department, role).await;
         let client = self.browser();
-        let password = "a-long-enough-password";
-        let form =
-            [("username", name), ("display_name", name), ("password", password), ("password_confirm", password), ("invite", &invite)];
-        let res = self.post_form(&client, "/api/register", &form).await;
+        let res = self.register_invited(&client, name, name, "a-long-enough-password", &invite).await;
         assert!(
             res.status().is_redirection() && redirected_error(&res).is_none(),
             "{name} joins {department}: {:?}",

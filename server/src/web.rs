@@ -66,7 +66,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     // Port 0 asks for any free port: links in pages (endpoints, invitations) name the one we got.
     let config = Config { addr, ..config };
     let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
-    let listener = DrainingListener { inner: Some(listener), addr, shutdown: shutdown.clone() };
+    let listener = DrainingListener { inner: Some(listener), queued: Vec::new(), addr, shutdown: shutdown.clone() };
     // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
     let listener = listener.tap_io(|stream| {
         let _ = stream.tcp.set_nodelay(true);
@@ -198,6 +198,8 @@ async fn unquote_cookies(mut req: Request, next: Next) -> Response {
 /// that is just sending on one).
 struct DrainingListener {
     inner: Option<tokio::net::TcpListener>,
+    /// Connections the kernel completed before the socket closed, still to be served.
+    queued: Vec<(tokio::net::TcpStream, SocketAddr)>,
     addr: SocketAddr,
     shutdown: Shutdown,
 }
@@ -208,6 +210,9 @@ impl axum::serve::Listener for DrainingListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
+            if let Some((tcp, peer)) = self.queued.pop() {
+                return (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer);
+            }
             let Some(listener) = &self.inner else { return std::future::pending().await };
             tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -218,7 +223,7 @@ impl axum::serve::Listener for DrainingListener {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 },
-                () = self.shutdown.draining.cancelled() => self.inner = None,
+                () = self.shutdown.draining.cancelled() => self.queued = self.inner.take().map(close_listener).unwrap_or_default(),
             }
         }
     }
@@ -226,6 +231,20 @@ impl axum::serve::Listener for DrainingListener {
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         Ok(self.addr)
     }
+}
+
+/// Closes the listening socket, taking first every connection the kernel has
+/// completed but nobody accepted: closing would reset those, under clients that
+/// have already sent their request.
+fn close_listener(listener: tokio::net::TcpListener) -> Vec<(tokio::net::TcpStream, SocketAddr)> {
+    let Ok(listener) = listener.into_std() else { return Vec::new() };
+    // Non-blocking (tokio's setting): the loop ends at the first "would block".
+    std::iter::from_fn(|| listener.accept().ok())
+        .filter_map(|(tcp, peer)| {
+            tcp.set_nonblocking(true).ok()?;
+            Some((tokio::net::TcpStream::from_std(tcp).ok()?, peer))
+        })
+        .collect()
 }
 
 /// A connection the drain knows about for as long as it is open.

@@ -6,16 +6,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
+# The rest of the first line of FILE that starts with WORD, once written (10 s at most).
+wait_for_line() {
+    for _ in $(seq 1 100); do
+        line=$(sed -n "s/^$2 //p" "$1" | head -n 1)
+        [ -n "$line" ] && { echo "$line"; return; }
+        sleep 0.1
+    done
+    echo "e2e: no '$2' line in $1" >&2; cat "${1%.log}-stderr.log" >&2 || true
+    return 1
+}
+
 data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-e2e.XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
+# The company's identity provider: a real OpenID provider (end2end/fixtures/oidc-provider.mjs).
+sso_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+CLIENT_ID=toolshed CLIENT_SECRET="$sso_secret" REDIRECT_URI="$base/auth/sso/callback" \
+    node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
+provider=$!
 TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
     DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
+    TOOLSHED_OIDC_CLIENT_ID=toolshed TOOLSHED_OIDC_CLIENT_SECRET="$sso_secret" TOOLSHED_OIDC_NAME="Example ID" \
+    TOOLSHED_SSO_ADMIN_GROUP=toolshed-admins TOOLSHED_OIDC_ISSUER="$(wait_for_line "$data/oidc.log" ready)" \
     target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
 cleanup() {
     status=$?
-    kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true
+    kill "$server" "$provider" 2>/dev/null || true; wait "$server" "$provider" 2>/dev/null || true
     # A failure's server side: what the server logged (warnings and errors).
     if [ "$status" -ne 0 ] && [ -s "$data/stderr.log" ]; then
         echo "e2e: the server's log (last 60 lines):" >&2

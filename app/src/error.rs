@@ -99,9 +99,12 @@ mod from_domain {
                 AccountError::RateLimited => AppError::TooManyAttempts(e.to_string()),
                 AccountError::UnknownUser => AppError::NotSignedIn,
                 AccountError::Forbidden => AppError::Forbidden,
-                AccountError::NotMaintainer | AccountError::RegistrationClosed | AccountError::AwaitingApproval(_) => {
-                    AppError::Refused(e.to_string())
-                }
+                AccountError::NotMaintainer
+                | AccountError::RegistrationClosed
+                | AccountError::AwaitingApproval(_)
+                | AccountError::Deactivated
+                | AccountError::NoMappedGroup(_)
+                | AccountError::PasswordsOff => AppError::Refused(e.to_string()),
                 AccountError::InvalidInvite | AccountError::UnknownDepartment(_) => AppError::Invalid(e.to_string()),
                 AccountError::Store(e) => {
                     tracing::error!(error = %e, "store failure");

@@ -61,6 +61,15 @@ fn content_security_policy() {
 }
 
 /// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
+/// Where to go after signing in: same-site paths only, so a crafted `next`
+/// cannot bounce people elsewhere.
+pub fn safe_next(next: Option<String>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        _ => "/".into(),
+    }
+}
+
 pub(crate) fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {

@@ -58,6 +58,40 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_REGISTRATION", default_value = "invite", global = true)]
     pub registration: String,
 
+    /// Single sign-on: the OpenID Connect issuer URL of the company's identity
+    /// provider (Keycloak realm, Entra ID tenant, Okta, Google). Unset: no SSO.
+    #[arg(long, env = "TOOLSHED_OIDC_ISSUER", global = true)]
+    pub oidc_issuer: Option<url::Url>,
+
+    /// The client id Toolshed is registered with at the provider (redirect
+    /// URI: BASE_URL/auth/sso/callback).
+    #[arg(long, env = "TOOLSHED_OIDC_CLIENT_ID", default_value = "", global = true)]
+    pub oidc_client_id: String,
+
+    /// The client secret (empty for a public client: PKCE alone).
+    #[arg(long, env = "TOOLSHED_OIDC_CLIENT_SECRET", default_value = "", hide_env_values = true, global = true)]
+    pub oidc_client_secret: String,
+
+    /// Scopes asked for, separated by spaces (`openid` is always asked).
+    #[arg(long, env = "TOOLSHED_OIDC_SCOPES", default_value = "openid profile email", global = true)]
+    pub oidc_scopes: String,
+
+    /// The claim (in the ID token or the user info) listing the person's groups.
+    #[arg(long, env = "TOOLSHED_OIDC_GROUPS_CLAIM", default_value = "groups", global = true)]
+    pub oidc_groups_claim: String,
+
+    /// The provider's name on the sign-in button.
+    #[arg(long, env = "TOOLSHED_OIDC_NAME", default_value = "your company account", global = true)]
+    pub oidc_name: String,
+
+    /// Members of this provider group are admins (checked at every sign-in).
+    #[arg(long, env = "TOOLSHED_SSO_ADMIN_GROUP", global = true)]
+    pub sso_admin_group: Option<String>,
+
+    /// `on` (default) or `off`: whether local passwords sign in. Off needs SSO.
+    #[arg(long, env = "TOOLSHED_PASSWORDS", default_value = "on", global = true)]
+    pub passwords: String,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]
@@ -67,6 +101,29 @@ pub struct Config {
 impl Config {
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("toolshed.db").display()))
+    }
+
+    /// How people sign in (passwords, single sign-on), checked for sense:
+    /// someone must be able to.
+    pub fn sign_in(&self) -> anyhow::Result<toolshed_domain::Settings> {
+        let passwords = match self.passwords.trim() {
+            "on" => true,
+            "off" => false,
+            other => anyhow::bail!("TOOLSHED_PASSWORDS must be on or off, not “{other}”"),
+        };
+        let sso = self.oidc_issuer.is_some();
+        if sso && self.oidc_client_id.trim().is_empty() {
+            anyhow::bail!("TOOLSHED_OIDC_ISSUER is set: TOOLSHED_OIDC_CLIENT_ID must be too");
+        }
+        if !sso && (!passwords || self.registration.trim() == "sso") {
+            anyhow::bail!("TOOLSHED_PASSWORDS=off and TOOLSHED_REGISTRATION=sso need single sign-on: set TOOLSHED_OIDC_ISSUER");
+        }
+        Ok(toolshed_domain::Settings {
+            passwords,
+            sso_provider: sso.then(|| self.oidc_name.trim().to_owned()),
+            sso_admin_group: self.sso_admin_group.clone().filter(|g| !g.trim().is_empty()),
+            ..Default::default()
+        })
     }
 
     pub fn base_url(&self) -> url::Url {

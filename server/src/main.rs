@@ -8,6 +8,7 @@ mod mcp;
 mod playground;
 mod push;
 mod rest;
+mod sso;
 mod web;
 
 use clap::{Parser, Subcommand};
@@ -71,7 +72,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("TOOLSHED_TRUSTED_PROXIES: {e}"))?;
     let registration = toolshed_domain::membership::RegistrationPolicy::parse(&config.registration)
         .map_err(|e| anyhow::anyhow!("TOOLSHED_REGISTRATION: {e}"))?;
-    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, registration, ..Settings::default() });
+    let sign_in = config.sign_in()?;
+    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, registration, ..sign_in });
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

@@ -359,8 +359,9 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let site_origin = base_url.origin().ascii_serialization();
     let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
-    let rest = crate::rest::routes(toolshed);
-    let app = with_security_headers(pages.merge(mcp).merge(rest))
+    let rest = crate::rest::routes(toolshed.clone());
+    let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed);
+    let app = with_security_headers(pages.merge(sso).merge(mcp).merge(rest))
         .layer(sessions)
         .layer(axum::middleware::from_fn(unquote_cookies))
         // Pages and JSON are compressed per answer (/pkg is precompressed at build time). SSE is never compressed.

@@ -29,8 +29,26 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     let session = server::session().await?;
     ts.start_session(&session, &user).await.map_err(server::fail)?;
     tracing::info!(user = %user.username, "signed in");
-    leptos_axum::redirect(&server::safe_next(next));
+    leptos_axum::redirect(&crate::safe_next(next));
     Ok(())
+}
+
+/// How people sign in here, and why the last single sign-on failed (said once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInMethods {
+    pub passwords: bool,
+    /// The identity provider's name, when single sign-on is on.
+    pub provider: Option<String>,
+    pub failure: Option<String>,
+}
+
+#[server(endpoint = "login/options")]
+pub async fn sign_in_options() -> Result<SignInMethods, AppError> {
+    let ts = server::toolshed()?;
+    let session = server::session().await?;
+    let failure = session.remove::<String>(toolshed_domain::sso::FAILURE_KEY).await.ok().flatten();
+    let settings = ts.settings();
+    Ok(SignInMethods { passwords: settings.passwords, provider: settings.sso_provider.clone(), failure })
 }
 
 #[server(endpoint = "logout")]

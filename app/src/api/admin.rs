@@ -228,3 +228,51 @@ pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_ho
     let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
     server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)
 }
+
+/// Single sign-on: which provider group puts new accounts in which department.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMappingsView {
+    /// The identity provider's name; `None` when single sign-on is off.
+    pub provider: Option<String>,
+    pub mappings: Vec<GroupMappingView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMappingView {
+    pub group: String,
+    pub department: String,
+    pub department_title: String,
+    pub role: String,
+}
+
+#[server(endpoint = "admin/sso/groups")]
+pub async fn group_mappings() -> Result<GroupMappingsView, AppError> {
+    let user = server::require_admin().await?;
+    let ts = server::toolshed()?;
+    let mappings = ts.group_mappings(&user).await.map_err(server::fail)?;
+    Ok(GroupMappingsView {
+        provider: ts.settings().sso_provider.clone(),
+        mappings: mappings
+            .into_iter()
+            .map(|m| GroupMappingView {
+                group: m.group,
+                department: m.department,
+                department_title: m.department_title,
+                role: m.role.as_str().into(),
+            })
+            .collect(),
+    })
+}
+
+#[server(endpoint = "admin/sso/groups/map")]
+pub async fn map_group(group: String, department: String, role: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let role = toolshed_domain::membership::Role::parse(&role).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    server::toolshed()?.map_group(&user, &group, &department, role).await.map_err(server::fail)
+}
+
+#[server(endpoint = "admin/sso/groups/unmap")]
+pub async fn unmap_group(group: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    server::toolshed()?.unmap_group(&user, &group).await.map_err(server::fail)
+}

@@ -161,12 +161,4 @@ pub(crate) mod server {
             role: u.role.as_str().to_owned(),
         }
     }
-
-    /// Only same-site paths, so a crafted `next` cannot bounce people elsewhere.
-    pub fn safe_next(next: Option<String>) -> String {
-        match next {
-            Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
-            _ => "/".into(),
-        }
-    }
 }

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{Login, Register, RegistrationOffer};
+use crate::api::{Login, Register, RegistrationOffer, SignInMethods};
 use crate::components::FormError;
 use crate::Auth;
 
@@ -18,7 +18,7 @@ pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
     let error = Signal::derive(move || login.value().get().and_then(Result::err));
-    let show = RwSignal::new(false);
+    let options = Resource::new(|| (), |()| crate::api::sign_in_options());
     view! {
         <Title text="Sign in" />
         <section class="narrow card form-card">
@@ -30,11 +30,34 @@ pub fn LoginPage() -> impl IntoView {
                 </p>
             })}
             <FormError error />
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let options = options.await.unwrap_or(SignInMethods { passwords: true, provider: None, failure: None });
+                    view! { <SignInChoices options login next=next() /> }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+/// The identity provider's button and the password form, as configured.
+#[component]
+fn SignInChoices(options: SignInMethods, login: ServerAction<Login>, next: String) -> impl IntoView {
+    let show = RwSignal::new(false);
+    let sso_href = if next.is_empty() { "/auth/sso".to_owned() } else { format!("/auth/sso?next={}", crate::form_encode(&next)) };
+    let both = options.passwords && options.provider.is_some();
+    view! {
+        {options.failure.map(|failure| view! { <p class="alert error" role="alert">{failure}</p> })}
+        {options.provider.map(|provider| view! {
+            <a class="button sso-button" href=sso_href rel="external">"Sign in with " {provider}</a>
+        })}
+        {both.then(|| view! { <p class="or-divider"><span>"or with a password"</span></p> })}
+        {options.passwords.then(|| view! {
             <ActionForm action=login attr:class="stack">
                 <input type="hidden" name="next" value=next />
                 <label>
                     "Username"
-                    <input name="username" autocomplete="username" required maxlength="64" autofocus />
+                    <input name="username" autocomplete="username" required maxlength="64" autofocus=!both />
                 </label>
                 <label>
                     "Password"
@@ -56,7 +79,7 @@ pub fn LoginPage() -> impl IntoView {
                 </button>
             </ActionForm>
             <p class="muted">"New here? " <a href="/register">"Create an account"</a></p>
-        </section>
+        })}
     }
 }
 
@@ -97,6 +120,7 @@ fn RegisterForm(
         return view! {
             <h1>"Create your account"</h1>
             <p>"Accounts are made by signing in with the company's identity provider."</p>
+            <p><a class="button sso-button" href="/auth/sso" rel="external">"Sign in with the identity provider"</a></p>
         }
         .into_any();
     }

@@ -62,8 +62,20 @@ pub enum AccountError {
     /// Only ever said to someone who gave the account's right password.
     #[error("Your request to join {0} is waiting for a maintainer's approval.")]
     AwaitingApproval(String),
+    /// Said after single sign-on only: the provider has vouched for the person.
+    #[error("Your account here is deactivated. Ask an administrator to reactivate it.")]
+    Deactivated,
+    #[error("{}", no_mapped_group(.0))]
+    NoMappedGroup(Vec<String>),
+    #[error("Passwords are turned off here: sign in with the company's identity provider.")]
+    PasswordsOff,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn no_mapped_group(groups: &[String]) -> String {
+    let yours = if groups.is_empty() { "you are in no groups there".to_owned() } else { format!("your groups: {}", groups.join(", ")) };
+    format!("None of your groups at the identity provider is linked to a department here ({yours}). Ask an administrator to link one.")
 }
 
 impl From<sqlx::Error> for AccountError {

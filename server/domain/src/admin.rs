@@ -84,7 +84,14 @@ pub struct AuditPage {
     pub has_more: bool,
 }
 
-fn require_admin(user: &User) -> Result<(), AdminError> {
+/// Whether an active admin other than `user` exists.
+pub(crate) async fn another_active_admin(tx: &mut sqlx::AnyConnection, user: crate::ids::UserId) -> Result<bool, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT COUNT(*) AS n FROM users WHERE is_admin = 1 AND is_active = 1 AND id <> $1").bind(user.0).fetch_one(tx).await?;
+    Ok(row.try_get::<i64, _>("n")? > 0)
+}
+
+pub(crate) fn require_admin(user: &User) -> Result<(), AdminError> {
     if user.is_admin {
         Ok(())
     } else {
@@ -193,11 +200,7 @@ impl Toolshed {
         if !(user.is_admin && user.is_active) {
             return Ok(());
         }
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM users WHERE is_admin = 1 AND is_active = 1 AND id <> $1")
-            .bind(user.id.0)
-            .fetch_one(&mut *tx)
-            .await?;
-        if row.try_get::<i64, _>("n")? == 0 {
+        if !another_active_admin(tx, user.id).await? {
             return Err(AdminError::LastAdmin);
         }
         Ok(())

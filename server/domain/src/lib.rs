@@ -29,6 +29,7 @@ pub mod schema;
 pub mod secrets;
 pub mod sessions;
 pub mod signin;
+pub mod sso;
 pub mod store;
 pub mod tokens;
 pub mod tools;
@@ -81,6 +82,12 @@ pub struct Settings {
     pub trusted_proxies: signin::TrustedProxies,
     /// How people get an account (invitation by default).
     pub registration: membership::RegistrationPolicy,
+    /// Whether local passwords sign in (off when the identity provider is the only way in).
+    pub passwords: bool,
+    /// The identity provider's name for the sign-in button; `None` without single sign-on.
+    pub sso_provider: Option<String>,
+    /// Members of this provider group are admins, at every single sign-on.
+    pub sso_admin_group: Option<String>,
 }
 
 impl Default for Settings {
@@ -94,6 +101,9 @@ impl Default for Settings {
             internal_hosts: Default::default(),
             trusted_proxies: Default::default(),
             registration: Default::default(),
+            passwords: true,
+            sso_provider: None,
+            sso_admin_group: None,
         }
     }
 }

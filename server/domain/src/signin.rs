@@ -108,6 +108,9 @@ impl Toolshed {
     pub async fn sign_in(&self, username: &str, password: &str, from: &SignInFrom) -> Result<SignedIn, AccountError> {
         let username = username.trim().to_ascii_lowercase();
         let settings = self.settings();
+        if !settings.passwords {
+            return Err(AccountError::PasswordsOff);
+        }
         let client = from.client.to_string();
         // A device counts only for the user it signed in as.
         let device = match &from.device {

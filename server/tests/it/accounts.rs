@@ -171,3 +171,43 @@ server_test!(repeated_wrong_passwords_are_rate_limited, |srv: TestServer| async 
 server_test!(a_clean_shutdown_exits_successfully, |mut srv: TestServer| async move {
     assert!(srv.stop().await.success());
 });
+
+// Port 9 on loopback: nothing listens, so the provider "cannot be reached".
+server_test!(
+    single_sign_on_failures_end_on_the_sign_in_page_with_one_sentence_said_once,
+    ["--oidc-issuer", "http://127.0.0.1:9", "--oidc-client-id", "toolshed", "--oidc-name", "Example ID"],
+    |srv: TestServer| async move {
+        let browser = srv.browser();
+        let (_, page) = srv.page(&browser, "/login?next=/tools/mine").await;
+        // A plain link (no wasm needed), left to the browser by the wasm router, keeping where the visitor was going.
+        assert!(
+            page.contains(
+                r#"<a href="/auth/sso?next=%2Ftools%2Fmine" rel="external" class="button sso-button">Sign in with <!>Example ID"#
+            ),
+            "{page}"
+        );
+
+        let failed = |res: reqwest::Response| {
+            assert_eq!(res.status(), 303);
+            assert_eq!(res.headers()["location"], "/login?sso=failed");
+        };
+        failed(browser.get(srv.url("/auth/sso?next=/tools/mine")).send().await.unwrap());
+        let (status, options) = srv.call(&browser, "login/options", &[]).await;
+        assert_eq!(status, 200);
+        assert_eq!(options["failure"], "The identity provider cannot be reached right now. Try again in a moment.");
+        assert_eq!(srv.call(&browser, "login/options", &[]).await.1["failure"], serde_json::Value::Null, "said once");
+
+        // A callback this browser did not start (a forged or replayed one) signs nobody in.
+        failed(browser.get(srv.url("/auth/sso/callback?code=stolen&state=guess")).send().await.unwrap());
+        let failure = srv.call(&browser, "login/options", &[]).await.1["failure"].clone();
+        assert_eq!(failure, "This sign-in was started too long ago or in another window. Start again.");
+        assert_eq!(srv.call(&browser, "me", &[]).await.1, serde_json::Value::Null);
+    }
+);
+
+server_test!(without_single_sign_on_there_is_no_provider_button_and_no_sso_route, |srv: TestServer| async move {
+    let browser = srv.browser();
+    let (_, page) = srv.page(&browser, "/login").await;
+    assert!(!page.contains("sso-button"), "{page}");
+    assert_eq!(browser.get(srv.url("/auth/sso")).send().await.unwrap().status(), 404);
+});

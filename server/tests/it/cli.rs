@@ -66,3 +66,26 @@ fn an_unsupported_database_url_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported database URL"));
 }
+
+#[test]
+fn settings_nobody_could_sign_in_with_are_refused_at_start() {
+    let dir = TempDir::new();
+    let start = |vars: &[(&str, &str)]| {
+        let out = toolshed(dir.path()).arg("migrate").envs(vars.iter().copied()).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, err) = start(&[("TOOLSHED_PASSWORDS", "off")]);
+    assert!(!ok && err.contains("need single sign-on: set TOOLSHED_OIDC_ISSUER"), "{err}");
+    let (ok, err) = start(&[("TOOLSHED_REGISTRATION", "sso")]);
+    assert!(!ok && err.contains("need single sign-on"), "{err}");
+    let (ok, err) = start(&[("TOOLSHED_PASSWORDS", "maybe")]);
+    assert!(!ok && err.contains("TOOLSHED_PASSWORDS must be on or off"), "{err}");
+    let (ok, err) = start(&[("TOOLSHED_OIDC_ISSUER", "https://id.example.test")]);
+    assert!(!ok && err.contains("TOOLSHED_OIDC_CLIENT_ID must be too"), "{err}");
+    let (ok, err) = start(&[
+        ("TOOLSHED_OIDC_ISSUER", "https://id.example.test"),
+        ("TOOLSHED_OIDC_CLIENT_ID", "toolshed"),
+        ("TOOLSHED_PASSWORDS", "off"),
+    ]);
+    assert!(ok, "{err}");
+}

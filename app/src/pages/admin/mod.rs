@@ -1,12 +1,14 @@
-//! The admin pages: the moderation queue, users, departments, tool limits and
-//! the playground's chat endpoints on `/admin`; the audit log with its filters
-//! on `/admin/audit`; external MCP servers on `/admin/servers`.
+//! The admin pages: the moderation queue, users, departments, single sign-on's
+//! group links, tool limits and the playground's chat endpoints on `/admin`;
+//! the audit log with its filters on `/admin/audit`; external MCP servers on
+//! `/admin/servers`.
 
 mod audit;
 mod chat_endpoints;
 mod departments;
 mod moderation;
 mod servers;
+mod sso;
 mod users;
 
 use leptos::prelude::*;
@@ -33,6 +35,7 @@ pub fn Admin() -> impl IntoView {
             <moderation::Queue />
             <users::UsersCard />
             <departments::DepartmentsCard />
+            <sso::GroupsCard />
             <PolicyCard />
             <chat_endpoints::ChatEndpointsCard />
         </RequireUser>

@@ -11,5 +11,6 @@ mod faults;
 mod market;
 mod membership;
 mod playground;
+mod sso;
 mod tools;
 mod upstream;

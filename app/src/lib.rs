@@ -60,7 +60,6 @@ fn content_security_policy() {
     }
 }
 
-/// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
 /// Where to go after signing in: same-site paths only, so a crafted `next`
 /// cannot bounce people elsewhere.
 pub fn safe_next(next: Option<String>) -> String {
@@ -70,6 +69,7 @@ pub fn safe_next(next: Option<String>) -> String {
     }
 }
 
+/// `application/x-www-form-urlencoded`, as a browser encodes a GET form.
 pub(crate) fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {

@@ -130,16 +130,16 @@ impl Config {
         self.base_url.clone().unwrap_or_else(|| format!("http://{}", self.addr).parse().expect("a socket address makes a valid URL"))
     }
 
+    /// Absolute: Leptos reads `pkg/hash.txt` relative to the binary's own
+    /// directory unless its path is absolute.
     pub fn site_root(&self) -> PathBuf {
-        if let Some(root) = &self.site_root {
-            return root.clone();
-        }
-        let here = Path::new("target/site");
-        if here.join("pkg").exists() {
-            return here.to_path_buf();
-        }
-        // Started from elsewhere: the site the build script made next to the sources.
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/site")
+        let root = match &self.site_root {
+            Some(root) => root.clone(),
+            None if Path::new("target/site/pkg").exists() => PathBuf::from("target/site"),
+            // Started from elsewhere: the site the build script made next to the sources.
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
+        };
+        std::path::absolute(&root).unwrap_or(root)
     }
 
     /// The cookie-signing key: configured, or read from (or first written to) the data dir.

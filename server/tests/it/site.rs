@@ -1,7 +1,7 @@
 //! The app's own files under /pkg: named after their contents by the build
 //! (`pkg/hash.txt` lists the names), so browsers keep them for good.
 
-use crate::common::TestServer;
+use crate::common::{TempDir, TestServer};
 use toolshed_domain::store::Backend;
 
 /// A built site in miniature: the names `scripts/build.sh` gives, with stand-in contents.
@@ -24,4 +24,16 @@ async fn pages_name_the_content_named_files_and_browsers_keep_those_for_good() {
     assert_eq!(res.headers()["cache-control"], "no-cache");
     let res = reqwest::get(srv.url("/pkg/hash.txt")).await.unwrap();
     assert_eq!(res.headers()["cache-control"], "no-cache");
+}
+
+#[tokio::test]
+async fn a_server_started_beside_its_built_site_serves_pages() {
+    // `make run`: the binary started from the clone, the site found at target/site.
+    let clone = TempDir::new();
+    std::fs::create_dir(clone.path().join("target")).unwrap();
+    std::os::unix::fs::symlink(SITE, clone.path().join("target/site")).unwrap();
+    let srv = TestServer::start_in(clone.path(), Backend::Sqlite).await;
+    let res = reqwest::get(srv.url("/")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("/pkg/toolshed.0123456789abcdef.wasm"));
 }

@@ -35,7 +35,13 @@ impl Replica {
 /// Starts `toolshed serve` on a random port; returns it with its base URL and
 /// the first-start admin password (empty when the database already had one).
 async fn spawn(db_url: &str, data_dir: &std::path::Path, extra_args: &[&str]) -> (Child, String, String) {
+    spawn_in(std::path::Path::new("."), db_url, data_dir, extra_args).await
+}
+
+/// `spawn`, started from `cwd` (where a relative site root is looked for).
+async fn spawn_in(cwd: &std::path::Path, db_url: &str, data_dir: &std::path::Path, extra_args: &[&str]) -> (Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .current_dir(cwd)
         .arg("serve")
         .args(extra_args)
         .env("TOOLSHED_ADDR", "127.0.0.1:0")
@@ -78,6 +84,14 @@ impl TestServer {
         let db = TestDb::new(backend).await;
         let data_dir = TempDir::new();
         let (child, base, admin_password) = spawn(&db.url, data_dir.path(), args).await;
+        Self { base, admin_password, db, data_dir, child }
+    }
+
+    /// Starts a server from `cwd`, as `make run` does from the clone.
+    pub async fn start_in(cwd: &std::path::Path, backend: Backend) -> Self {
+        let db = TestDb::new(backend).await;
+        let data_dir = TempDir::new();
+        let (child, base, admin_password) = spawn_in(cwd, &db.url, data_dir.path(), &[]).await;
         Self { base, admin_password, db, data_dir, child }
     }
 

@@ -134,7 +134,9 @@ mod from_domain {
             match e {
                 AdminError::Invalid(_) | AdminError::UnknownUser(_) | AdminError::UnknownDepartment(_) => AppError::Invalid(e.to_string()),
                 AdminError::Forbidden => AppError::Forbidden,
-                AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf => AppError::Conflict(e.to_string()),
+                AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf | AdminError::AwaitingApproval(_) => {
+                    AppError::Conflict(e.to_string())
+                }
                 AdminError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal

@@ -129,6 +129,8 @@ pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffe
     use toolshed_domain::membership::RegistrationPolicy;
     let ts = server::toolshed()?;
     let policy = match ts.registration_policy() {
+        // Without passwords, accounts come from the identity provider whatever the policy.
+        _ if !ts.settings().passwords => "sso",
         RegistrationPolicy::Invite => "invite",
         RegistrationPolicy::Open => "open",
         RegistrationPolicy::Sso => "sso",

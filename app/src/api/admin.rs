@@ -15,6 +15,7 @@ pub struct UserAdminView {
     pub department: String,
     pub is_admin: bool,
     pub is_active: bool,
+    pub awaiting_approval: bool,
     pub created_at: i64,
 }
 
@@ -39,6 +40,7 @@ pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
             department: u.department,
             is_admin: u.is_admin,
             is_active: u.is_active,
+            awaiting_approval: u.awaiting_approval,
             created_at: u.created_at,
         })
         .collect())

@@ -60,7 +60,10 @@ pub fn People() -> impl IntoView {
     view! {
         <Title text="People" />
         <RequireUser>
-            <div class="page-head"><h1>"People"</h1></div>
+            <div class="page-head">
+                <h1>"People"</h1>
+                <a class="button secondary" href="/admin/servers">"External MCP servers"</a>
+            </div>
             {error}
             {move || notice.get().map(|text| view! { <p class="alert ok" role="status">{text}</p> })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

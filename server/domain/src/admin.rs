@@ -31,6 +31,9 @@ pub enum AdminError {
     LastAdmin,
     #[error("You cannot deactivate your own account.")]
     DeactivateSelf,
+    /// Activating would skip the maintainers' decision.
+    #[error("“{0}” asked to join a department: approve or decline the request on the People page.")]
+    AwaitingApproval(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -111,6 +114,8 @@ pub struct UserRow {
     pub department: String,
     pub is_admin: bool,
     pub is_active: bool,
+    /// Asked to join and waits for a maintainer (inactive until then).
+    pub awaiting_approval: bool,
     pub created_at: i64,
 }
 
@@ -131,8 +136,10 @@ impl Toolshed {
             return Err(AccountError::Forbidden);
         }
         let rows = sqlx::query(
-            "SELECT u.username, u.display_name, d.name AS dept, u.is_admin, u.is_active, u.created_at \
-             FROM users u JOIN departments d ON d.id = u.department_id ORDER BY u.username",
+            "SELECT u.username, u.display_name, d.name AS dept, u.is_admin, u.is_active, u.created_at, \
+             CASE WHEN r.user_id IS NULL THEN 0 ELSE 1 END AS awaiting \
+             FROM users u JOIN departments d ON d.id = u.department_id LEFT JOIN join_requests r ON r.user_id = u.id \
+             ORDER BY u.username",
         )
         .fetch_all(self.db.pool())
         .await?;
@@ -145,6 +152,7 @@ impl Toolshed {
                     department: r.try_get("dept")?,
                     is_admin: r.try_get::<i64, _>("is_admin")? != 0,
                     is_active: r.try_get::<i64, _>("is_active")? != 0,
+                    awaiting_approval: r.try_get::<i64, _>("awaiting")? != 0,
                     created_at: r.try_get("created_at")?,
                 })
             })
@@ -243,6 +251,9 @@ impl Toolshed {
         let user = self.target_user(username).await?;
         if !active && user.id == admin.id {
             return Err(AdminError::DeactivateSelf);
+        }
+        if active && self.pending_department(user.id).await?.is_some() {
+            return Err(AdminError::AwaitingApproval(user.username));
         }
         let mut tx = self.begin().await?;
         if !active {

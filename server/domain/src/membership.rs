@@ -164,7 +164,8 @@ impl Toolshed {
     /// department and role), or as the policy allows without one.
     pub async fn join(&self, mut reg: Registration, invite: Option<&str>) -> Result<Joined, AccountError> {
         let policy = self.registration_policy();
-        if policy == RegistrationPolicy::Sso {
+        // A local account needs a password to sign in with.
+        if policy == RegistrationPolicy::Sso || !self.settings().passwords {
             return Err(AccountError::RegistrationClosed);
         }
         let hash = passwords::hash(reg.password.expose().to_owned()).await;

@@ -181,7 +181,7 @@ pub fn ExternalServers() -> impl IntoView {
                             {(!p.settings.is_empty()).then(|| view! {
                                 <section class="card">
                                     <h2>"Who may register servers"</h2>
-                                    <p class="muted small">"Administrators always may. Allow a department's authors to register servers for their own department:"</p>
+                                    <p class="muted small">"Administrators always may, and maintainers for their own department. Allow a department's authors to as well:"</p>
                                     <table class="admin-table">
                                         <thead><tr><th>"Department"</th><th>"Authors may register"</th></tr></thead>
                                         <tbody>

@@ -40,12 +40,19 @@ fn UserRow(
                 </ActionForm>
             </td>
             <td>
-                {if u.is_active { "active" } else { "deactivated" }}
-                <ActionForm action=status attr:class="inline-form">
-                    <input type="hidden" name="username" value=for_status />
-                    <input type="hidden" name="status" value=next_status />
-                    <button type="submit" class="link-button" class:danger=u.is_active>{status_label}</button>
-                </ActionForm>
+                {if u.awaiting_approval {
+                    // Activating here would skip the department's decision.
+                    view! { "awaiting approval " <a href="/people">"(People)"</a> }.into_any()
+                } else {
+                    view! {
+                        {if u.is_active { "active" } else { "deactivated" }}
+                        <ActionForm action=status attr:class="inline-form">
+                            <input type="hidden" name="username" value=for_status />
+                            <input type="hidden" name="status" value=next_status />
+                            <button type="submit" class="link-button" class:danger=u.is_active>{status_label}</button>
+                        </ActionForm>
+                    }.into_any()
+                }}
             </td>
             <td class="muted">{ago(u.created_at, now.max(u.created_at))}</td>
         </tr>

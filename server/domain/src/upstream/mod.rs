@@ -25,6 +25,7 @@ pub use client::{ClientError, Credential, Endpoint, Transport};
 
 use crate::accounts::User;
 use crate::ids::DepartmentId;
+use crate::membership::Role;
 use crate::names::{DepartmentName, Invalid, ToolName};
 use crate::secrets::SecretError;
 use crate::store::StoreError;
@@ -759,9 +760,10 @@ fn truncate(s: &str) -> String {
     }
 }
 
-/// Admins manage every server; authors their department's, if an admin allows it.
+/// Admins manage every server; maintainers their department's; authors too,
+/// if an admin allows it for the department; members never.
 fn may_manage(user: &User, department: DepartmentId, authors_may: bool) -> bool {
-    user.is_admin || (user.department.id == department && authors_may)
+    user.is_admin || (user.department.id == department && (user.role == Role::Maintainer || (authors_may && user.role == Role::Author)))
 }
 
 fn view_from_row(user: &User, r: &sqlx::any::AnyRow) -> Result<ServerView, UpstreamError> {

@@ -92,10 +92,16 @@ store_test!(without_an_invitation_an_account_waits_for_a_maintainer, |db: Db| as
     assert!(matches!(err, AccountError::InvalidCredentials), "{err:?}");
     let waiting = ts.join_requests(&maya).await.unwrap();
     assert_eq!(waiting.iter().map(|r| r.username.as_str()).collect::<Vec<_>>(), ["ada"]);
+    // The admin's user list says she waits, and reactivating cannot skip the decision.
+    let listed = ts.all_users(&root).await.unwrap().into_iter().find(|u| u.username == "ada").unwrap();
+    assert!(listed.awaiting_approval && !listed.is_active);
+    let err = ts.set_active(&root, "ada", true).await.unwrap_err();
+    assert!(matches!(err, toolshed_domain::admin::AdminError::AwaitingApproval(_)), "{err:?}");
     ts.decide_join_request(&maya, "ada", Some(Role::Author)).await.unwrap();
     let ada = ts.sign_in("ada", "a-long-enough-password", &SignInFrom::address("10.0.0.2".parse().unwrap())).await.unwrap().user;
     assert_eq!((ada.role, ada.department.name.as_str()), (Role::Author, "general"));
     assert!(ts.join_requests(&maya).await.unwrap().is_empty());
+    assert!(!ts.all_users(&root).await.unwrap().into_iter().find(|u| u.username == "ada").unwrap().awaiting_approval);
     let log = ts.audit_log(&root, &toolshed_domain::admin::AuditFilter { page: 1, ..Default::default() }).await.unwrap();
     assert!(log.entries.iter().any(|e| e.action == "user.join_approved" && e.actor.as_deref() == Some("maya")));
 });

@@ -131,4 +131,8 @@ store_test!(with_passwords_off_only_the_provider_signs_people_in, |db: Db| async
     admin(&ts).await;
     let err = ts.sign_in("root", "a-long-enough-password", &SignInFrom::address("10.0.0.9".parse().unwrap())).await.unwrap_err();
     assert!(matches!(err, AccountError::PasswordsOff), "{err:?}");
+    // Nor does anyone register an account with a password.
+    let reg = Registration::parse("ada", "Ada", "general", "a-long-enough-password").unwrap();
+    let err = ts.join(reg, None).await.unwrap_err();
+    assert!(matches!(err, AccountError::RegistrationClosed), "{err:?}");
 });

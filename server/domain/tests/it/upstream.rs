@@ -3,6 +3,7 @@
 //! removal. (Talking to a real server is in server/tests/it/upstream.rs.)
 
 use crate::support::finance_and_legal as world;
+use toolshed_domain::membership::Role;
 use toolshed_domain::names::{DepartmentName, Invalid};
 use toolshed_domain::upstream::{CredentialChange, ServerName, ServerSpec, Transport, UpstreamError};
 use toolshed_domain::{Db, User};
@@ -64,6 +65,28 @@ store_test!(only_admins_and_allowed_authors_register_servers_for_their_departmen
     ts.set_authors_register_servers(&root, &dept("finance"), false).await.unwrap();
     assert!(matches!(ts.remove_mcp_server(&alice, mine.id).await, Err(UpstreamError::Forbidden)), "withdrawn with the setting");
     assert!(!ts.mcp_servers(&alice).await.unwrap()[0].may_manage);
+});
+
+store_test!(maintainers_manage_their_departments_servers_and_members_never_do, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let root = admin(&carol);
+    let name = |n: &str| ServerName::parse(n).unwrap();
+    // Alice maintains finance: no admin setting needed, but only for finance.
+    let alice = ts.set_role(&root, &alice.username, Role::Maintainer).await.unwrap();
+    assert!(ts.may_register_servers(&alice).await.unwrap());
+    let server = ts.register_mcp_server(&alice, &dept("finance"), &name("ledger"), spec(CredentialChange::Clear)).await.unwrap();
+    assert!(server.may_manage);
+    assert!(matches!(
+        ts.register_mcp_server(&alice, &dept("legal"), &name("other"), spec(CredentialChange::Clear)).await,
+        Err(UpstreamError::Forbidden)
+    ));
+    // Bob is a member of finance: even with authors allowed, he only sees the server.
+    let bob = ts.set_role(&root, &bob.username, Role::Member).await.unwrap();
+    ts.set_authors_register_servers(&root, &dept("finance"), true).await.unwrap();
+    assert!(!ts.may_register_servers(&bob).await.unwrap());
+    assert!(matches!(ts.remove_mcp_server(&bob, server.id).await, Err(UpstreamError::Forbidden)));
+    assert!(!ts.mcp_servers(&bob).await.unwrap()[0].may_manage);
+    assert!(ts.remove_mcp_server(&alice, server.id).await.is_ok());
 });
 
 store_test!(a_servers_credential_is_stored_sealed_and_can_be_kept_replaced_or_cleared, |db: Db| async move {

@@ -51,13 +51,17 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[cfg(feature = "ssr")]
 fn content_security_policy() {
     let (Some(res), Some(nonce)) = (use_context::<leptos_axum::ResponseOptions>(), leptos::nonce::use_nonce()) else { return };
-    let policy = format!(
-        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-    );
-    if let Ok(value) = http::HeaderValue::from_str(&policy) {
+    if let Ok(value) = http::HeaderValue::from_str(&page_policy(&nonce.to_string())) {
         res.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
+}
+
+/// A page's Content-Security-Policy: its inline scripts carry `nonce`.
+pub fn page_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
 }
 
 /// Where to go after signing in: same-site paths only, so a crafted `next`

@@ -87,6 +87,17 @@ pub struct AuditPage {
     pub has_more: bool,
 }
 
+/// Makes `user` an admin or not (the caller checks rights and writes the audit row).
+pub(crate) async fn write_admin_flag(tx: &mut sqlx::AnyConnection, user: crate::ids::UserId, is_admin: bool) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3")
+        .bind(i64::from(is_admin))
+        .bind(now_ms())
+        .bind(user.0)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
 /// Whether an active admin other than `user` exists.
 pub(crate) async fn another_active_admin(tx: &mut sqlx::AnyConnection, user: crate::ids::UserId) -> Result<bool, sqlx::Error> {
     let row =
@@ -222,12 +233,7 @@ impl Toolshed {
         if !is_admin {
             self.keep_an_admin(&mut tx, &user).await?;
         }
-        sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3")
-            .bind(i64::from(is_admin))
-            .bind(now_ms())
-            .bind(user.id.0)
-            .execute(&mut *tx)
-            .await?;
+        write_admin_flag(&mut tx, user.id, is_admin).await?;
         let action = if is_admin { "user.promoted" } else { "user.demoted" };
         let target = format!("user:{}", user.username);
         audit::record(

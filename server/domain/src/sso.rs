@@ -130,12 +130,7 @@ impl Toolshed {
             tracing::warn!(user = %user.username, "left the admin group at the provider but is the last active admin here: stays one");
             return Ok(user);
         }
-        sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3")
-            .bind(i64::from(is_admin))
-            .bind(now_ms())
-            .bind(user.id.0)
-            .execute(&mut *tx)
-            .await?;
+        crate::admin::write_admin_flag(&mut tx, user.id, is_admin).await?;
         let (before, after) = (serde_json::json!({"is_admin": user.is_admin}), serde_json::json!({"is_admin": is_admin}));
         audit::record(&mut tx, Some(user.id), "user.admin_from_provider", &format!("user:{}", user.username), Some(before), Some(after))
             .await?;

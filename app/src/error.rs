@@ -177,6 +177,13 @@ mod from_domain {
         }
     }
 
+    impl From<toolshed_domain::StoreError> for AppError {
+        fn from(e: toolshed_domain::StoreError) -> Self {
+            tracing::error!(error = %e, "store failure");
+            AppError::Internal
+        }
+    }
+
     impl From<SessionError> for AppError {
         fn from(e: SessionError) -> Self {
             match e {

@@ -19,13 +19,13 @@ use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
 use crate::pages::{
-    Account, Admin, AuditLog, BundleEditor, BundleListing, ExternalServers, Home, LoginPage, NotFound, People, Playground, RegisterPage,
+    Account, Admin, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People, Playground, RegisterPage,
 };
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    content_security_policy();
+    set_page_policy("");
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -47,20 +47,28 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 /// A page may run only our own scripts and the inline ones Leptos marks with
 /// this response's nonce (hydration data), so injected markup cannot run
 /// script; nothing may frame it. Inline styles stay allowed: the code editor
-/// injects its own and `style=` attributes carry indentation.
+/// injects its own and `style=` attributes carry indentation. `form_targets`
+/// are where the page's forms may be answered by a redirect, besides this site.
 #[cfg(feature = "ssr")]
-fn content_security_policy() {
+pub(crate) fn set_page_policy(form_targets: &str) {
     let (Some(res), Some(nonce)) = (use_context::<leptos_axum::ResponseOptions>(), leptos::nonce::use_nonce()) else { return };
-    if let Ok(value) = http::HeaderValue::from_str(&page_policy(&nonce.to_string())) {
+    if let Ok(value) = http::HeaderValue::from_str(&page_policy_posting_to(&nonce.to_string(), form_targets)) {
         res.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
 }
 
 /// A page's Content-Security-Policy: its inline scripts carry `nonce`.
 pub fn page_policy(nonce: &str) -> String {
+    page_policy_posting_to(nonce, "")
+}
+
+/// [`page_policy`] for a page whose forms may also be answered by a redirect
+/// to `targets` (CSP sources): the OAuth consent page's answer goes to the client.
+pub fn page_policy_posting_to(nonce: &str, targets: &str) -> String {
+    let targets = if targets.is_empty() { String::new() } else { format!(" {targets}") };
     format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'{targets}; frame-ancestors 'none'"
     )
 }
 
@@ -159,6 +167,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async />
                 <Route path=path!("/account") view=Account ssr=SsrMode::Async />
+                <Route path=path!("/oauth/consent") view=Consent ssr=SsrMode::Async />
                 <Route path=path!("/admin") view=Admin ssr=SsrMode::Async />
                 <Route path=path!("/people") view=People ssr=SsrMode::Async />
                 <Route path=path!("/admin/audit") view=AuditLog ssr=SsrMode::Async />

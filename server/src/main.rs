@@ -5,6 +5,7 @@
 mod admin;
 mod config;
 mod mcp;
+mod oauth;
 mod playground;
 mod push;
 mod rest;

@@ -22,7 +22,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use toolshed_domain::mcp_sessions::SessionOwner;
-use toolshed_domain::tokens::TokenInfo;
+use toolshed_domain::oauth::ACCESS_PREFIX;
+use toolshed_domain::tokens::{TokenInfo, TokenRejected};
 use toolshed_domain::tools::{ListingKind, Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
 
@@ -43,7 +44,8 @@ pub enum SessionMode {
 #[derive(Clone)]
 pub struct Caller {
     pub user: User,
-    /// `None` when a signed-in browser calls (the listing page's MCP debugger).
+    /// `None` when a signed-in browser calls (the listing page's MCP debugger)
+    /// or an OAuth client (whose grant [`authorize`] checked).
     pub token: Option<TokenInfo>,
     /// The tool or bundle the endpoint serves, as this user sees it.
     pub listing: Tool,
@@ -78,6 +80,7 @@ pub fn routes(
     mode: SessionMode,
     allowed_hosts: Vec<String>,
     site_origin: String,
+    oauth: crate::oauth::OAuth,
     closing: tokio_util::sync::CancellationToken,
 ) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default()
@@ -119,6 +122,7 @@ pub fn routes(
         allowed_hosts: Arc::new(allowed_hosts),
         stateful: mode == SessionMode::Stateful,
         owners: Default::default(),
+        oauth,
     };
     let mut router = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
@@ -178,15 +182,46 @@ fn unavailable() -> Response {
     res
 }
 
-fn unauthorized(reason: &str) -> Response {
+/// A 401 that tells an MCP client where to get a token (OAuth, see
+/// `crate::oauth`); `invalid_token` when one was presented and refused.
+fn unauthorized(gate: &Gate, req: &Request, reason: &str, presented: bool) -> Response {
     let mut res = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
-    res.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(
-            r#"Bearer realm="toolshed", error="invalid_token", error_description="a valid Toolshed API token is required""#,
-        ),
-    );
+    let path = crate::oauth::endpoint_path(req.uri().path());
+    res.headers_mut().insert(header::WWW_AUTHENTICATE, crate::oauth::challenge(&gate.oauth, path, presented.then_some("invalid_token")));
     res
+}
+
+/// The caller behind a presented token, or the answer for a refused one.
+fn checked<T>(gate: &Gate, req: &Request, found: Result<Result<T, TokenRejected>, String>) -> Result<T, Response> {
+    match found {
+        Ok(Ok(found)) => Ok(found),
+        Ok(Err(_)) => Err(unauthorized(gate, req, "Invalid, expired or revoked API token.", true)),
+        Err(e) => {
+            tracing::error!(error = %e, "token check failed");
+            Err(unavailable())
+        }
+    }
+}
+
+/// A call an OAuth grant without `tools:call` may not make: 403 with the scope
+/// to ask for (the client may ask the person again, MCP "step-up authorization").
+async fn refuse_calls(gate: &Gate, req: Request) -> Result<Request, Response> {
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await else {
+        return Err((StatusCode::PAYLOAD_TOO_LARGE, "One JSON-RPC message is at most 1 MiB.\n").into_response());
+    };
+    let messages = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Array(batch)) => batch,
+        Ok(one) => vec![one],
+        Err(_) => vec![],
+    };
+    if messages.iter().any(|m| m.get("method").and_then(|m| m.as_str()) == Some("tools/call")) {
+        let path = crate::oauth::endpoint_path(parts.uri.path());
+        let mut res = (StatusCode::FORBIDDEN, "This connection may list the tools but not run them: allow running them when you connect.\n").into_response();
+        res.headers_mut().insert(header::WWW_AUTHENTICATE, crate::oauth::challenge(&gate.oauth, path, Some("insufficient_scope")));
+        return Err(res);
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
 }
 
 /// The token, from `Authorization: Bearer …` or, for clients that can only be
@@ -207,6 +242,7 @@ struct Gate {
     /// Sessions are kept (in the database): requests name them, and must own them.
     stateful: bool,
     owners: SessionOwners,
+    oauth: crate::oauth::OAuth,
 }
 
 /// Who owns which session, as recorded in the database; an owner never
@@ -274,18 +310,26 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
         return (StatusCode::FORBIDDEN, "Forbidden: this Host is not allowed (DNS-rebinding protection).\n").into_response();
     }
     let ts = &gate.toolshed;
-    let (user, token) = match presented_token(&req) {
-        Some(token) => match ts.authenticate_token(&token).await {
-            Ok(Ok((user, token))) => (user, Some(token)),
-            Ok(Err(_)) => return unauthorized("Invalid, expired or revoked API token."),
-            Err(e) => {
-                tracing::error!(error = %e, "token check failed");
-                return unavailable();
+    let (user, token, grant) = match presented_token(&req) {
+        // OAuth access tokens ride in the header only (OAuth 2.1 forbids them in URLs).
+        Some(t) if t.starts_with(ACCESS_PREFIX) && req.headers().contains_key(header::AUTHORIZATION) => {
+            let found = ts.authenticate_access_token(&t).await.map_err(|e| e.to_string());
+            match checked(&gate, &req, found) {
+                Ok((user, grant)) => (user, None, Some(grant)),
+                Err(res) => return res,
             }
-        },
+        }
+        Some(t) => {
+            // Awaited first: a `&Request` may not be held across an await (the body is not `Sync`).
+            let found = ts.authenticate_token(&t).await.map_err(|e| e.to_string());
+            match checked(&gate, &req, found) {
+                Ok((user, token)) => (user, Some(token), None),
+                Err(res) => return res,
+            }
+        }
         None => match browser_user(&gate, req.headers(), req.extensions().get::<tower_sessions::Session>().cloned()).await {
-            Some(user) => (user, None),
-            None => return unauthorized("Missing API token: send Authorization: Bearer <token>."),
+            Some(user) => (user, None, None),
+            None => return unauthorized(&gate, &req, "Missing API token: connect with OAuth, or send Authorization: Bearer <token>.", false),
         },
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
@@ -300,6 +344,18 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
     };
     if listing.status == Status::Disabled {
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
+    }
+    // A token from OAuth is for the one endpoint it was granted for (RFC 8707).
+    if let Some(grant) = &grant {
+        if grant.listing_id != listing.id {
+            return unauthorized(&gate, &req, "This token was granted for another endpoint.", true);
+        }
+        if !grant.scope.call {
+            req = match refuse_calls(&gate, req).await {
+                Ok(req) => req,
+                Err(res) => return res,
+            };
+        }
     }
     let delete = req.method() == axum::http::Method::DELETE;
     let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);

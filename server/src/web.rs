@@ -341,8 +341,11 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
             provide_context(public.clone());
         }
     };
+    let oauth = crate::oauth::OAuth::new(toolshed.clone(), &base_url);
     let pages = Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        // The person's answer on the consent page: a form post with the session cookie.
+        .route(crate::oauth::CONSENT, crate::oauth::consent_route(oauth.clone()))
         // Streams a playground turn; a POST with the session cookie, so behind the cross-site check below.
         .route(crate::playground::PATH, crate::playground::route())
         .nest_service("/pkg", site_assets(&site_root))
@@ -357,11 +360,11 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     // MCP clients are not browsers: no cross-site check (a signed-in browser may
     // only call from our own origin, see `mcp::authorize`), and rmcp limits bodies.
     let site_origin = base_url.origin().ascii_serialization();
-    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, shutdown.streams.clone());
+    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, oauth.clone(), shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
     let rest = crate::rest::routes(toolshed.clone());
     let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed);
-    let app = with_security_headers(pages.merge(sso).merge(mcp).merge(rest))
+    let app = with_security_headers(pages.merge(sso).merge(mcp).merge(rest).merge(crate::oauth::routes(oauth)))
         .layer(sessions)
         .layer(axum::middleware::from_fn(unquote_cookies))
         // Pages and JSON are compressed per answer (/pkg is precompressed at build time). SSE is never compressed.

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{my_tokens, ChangePassword, CreateToken, RevokeToken};
+use crate::api::{my_grants, my_tokens, ChangePassword, CreateToken, RevokeGrant, RevokeToken};
 use crate::components::FormError;
 use crate::Auth;
 
@@ -53,6 +53,49 @@ pub fn Account() -> impl IntoView {
         </Transition>
         // Outside the Transition, so its resource is created at once (see `RequireUser`).
         <TokensCard />
+        <GrantsCard />
+    }
+}
+
+/// MCP clients connected with OAuth: which listing each may use, revocable at once.
+#[component]
+fn GrantsCard() -> impl IntoView {
+    let revoke = ServerAction::<RevokeGrant>::new();
+    let grants = Resource::new(move || revoke.version().get(), |_| my_grants());
+    let now = crate::pages::tools::now_ms();
+    view! {
+        <section class="narrow-wide card grants">
+            <h2>"Connected applications"</h2>
+            <p class="muted">"MCP clients you allowed through OAuth (“Allow” on the consent page). Revoking one ends its access at its next request."</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let list = grants.await.unwrap_or_default();
+                    if list.is_empty() {
+                        return view! { <p class="muted small">"None yet."</p> }.into_any();
+                    }
+                    view! {
+                        <table class="tokens-table grants-table">
+                            <tbody>
+                                {list.into_iter().map(|g| {
+                                    let id = g.id;
+                                    let href = format!("/{}/{}", g.kind, g.listing);
+                                    let used = g.last_used_at.map(|t| crate::pages::tools::ago(t, now.max(t))).unwrap_or_else(|| "never".into());
+                                    view! {
+                                        <tr>
+                                            <td><strong>{g.client_name.clone()}</strong></td>
+                                            <td class="small"><a href=href>{g.listing.clone()}</a>
+                                                {if g.may_call { " · list and run" } else { " · list only" }}</td>
+                                            <td class="small muted">"allowed " {crate::pages::tools::ago(g.created_at, now.max(g.created_at))}<br />"used " {used}</td>
+                                            <td><button type="button" class="link-button danger" on:click=move |_| { revoke.dispatch(RevokeGrant { id }); }>"Revoke"</button></td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                })}
+            </Transition>
+        </section>
     }
 }
 

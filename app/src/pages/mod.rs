@@ -3,6 +3,7 @@
 mod account;
 mod admin;
 mod bundles;
+mod consent;
 mod home;
 pub mod market;
 mod not_found;
@@ -14,6 +15,7 @@ pub mod tools;
 pub use account::Account;
 pub use admin::{Admin, AuditLog, ExternalServers};
 pub use bundles::{BundleEditor, BundleListing};
+pub use consent::Consent;
 pub use home::Home;
 pub use not_found::NotFound;
 pub use people::People;

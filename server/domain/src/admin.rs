@@ -249,9 +249,10 @@ impl Toolshed {
         self.target_user(username).await
     }
 
-    /// Deactivates an account (its sessions and API tokens stop working at
-    /// once: the session epoch moves on and token checks read `is_active`) or
-    /// reactivates it (old sessions stay dead).
+    /// Deactivates an account (its sessions, API tokens and OAuth grants stop
+    /// working at once: the session epoch moves on, token checks read
+    /// `is_active`, grants are revoked) or reactivates it (old sessions and
+    /// grants stay dead).
     pub async fn set_active(&self, admin: &User, username: &str, active: bool) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
@@ -264,6 +265,7 @@ impl Toolshed {
         let mut tx = self.begin().await?;
         if !active {
             self.keep_an_admin(&mut tx, &user).await?;
+            crate::oauth::revoke_all_grants(&mut tx, user.id).await?;
         }
         sqlx::query("UPDATE users SET is_active = $1, session_epoch = session_epoch + $2, updated_at = $3 WHERE id = $4")
             .bind(i64::from(active))

@@ -20,6 +20,7 @@ pub mod mcp_sessions;
 pub mod membership;
 pub mod moderation;
 pub mod names;
+pub mod oauth;
 pub mod outbound;
 pub mod passwords;
 pub mod playground;

@@ -11,6 +11,7 @@ mod hardening;
 mod market;
 mod mcp;
 mod mcp_rmcp_client;
+mod oauth;
 mod membership;
 mod moderation;
 mod playground;

@@ -82,14 +82,14 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 
 /// A Streamable HTTP session, spoken by hand: every request carries the token
 /// and, once initialized, the session id.
-struct Session {
+pub(crate) struct Session {
     url: String,
     token: String,
     id: String,
 }
 
 impl Session {
-    async fn open(url: String, token: &str) -> Self {
+    pub(crate) async fn open(url: String, token: &str) -> Self {
         let mut s = Session { url, token: token.to_owned(), id: String::new() };
         let res = s.post(INIT).await;
         assert_eq!(res.status(), 200);
@@ -98,7 +98,7 @@ impl Session {
         s
     }
 
-    async fn post(&self, body: &str) -> reqwest::Response {
+    pub(crate) async fn post(&self, body: &str) -> reqwest::Response {
         let mut req = reqwest::Client::new()
             .post(&self.url)
             .bearer_auth(&self.token)

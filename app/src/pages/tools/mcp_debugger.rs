@@ -87,9 +87,14 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
     let busy = RwSignal::new(false);
     let input = RwSignal::new("{}".to_owned());
     let mock = ServerAction::<MockArguments>::new();
+    // The arguments as they were when example ones were asked for: typed over
+    // since, they stay (the examples arrive late on a slow connection).
+    let before_example = StoredValue::new(String::new());
     Effect::new(move |_| {
         if let Some(Ok(text)) = mock.value().get() {
-            input.set(text);
+            if input.with_untracked(|now| *now == before_example.get_value()) {
+                input.set(text);
+            }
         }
     });
     let next_id = StoredValue::new(1_u64);
@@ -99,6 +104,7 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
     // Example arguments for the chosen tool, from its argument rows.
     let fill_arguments = move || {
         if let Some((_, args)) = tools.with_value(|t| t.get(chosen.get_untracked()).cloned()) {
+            before_example.set_value(input.get_untracked());
             mock.dispatch(MockArguments { args });
         }
     };

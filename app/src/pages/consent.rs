@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
-use leptos_router::hooks::{use_location, use_query_map};
+use leptos_router::hooks::use_query_map;
 
 use crate::api::{consent_question, ConsentParams, AccessRequest};
 use crate::error::AppError;
@@ -27,8 +27,7 @@ pub fn Consent() -> impl IntoView {
         }
     };
     let question = Resource::new(params, consent_question);
-    let location = use_location();
-    let here = move || format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
+    let here = move || consent_href(&params());
     // The answer is a redirect to the client's origin, which only this page's
     // own policy allows (`form-action`): reached by client-side navigation
     // (after signing in), the document still has the previous page's policy,
@@ -61,12 +60,15 @@ pub fn Consent() -> impl IntoView {
     }
 }
 
-#[component]
-fn ConsentForm(question: AccessRequest, params: ConsentParams) -> impl IntoView {
-    // The answer is a redirect to the client, which the page's policy must allow.
-    #[cfg(feature = "ssr")]
-    crate::set_page_policy(&question.answer_origin);
-    let hidden = [
+/// This page's address for `params`, each value encoded again.
+fn consent_href(params: &ConsentParams) -> String {
+    let query: Vec<String> = hidden_fields(params.clone()).into_iter().filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::form_encode(&v)))).collect();
+    format!("/oauth/consent?{}", query.join("&"))
+}
+
+/// The request's parameters by name, as the form sends them back.
+fn hidden_fields(params: ConsentParams) -> [(&'static str, Option<String>); 8] {
+    [
         ("response_type", params.response_type),
         ("client_id", params.client_id),
         ("redirect_uri", params.redirect_uri),
@@ -75,7 +77,15 @@ fn ConsentForm(question: AccessRequest, params: ConsentParams) -> impl IntoView 
         ("code_challenge", params.code_challenge),
         ("code_challenge_method", params.code_challenge_method),
         ("resource", params.resource),
-    ];
+    ]
+}
+
+#[component]
+fn ConsentForm(question: AccessRequest, params: ConsentParams) -> impl IntoView {
+    // The answer is a redirect to the client, which the page's policy must allow.
+    #[cfg(feature = "ssr")]
+    crate::set_page_policy(&question.answer_origin);
+    let hidden = hidden_fields(params);
     let listing_href = format!("/{}/{}", question.kind, question.listing);
     view! {
         <section class="narrow card consent">

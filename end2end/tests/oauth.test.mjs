@@ -1,0 +1,104 @@
+// An MCP client connects with nothing but the endpoint's URL: the official
+// TypeScript SDK discovers Toolshed's authorization server from the 401,
+// registers itself, and sends the person to the consent page (in Chromium,
+// signing in first); then it calls tools with the token it got. The grant is
+// on the Account page, and revoking it there ends the client's access.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { BASE, launch, newPage, hydrated, shot, signInAsAdmin } from './browser.mjs';
+import { consent } from '../fixtures/consent.mjs';
+
+/** Where the client wants its answer: a loopback port, as VS Code and Claude Code use; nothing listens there. */
+const REDIRECT = 'http://127.0.0.1:33418/callback';
+
+/** What a desktop client keeps between runs, in memory. */
+class ClientState {
+  constructor(name) {
+    this.name = name;
+    this.authorizationUrl = undefined;
+  }
+  get redirectUrl() { return REDIRECT; }
+  get clientMetadata() {
+    return { client_name: this.name, redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation() { return this.client; }
+  saveClientInformation(info) { this.client = info; }
+  tokens() { return this.saved; }
+  saveTokens(tokens) { this.saved = tokens; }
+  redirectToAuthorization(url) { this.authorizationUrl = url; }
+  saveCodeVerifier(verifier) { this.verifier = verifier; }
+  codeVerifier() { return this.verifier; }
+}
+
+const transport = (path, state) => new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), { authProvider: state });
+
+/** Connects as a fresh client would: the first attempt ends at the consent page, which `answer` handles. */
+async function connectWithOAuth(path, state, answer) {
+  const first = transport(path, state);
+  await assert.rejects(new Client({ name: state.name, version: '1' }).connect(first), UnauthorizedError);
+  assert.ok(state.authorizationUrl, 'the SDK asked to open the authorization URL');
+  const code = new URL(await answer(state.authorizationUrl.href)).searchParams.get('code');
+  assert.ok(code, 'the consent page answered with a code');
+  await first.finishAuth(code);
+  const client = new Client({ name: state.name, version: '1' });
+  await client.connect(transport(path, state));
+  return client;
+}
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+test('the TypeScript SDK connects by URL alone: OAuth in the browser, then calls; revoked on the Account page, it stops', async () => {
+  const page = await newPage(browser);
+  const state = new ClientState('Visual Studio Code');
+  const client = await connectWithOAuth('/mcp/tools/demo/echo', state, (url) => consent(page, url, REDIRECT, { screenshot: '70-oauth-consent' }));
+  assert.match(state.saved.access_token, /^tsa_/);
+  assert.equal(state.saved.scope, 'tools:read tools:call');
+  const result = await client.callTool({ name: 'echo', arguments: { text: 'signed in with OAuth' } });
+  assert.deepEqual(result.content, [{ type: 'text', text: 'signed in with OAuth' }]);
+
+  // The person (signed in during the flow) sees the grant and revokes it.
+  await page.goto(`${BASE}/account`);
+  await hydrated(page);
+  const grants = page.locator('.grants');
+  await grants.locator('tr:has-text("Visual Studio Code")').waitFor();
+  assert.match(await grants.textContent(), /demo\/echo · list and run/);
+  await shot(page, '71-account-grants');
+  await grants.locator('tr:has-text("Visual Studio Code") button:has-text("Revoke")').first().click();
+  await page.waitForFunction(() => !document.querySelector('.grants')?.textContent.includes('Visual Studio Code'));
+  await assert.rejects(client.callTool({ name: 'echo', arguments: { text: 'again' } }));
+  const res = await fetch(`${BASE}/mcp/tools/demo/echo`, { method: 'POST', headers: { Authorization: `Bearer ${state.saved.access_token}` } });
+  assert.equal(res.status, 401);
+  assert.match(res.headers.get('www-authenticate'), /error="invalid_token"/);
+  await page.context().close();
+});
+
+test('a client allowed only to list the tools cannot run them', async () => {
+  const page = await newPage(browser);
+  await signInAsAdmin(page);
+  const state = new ClientState('Read-only agent');
+  const client = await connectWithOAuth('/mcp/tools/demo/echo', state, (url) => consent(page, url, REDIRECT, { runTools: false }));
+  assert.equal(state.saved.scope, 'tools:read');
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name), ['echo']);
+  await assert.rejects(client.callTool({ name: 'echo', arguments: { text: 'x' } }));
+  await page.context().close();
+});
+
+test('Deny on the consent page tells the client access_denied, and nothing is granted', async () => {
+  const page = await newPage(browser);
+  await signInAsAdmin(page);
+  const state = new ClientState('Unwanted client');
+  await assert.rejects(new Client({ name: 'x', version: '1' }).connect(transport('/mcp/tools/demo/echo', state)), UnauthorizedError);
+  const answer = new URL(await consent(page, state.authorizationUrl.href, REDIRECT, { decision: 'deny' }));
+  assert.equal(answer.searchParams.get('error'), 'access_denied');
+  assert.equal(answer.searchParams.get('iss'), BASE);
+  await page.goto(`${BASE}/account`);
+  await hydrated(page);
+  assert.doesNotMatch(await page.locator('.grants').textContent(), /Unwanted client/);
+  await page.context().close();
+});

@@ -38,13 +38,12 @@ pub(crate) fn connect_clients(name: &str, endpoint: &str) -> Vec<ClientSnippet> 
     }
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default();
     let bearer = "Bearer <your token>";
-    // VS Code asks for the token once (a password input) and keeps it in its secret storage.
-    let vscode_input = json!({"type": "promptString", "id": "toolshed-token", "description": "Toolshed API token", "password": true});
-    let vscode_server = json!({"type": "http", "url": endpoint, "headers": {"Authorization": "Bearer ${input:toolshed-token}"}});
+    // Clients that speak MCP authorization need the URL alone: the first
+    // connection opens Toolshed's consent page in the browser (OAuth).
+    let vscode_server = json!({"type": "http", "url": endpoint});
     let mut vscode_install = vscode_server.clone();
     vscode_install["name"] = json!(name);
-    vscode_install["inputs"] = json!([vscode_input]);
-    let cursor_server = json!({"url": endpoint, "headers": {"Authorization": bearer}});
+    let cursor_server = json!({"url": endpoint});
     let cursor_config = {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(cursor_server.to_string())
@@ -61,14 +60,14 @@ pub(crate) fn connect_clients(name: &str, endpoint: &str) -> Vec<ClientSnippet> 
         Client {
             key: "vscode",
             label: "VS Code",
-            note: "In .vscode/mcp.json (or “MCP: Open User Configuration”). VS Code asks for the token once and keeps it secret. Or run: code --add-mcp with the install link's JSON.",
-            snippet: pretty(json!({"inputs": [vscode_input], "servers": {name: vscode_server}})),
+            note: "In .vscode/mcp.json (or “MCP: Open User Configuration”), or install with the link. On the first start VS Code opens Toolshed in your browser: sign in and allow it (OAuth); no token to paste.",
+            snippet: pretty(json!({"servers": {name: vscode_server}})),
             link: Some(("Install in VS Code", format!("vscode:mcp/install?{}", uri_component(&vscode_install.to_string())))),
         },
         Client {
             key: "cursor",
             label: "Cursor",
-            note: "In ~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project), or install with the link and put your token in.",
+            note: "In ~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project), or install with the link. Cursor signs in with OAuth in your browser (“Needs login” → Connect).",
             snippet: pretty(json!({"mcpServers": {name: cursor_server}})),
             link: Some((
                 "Install in Cursor",
@@ -78,32 +77,28 @@ pub(crate) fn connect_clients(name: &str, endpoint: &str) -> Vec<ClientSnippet> 
         Client {
             key: "claude-code",
             label: "Claude Code",
-            note: "In a terminal; add --scope user to have it in every project.",
-            snippet: format!("claude mcp add --transport http {name} {endpoint} \\\n  --header \"Authorization: {bearer}\""),
+            note: "In a terminal (add --scope user to have it in every project), then /mcp in Claude Code to sign in with OAuth in your browser.",
+            snippet: format!("claude mcp add --transport http {name} {endpoint}"),
             link: None,
         },
         Client {
             key: "claude-desktop",
             label: "Claude Desktop",
-            note: "Its configuration file (Settings → Developer → Edit Config) starts local servers only: mcp-remote (from npm) bridges to this endpoint with your token.",
-            snippet: pretty(json!({"mcpServers": {name: {
-                "command": "npx",
-                "args": ["-y", "mcp-remote", endpoint, "--header", "Authorization:${TOOLSHED_AUTH}"],
-                "env": {"TOOLSHED_AUTH": bearer},
-            }}})),
+            note: "Its configuration file (Settings → Developer → Edit Config) starts local servers only: mcp-remote (from npm) bridges to this endpoint and signs in with OAuth in your browser.",
+            snippet: pretty(json!({"mcpServers": {name: {"command": "npx", "args": ["-y", "mcp-remote", endpoint]}}})),
             link: None,
         },
         Client {
             key: "connectors",
             label: "Claude.ai / ChatGPT",
-            note: "Custom connectors take the URL alone and sign in with OAuth, which Toolshed does not offer yet; they also connect from the vendor's cloud, so the URL must be reachable from the internet. Until then, use a client above with a token.",
+            note: "Settings → Connectors → Add custom connector: the URL alone; it signs in with OAuth. These connect from the vendor's cloud, so the URL must be reachable from the internet.",
             snippet: endpoint.to_owned(),
             link: None,
         },
         Client {
             key: "cherry",
             label: "Cherry Studio",
-            note: "Settings → MCP Servers → Add → Import from JSON.",
+            note: "Settings → MCP Servers → Add → Import from JSON, with a personal token from your Account page.",
             snippet: pretty(json!({"mcpServers": {name: {"type": "streamableHttp", "baseUrl": endpoint, "headers": {"Authorization": bearer}}}})),
             link: None,
         },

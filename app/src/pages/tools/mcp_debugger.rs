@@ -40,8 +40,8 @@ pub fn ConnectPanel(endpoint: String, clients: Vec<ClientSnippet>, tools: Vec<(S
         <section class="card connect-panel">
             <h2>"Connect"</h2>
             <p class="muted small">
-                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Create a token on your "
-                <a href="/account">"Account"</a> " page."
+                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Clients that support OAuth sign you in "
+                "through the browser; for the others, create a token on your " <a href="/account">"Account"</a> " page."
             </p>
             <div class="endpoint-row">
                 <input class="mono endpoint" readonly value=endpoint.clone() aria-label="MCP endpoint URL" />

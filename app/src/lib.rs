@@ -19,7 +19,8 @@ use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
 use crate::pages::{
-    Account, Admin, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People, Playground, RegisterPage,
+    Account, Admin, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People, Playground,
+    RegisterPage,
 };
 
 /// The HTML document around the app, rendered on the server only.

@@ -66,6 +66,7 @@ test('the TypeScript SDK connects by URL alone: OAuth in the browser, then calls
   await hydrated(page);
   const grants = page.locator('.grants');
   await grants.locator('tr:has-text("Visual Studio Code")').waitFor();
+  assert.equal(await page.locator('h2:has-text("Change password")').count(), 1, 'a password account may change it');
   assert.match(await grants.textContent(), /demo\/echo · list and run/);
   await shot(page, '71-account-grants');
   await grants.locator('tr:has-text("Visual Studio Code") button:has-text("Revoke")').first().click();

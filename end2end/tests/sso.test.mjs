@@ -55,6 +55,11 @@ test('an admin links a provider group to a department; a new employee signs in w
   assert.equal(me.role, 'author');
   assert.equal(me.is_admin, false);
   await shot(ada, 'sso-signed-in');
+  // An account the provider made has no password here to change.
+  await ada.goto(`${BASE}/account`);
+  await hydrated(ada);
+  await ada.waitForSelector('h2:has-text("API tokens")');
+  assert.equal(await ada.locator('h2:has-text("Change password")').count(), 0);
 
   // The audit log names the new account and the group link.
   const log = await call(admin, 'admin/audit', { action: 'sso.', target: '', actor: '', from: '', to: '', page: '1' });

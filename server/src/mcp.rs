@@ -192,13 +192,13 @@ fn unauthorized(gate: &Gate, req: &Request, reason: &str, presented: bool) -> Re
 }
 
 /// The caller behind a presented token, or the answer for a refused one.
-fn checked<T>(gate: &Gate, req: &Request, found: Result<Result<T, TokenRejected>, String>) -> Result<T, Response> {
+fn checked<T>(gate: &Gate, req: &Request, found: Result<Result<T, TokenRejected>, String>) -> Result<T, Box<Response>> {
     match found {
         Ok(Ok(found)) => Ok(found),
-        Ok(Err(_)) => Err(unauthorized(gate, req, "Invalid, expired or revoked API token.", true)),
+        Ok(Err(_)) => Err(Box::new(unauthorized(gate, req, "Invalid, expired or revoked API token.", true))),
         Err(e) => {
             tracing::error!(error = %e, "token check failed");
-            Err(unavailable())
+            Err(Box::new(unavailable()))
         }
     }
 }
@@ -217,7 +217,9 @@ async fn refuse_calls(gate: &Gate, req: Request) -> Result<Request, Response> {
     };
     if messages.iter().any(|m| m.get("method").and_then(|m| m.as_str()) == Some("tools/call")) {
         let path = crate::oauth::endpoint_path(parts.uri.path());
-        let mut res = (StatusCode::FORBIDDEN, "This connection may list the tools but not run them: allow running them when you connect.\n").into_response();
+        let mut res =
+            (StatusCode::FORBIDDEN, "This connection may list the tools but not run them: allow running them when you connect.\n")
+                .into_response();
         res.headers_mut().insert(header::WWW_AUTHENTICATE, crate::oauth::challenge(&gate.oauth, path, Some("insufficient_scope")));
         return Err(res);
     }
@@ -316,7 +318,7 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             let found = ts.authenticate_access_token(&t).await.map_err(|e| e.to_string());
             match checked(&gate, &req, found) {
                 Ok((user, grant)) => (user, None, Some(grant)),
-                Err(res) => return res,
+                Err(res) => return *res,
             }
         }
         Some(t) => {
@@ -324,12 +326,14 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             let found = ts.authenticate_token(&t).await.map_err(|e| e.to_string());
             match checked(&gate, &req, found) {
                 Ok((user, token)) => (user, Some(token), None),
-                Err(res) => return res,
+                Err(res) => return *res,
             }
         }
         None => match browser_user(&gate, req.headers(), req.extensions().get::<tower_sessions::Session>().cloned()).await {
             Some(user) => (user, None, None),
-            None => return unauthorized(&gate, &req, "Missing API token: connect with OAuth, or send Authorization: Bearer <token>.", false),
+            None => {
+                return unauthorized(&gate, &req, "Missing API token: connect with OAuth, or send Authorization: Bearer <token>.", false)
+            }
         },
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();

@@ -12,7 +12,12 @@
 //! cross-site check, like every page form) answers the client's redirect URI
 //! with a code or `access_denied`. Clients then use `/oauth/token`.
 
-use axum::extract::{Path, Query, Request, State};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -20,7 +25,9 @@ use axum::{Form, Json, Router};
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
-use toolshed_domain::oauth::{AuthorizationFailure, AuthorizationParams, ClientCredentials, ClientMetadata, OAuthError, Resource, Scope, SCOPES};
+use toolshed_domain::oauth::{
+    AuthorizationFailure, AuthorizationParams, ClientCredentials, ClientMetadata, OAuthError, Resource, Scope, SCOPES,
+};
 use toolshed_domain::Toolshed;
 use tower_sessions::Session;
 
@@ -34,10 +41,15 @@ const SERVER_METADATA: &str = "/.well-known/oauth-authorization-server";
 
 /// A registration is a few hundred bytes; nothing larger is read.
 const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
+/// Registrations one client address may make per window: plenty for every MCP
+/// client on a machine, too few to fill the table (unused ones go after a day).
+const REGISTRATIONS_PER_WINDOW: u32 = 20;
+const REGISTRATION_WINDOW: Duration = Duration::from_secs(600);
 
 #[derive(Clone)]
 pub struct OAuth {
     toolshed: Toolshed,
+    registrations: RegistrationLimit,
     /// This server's base URL without a trailing slash: the issuer, and what resources live under.
     base: String,
     /// The base URL's origin: where the well-known documents are.
@@ -46,12 +58,38 @@ pub struct OAuth {
 
 impl OAuth {
     pub fn new(toolshed: Toolshed, base: &url::Url) -> Self {
-        Self { toolshed, base: base.as_str().trim_end_matches('/').to_owned(), origin: base.origin().ascii_serialization() }
+        Self {
+            toolshed,
+            registrations: RegistrationLimit::default(),
+            base: base.as_str().trim_end_matches('/').to_owned(),
+            origin: base.origin().ascii_serialization(),
+        }
     }
 
     /// Where the metadata of the endpoint at `path` (`/mcp/tools/…`) is.
     pub fn resource_metadata_url(&self, path: &str) -> String {
         metadata_url(&self.origin, &self.base, path)
+    }
+}
+
+/// Registrations per client address in this replica's window (a replica's
+/// memory: several replicas allow that many each, which still bounds the table).
+#[derive(Clone, Default)]
+struct RegistrationLimit(Arc<Mutex<HashMap<IpAddr, (Instant, u32)>>>);
+
+impl RegistrationLimit {
+    fn allows(&self, client: IpAddr) -> bool {
+        let mut seen = self.0.lock().expect("registration limit lock");
+        let now = Instant::now();
+        if seen.len() >= 10_000 {
+            seen.retain(|_, (since, _)| now.duration_since(*since) < REGISTRATION_WINDOW);
+        }
+        let (since, count) = seen.entry(client).or_insert((now, 0));
+        if now.duration_since(*since) >= REGISTRATION_WINDOW {
+            (*since, *count) = (now, 0);
+        }
+        *count += 1;
+        *count <= REGISTRATIONS_PER_WINDOW
     }
 }
 
@@ -146,7 +184,21 @@ fn no_store(res: &mut Response) {
 }
 
 /// `POST /oauth/register` (RFC 7591).
-async fn register(State(oauth): State<OAuth>, body: axum::body::Bytes) -> Response {
+async fn register(
+    State(oauth): State<OAuth>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+    let client = oauth.toolshed.settings().trusted_proxies.client(peer.ip(), &forwarded);
+    if !oauth.registrations.allows(client) {
+        tracing::warn!(%client, "OAuth registrations limited");
+        let body = json!({"error": "temporarily_unavailable", "error_description": "Too many registrations from this address; try again in a few minutes."});
+        let mut res = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("600"));
+        return res;
+    }
     if body.len() > MAX_REGISTRATION_BYTES {
         return error_response(&OAuthError::InvalidClientMetadata("the registration is too large".into()));
     }
@@ -195,13 +247,16 @@ async fn authorize(State(oauth): State<OAuth>, session: Session, req: Request) -
     let query = req.uri().query().unwrap_or_default().to_owned();
     let params = Query::<AuthorizationParams>::try_from_uri(req.uri()).map(|q| q.0).unwrap_or_default();
     match oauth.toolshed.authorization_request(&params, &oauth.base).await {
-        Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error),
+        Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => {
+            return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error)
+        }
         Err(AuthorizationFailure::Untrusted(_)) | Ok(_) => {}
     }
     let consent = format!("{CONSENT}?{query}");
     match oauth.toolshed.session_user(&session).await {
         Ok(Some(_)) => Redirect::to(&consent).into_response(),
-        Ok(None) => Redirect::to(&format!("/login?next={}", url::form_urlencoded::byte_serialize(consent.as_bytes()).collect::<String>())).into_response(),
+        Ok(None) => Redirect::to(&format!("/login?next={}", url::form_urlencoded::byte_serialize(consent.as_bytes()).collect::<String>()))
+            .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "session lookup failed");
             StatusCode::SERVICE_UNAVAILABLE.into_response()
@@ -232,7 +287,9 @@ async fn consent(State(oauth): State<OAuth>, session: Session, Form(form): Form<
     };
     let req = match oauth.toolshed.authorization_request(&form.params, &oauth.base).await {
         Ok(req) => req,
-        Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error),
+        Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => {
+            return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error)
+        }
         Err(AuthorizationFailure::Untrusted(e)) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
     };
     let state = req.state.as_deref();
@@ -275,7 +332,8 @@ fn client_credentials(headers: &HeaderMap, form: &TokenForm) -> Result<ClientCre
         let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| bad())?;
         let decoded = String::from_utf8(decoded).map_err(|_| bad())?;
         let (id, secret) = decoded.split_once(':').ok_or_else(bad)?;
-        let unescape = |s: &str| url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
+        let unescape =
+            |s: &str| url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
         return Ok(ClientCredentials { client_id: unescape(id), client_secret: Some(unescape(secret)) });
     }
     let client_id = form.client_id.clone().ok_or_else(|| OAuthError::InvalidClient("name the client (client_id)".into()))?;

@@ -360,7 +360,8 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     // MCP clients are not browsers: no cross-site check (a signed-in browser may
     // only call from our own origin, see `mcp::authorize`), and rmcp limits bodies.
     let site_origin = base_url.origin().ascii_serialization();
-    let mcp = crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, oauth.clone(), shutdown.streams.clone());
+    let mcp =
+        crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, oauth.clone(), shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
     let rest = crate::rest::routes(toolshed.clone());
     let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed);

@@ -151,6 +151,13 @@ pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffe
     })
 }
 
+/// Whether the Account page offers to change a password (SSO accounts have none).
+#[server(endpoint = "account/password")]
+pub async fn has_password() -> Result<bool, AppError> {
+    let user = server::require_user().await?;
+    server::toolshed()?.signs_in_with_password(&user).await.map_err(server::fail)
+}
+
 #[server(endpoint = "change_password")]
 pub async fn change_password(current: String, new: String, confirm: String) -> Result<(), AppError> {
     let user = server::require_user().await?;

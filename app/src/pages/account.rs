@@ -14,10 +14,13 @@ pub fn Account() -> impl IntoView {
     let query = use_query_map();
     let changed = move || query.read().get("changed").is_some() && change_password.value().get().is_none_or(|r| r.is_ok());
     let error = Signal::derive(move || change_password.value().get().and_then(Result::err));
+    let has_password = Resource::new(|| (), |()| crate::api::has_password());
     view! {
         <Title text="Account" />
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
+                // Accounts made by single sign-on (and everyone, with passwords off) have no password here.
+                let has_password = has_password.await.unwrap_or(true);
                 match auth.me.await {
                     Ok(Some(me)) => view! {
                         <section class="narrow card">
@@ -28,24 +31,26 @@ pub fn Account() -> impl IntoView {
                                 <dt>"Role"</dt><dd>{if me.is_admin { "Administrator" } else { "Member" }}</dd>
                             </dl>
                         </section>
-                        <section class="narrow card form-card">
-                            <h2>"Change password"</h2>
-                            <p class="muted">"Changing it signs you out everywhere else."</p>
-                            {move || changed().then(|| view! { <p class="alert ok" role="status">"Password changed."</p> })}
-                            <FormError error />
-                            <ActionForm action=change_password attr:class="stack">
-                                <label>"Current password"
-                                    <input name="current" type="password" autocomplete="current-password" required maxlength="256" />
-                                </label>
-                                <label>"New password"
-                                    <input name="new" type="password" autocomplete="new-password" required minlength="10" maxlength="256" />
-                                </label>
-                                <label>"Repeat the new password"
-                                    <input name="confirm" type="password" autocomplete="new-password" required maxlength="256" />
-                                </label>
-                                <button type="submit" class="button">"Change password"</button>
-                            </ActionForm>
-                        </section>
+                        {has_password.then(|| view! {
+                            <section class="narrow card form-card">
+                                <h2>"Change password"</h2>
+                                <p class="muted">"Changing it signs you out everywhere else."</p>
+                                {move || changed().then(|| view! { <p class="alert ok" role="status">"Password changed."</p> })}
+                                <FormError error />
+                                <ActionForm action=change_password attr:class="stack">
+                                    <label>"Current password"
+                                        <input name="current" type="password" autocomplete="current-password" required maxlength="256" />
+                                    </label>
+                                    <label>"New password"
+                                        <input name="new" type="password" autocomplete="new-password" required minlength="10" maxlength="256" />
+                                    </label>
+                                    <label>"Repeat the new password"
+                                        <input name="confirm" type="password" autocomplete="new-password" required maxlength="256" />
+                                    </label>
+                                    <button type="submit" class="button">"Change password"</button>
+                                </ActionForm>
+                            </section>
+                        })}
                     }.into_any(),
                     _ => view! { <Redirect path="/login?next=/account" /> }.into_any(),
                 }

@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{consent_question, ConsentParams, AccessRequest};
+use crate::api::{consent_question, AccessRequest, ConsentParams};
 use crate::error::AppError;
 
 #[component]
@@ -62,7 +62,8 @@ pub fn Consent() -> impl IntoView {
 
 /// This page's address for `params`, each value encoded again.
 fn consent_href(params: &ConsentParams) -> String {
-    let query: Vec<String> = hidden_fields(params.clone()).into_iter().filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::form_encode(&v)))).collect();
+    let query: Vec<String> =
+        hidden_fields(params.clone()).into_iter().filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::form_encode(&v)))).collect();
     format!("/oauth/consent?{}", query.join("&"))
 }
 

@@ -182,6 +182,16 @@ impl Toolshed {
         Ok(self.user(id).await?.filter(|u| u.is_active && u.session_epoch == epoch))
     }
 
+    /// Whether the person signs in here with a password: not when passwords
+    /// are off, nor for an account single sign-on made (it has none).
+    pub async fn signs_in_with_password(&self, user: &User) -> Result<bool, AccountError> {
+        if !self.settings().passwords {
+            return Ok(false);
+        }
+        let found = self.user_with_hash(&user.username).await?;
+        Ok(found.is_some_and(|(_, hash)| hash != crate::sso::NO_PASSWORD))
+    }
+
     /// Changes the password and signs every other session out; returns the
     /// updated user so the caller can keep its own session.
     pub async fn change_password(&self, id: UserId, current: &str, new: &str) -> Result<User, AccountError> {

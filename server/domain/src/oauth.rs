@@ -114,7 +114,11 @@ impl Resource {
     /// Parses a resource indicator against this server's base URL (no trailing
     /// slash). A trailing slash or the legacy transport's `/sse` names the same endpoint.
     pub fn parse(resource: &str, base: &str) -> Result<Self, OAuthError> {
-        let wrong = || OAuthError::InvalidTarget(format!("{resource} is not an MCP endpoint of this server ({base}/mcp/tools/… or {base}/mcp/bundles/…)"));
+        let wrong = || {
+            OAuthError::InvalidTarget(format!(
+                "{resource} is not an MCP endpoint of this server ({base}/mcp/tools/… or {base}/mcp/bundles/…)"
+            ))
+        };
         if resource.contains(['?', '#']) {
             return Err(wrong());
         }
@@ -122,7 +126,9 @@ impl Resource {
         let path = path.trim_end_matches('/');
         let path = path.strip_suffix("/sse").unwrap_or(path);
         let mut parts = path.split('/');
-        let (Some(kind), Some(department), Some(name), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return Err(wrong()) };
+        let (Some(kind), Some(department), Some(name), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return Err(wrong());
+        };
         let kind = match kind {
             "tools" => ListingKind::Tool,
             "bundles" => ListingKind::Bundle,
@@ -169,7 +175,11 @@ impl Scope {
     }
 
     pub fn as_string(self) -> String {
-        if self.call { format!("{SCOPE_READ} {SCOPE_CALL}") } else { SCOPE_READ.to_owned() }
+        if self.call {
+            format!("{SCOPE_READ} {SCOPE_CALL}")
+        } else {
+            SCOPE_READ.to_owned()
+        }
     }
 
     /// Is `self` at most `other`? (A refresh may narrow a grant, never widen it.)
@@ -342,7 +352,9 @@ fn check_redirect_uri(uri: &str) -> Result<(), OAuthError> {
         "https" => Ok(()),
         "http" if parsed.host_str().is_some_and(|h| matches!(h, "127.0.0.1" | "localhost" | "[::1]")) => Ok(()),
         "http" => Err(bad("uses http to another machine: use https")),
-        "javascript" | "data" | "file" | "vbscript" | "about" | "blob" | "ftp" | "ws" | "wss" => Err(bad("uses a scheme that cannot carry a code back")),
+        "javascript" | "data" | "file" | "vbscript" | "about" | "blob" | "ftp" | "ws" | "wss" => {
+            Err(bad("uses a scheme that cannot carry a code back"))
+        }
         _ => Ok(()),
     }
 }
@@ -378,7 +390,11 @@ impl Toolshed {
         let confidential = match method {
             "none" => false,
             "client_secret_post" | "client_secret_basic" => true,
-            other => return Err(invalid(&format!("token_endpoint_auth_method {other:?} is not supported: use none, client_secret_post or client_secret_basic"))),
+            other => {
+                return Err(invalid(&format!(
+                    "token_endpoint_auth_method {other:?} is not supported: use none, client_secret_post or client_secret_basic"
+                )))
+            }
         };
         if meta.grant_types.as_ref().is_some_and(|g| g.iter().any(|g| g != "authorization_code" && g != "refresh_token")) {
             return Err(invalid("grant_types may be authorization_code and refresh_token only"));
@@ -465,9 +481,17 @@ impl Toolshed {
             return Err(redirect(OAuthError::UnsupportedResponseType));
         }
         let code_challenge = match (p.code_challenge.as_deref(), p.code_challenge_method.as_deref()) {
-            (Some(c), Some("S256")) if c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => c.to_owned(),
-            (Some(_), Some("S256")) => return Err(redirect(OAuthError::InvalidRequest("code_challenge must be 43 characters of base64url".into()))),
-            _ => return Err(redirect(OAuthError::InvalidRequest("PKCE is required: send code_challenge with code_challenge_method=S256".into()))),
+            (Some(c), Some("S256")) if c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => {
+                c.to_owned()
+            }
+            (Some(_), Some("S256")) => {
+                return Err(redirect(OAuthError::InvalidRequest("code_challenge must be 43 characters of base64url".into())))
+            }
+            _ => {
+                return Err(redirect(OAuthError::InvalidRequest(
+                    "PKCE is required: send code_challenge with code_challenge_method=S256".into(),
+                )))
+            }
         };
         let scope = Scope::parse(p.scope.as_deref()).map_err(redirect)?;
         let Some(resource) = p.resource.as_deref() else {
@@ -628,7 +652,11 @@ impl Toolshed {
         if !scope.within(granted) {
             return Err(OAuthError::InvalidScope(format!("this authorization covers {} only", granted.as_string())));
         }
-        sqlx::query("UPDATE oauth_tokens SET used_at = $1 WHERE token_hash = $2").bind(now).bind(hash(refresh_token)).execute(&mut *tx).await?;
+        sqlx::query("UPDATE oauth_tokens SET used_at = $1 WHERE token_hash = $2")
+            .bind(now)
+            .bind(hash(refresh_token))
+            .execute(&mut *tx)
+            .await?;
         let tokens = issue_tokens(&mut tx, grant, scope, now).await?;
         tx.commit().await?;
         Ok(tokens)
@@ -639,10 +667,12 @@ impl Toolshed {
     pub async fn revoke_oauth_token(&self, creds: &ClientCredentials, token: &str) -> Result<(), OAuthError> {
         let client = self.authenticate_client(creds).await?;
         let mut tx = self.begin().await?;
-        let row = sqlx::query("SELECT t.grant_id, g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1")
-            .bind(hash(token))
-            .fetch_optional(&mut *tx)
-            .await?;
+        let row = sqlx::query(
+            "SELECT t.grant_id, g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1",
+        )
+        .bind(hash(token))
+        .fetch_optional(&mut *tx)
+        .await?;
         if let Some(row) = row {
             if row.try_get::<String, _>("client_id")? == client.id {
                 revoke_grant_in(&mut tx, row.try_get("grant_id")?, now_ms()).await?;
@@ -738,7 +768,11 @@ impl Toolshed {
 
 /// Ends every grant of a person (deactivation), in the caller's transaction.
 pub(crate) async fn revoke_all_grants(tx: &mut sqlx::AnyConnection, user: UserId) -> Result<(), StoreError> {
-    sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL").bind(now_ms()).bind(user.0).execute(tx).await?;
+    sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL")
+        .bind(now_ms())
+        .bind(user.0)
+        .execute(tx)
+        .await?;
     Ok(())
 }
 
@@ -780,7 +814,10 @@ mod tests {
     fn a_resource_is_one_listings_endpoint_under_this_server() {
         let r = Resource::parse("https://toolshed.example.com/mcp/tools/demo/echo", BASE).unwrap();
         assert_eq!((r.kind, r.slug().as_str()), (ListingKind::Tool, "demo/echo"));
-        assert_eq!(Resource::parse("https://toolshed.example.com/mcp/bundles/demo/kit/sse", BASE).unwrap().url(BASE), "https://toolshed.example.com/mcp/bundles/demo/kit");
+        assert_eq!(
+            Resource::parse("https://toolshed.example.com/mcp/bundles/demo/kit/sse", BASE).unwrap().url(BASE),
+            "https://toolshed.example.com/mcp/bundles/demo/kit"
+        );
         assert_eq!(Resource::parse("https://toolshed.example.com/mcp/tools/demo/echo/", BASE).unwrap().slug(), "demo/echo");
         for wrong in [
             "https://evil.example.com/mcp/tools/demo/echo",
@@ -807,10 +844,22 @@ mod tests {
 
     #[test]
     fn redirect_uris_are_https_loopback_http_or_an_apps_own_scheme() {
-        for ok in ["https://vscode.dev/redirect", "http://127.0.0.1:33418/", "http://localhost:6274/oauth/callback", "cursor://anysphere.cursor-retrieval/oauth/callback"] {
+        for ok in [
+            "https://vscode.dev/redirect",
+            "http://127.0.0.1:33418/",
+            "http://localhost:6274/oauth/callback",
+            "cursor://anysphere.cursor-retrieval/oauth/callback",
+        ] {
             assert!(check_redirect_uri(ok).is_ok(), "{ok}");
         }
-        for bad in ["http://evil.example.com/cb", "javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "https://a.example/cb#frag", "not a url"] {
+        for bad in [
+            "http://evil.example.com/cb",
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "file:///etc/passwd",
+            "https://a.example/cb#frag",
+            "not a url",
+        ] {
             assert!(check_redirect_uri(bad).is_err(), "{bad}");
         }
     }

@@ -45,7 +45,7 @@ pub struct GroupMapping {
 
 /// Not a PHC string: no password ever verifies against it, so an account made
 /// by single sign-on cannot be entered with a password.
-const NO_PASSWORD: &str = "sso";
+pub(crate) const NO_PASSWORD: &str = "sso";
 
 impl Toolshed {
     /// The account for `identity`, made on its first sign-in. Fails when the

@@ -42,7 +42,13 @@ fn query_string(params: &[(&str, String)]) -> String {
 }
 
 /// The person answers the consent page's form; returns the redirect's query pairs.
-async fn answer(srv: &TestServer, browser: &reqwest::Client, params: &[(&str, String)], decision: &str, call: bool) -> Vec<(String, String)> {
+async fn answer(
+    srv: &TestServer,
+    browser: &reqwest::Client,
+    params: &[(&str, String)],
+    decision: &str,
+    call: bool,
+) -> Vec<(String, String)> {
     let mut form: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
     form.push(("decision", decision));
     if call {
@@ -95,7 +101,13 @@ fn call_echo(text: &str) -> String {
 
 server_test!(a_401_leads_a_client_through_discovery_registration_consent_and_tokens_to_a_call, |srv: TestServer| async move {
     // Discovery starts from the endpoint's 401.
-    let res = reqwest::Client::new().post(srv.url("/mcp/tools/demo/echo")).header("Content-Type", "application/json").body("{}").send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(srv.url("/mcp/tools/demo/echo"))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
     let challenge = res.headers()["www-authenticate"].to_str().unwrap().to_owned();
     let metadata_url = srv.url("/.well-known/oauth-protected-resource/mcp/tools/demo/echo");
@@ -143,7 +155,13 @@ server_test!(a_401_leads_a_client_through_discovery_registration_consent_and_tok
     let res = reqwest::Client::new().post(srv.url("/api/v1/tools")).bearer_auth(access).json(&json!({})).send().await.unwrap();
     assert_eq!(res.status(), 401);
     // Never in a URL.
-    let res = reqwest::Client::new().post(srv.url(&format!("/mcp/tools/demo/echo?token={access}"))).header("Content-Type", "application/json").body("{}").send().await.unwrap();
+    let res = reqwest::Client::new()
+        .post(srv.url(&format!("/mcp/tools/demo/echo?token={access}")))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 401);
 
     // A code works once; presented again, what it gave is revoked.
@@ -169,8 +187,11 @@ server_test!(refresh_tokens_turn_over_and_a_spent_one_revokes_the_grant, |srv: T
     assert_eq!(mcp_initialize_status(&srv.url("/mcp/bundles/demo/text_kit"), &access).await, 200);
     // Another client cannot use it.
     let other = public_client(&srv).await;
-    let (status, error) =
-        token_request(&srv, &[("grant_type", "refresh_token"), ("refresh_token", next["refresh_token"].as_str().unwrap()), ("client_id", &other)]).await;
+    let (status, error) = token_request(
+        &srv,
+        &[("grant_type", "refresh_token"), ("refresh_token", next["refresh_token"].as_str().unwrap()), ("client_id", &other)],
+    )
+    .await;
     assert_eq!((status, error["error"].as_str()), (400, Some("invalid_grant")));
     // The first one again: stolen, perhaps; everything under the grant ends.
     let (status, error) = refresh(first).await;
@@ -221,7 +242,11 @@ server_test!(revoking_on_the_account_page_or_deactivating_the_person_ends_access
     assert_eq!(srv.call(&admin, "admin/users/status", &[("username", "ada"), ("status", "active")]).await.0, 200);
     // Reactivation does not bring grants back.
     assert_eq!(mcp_initialize_status(&table, second["access_token"].as_str().unwrap()).await, 401);
-    let (status, _) = token_request(&srv, &[("grant_type", "refresh_token"), ("refresh_token", second["refresh_token"].as_str().unwrap()), ("client_id", &client_id)]).await;
+    let (status, _) = token_request(
+        &srv,
+        &[("grant_type", "refresh_token"), ("refresh_token", second["refresh_token"].as_str().unwrap()), ("client_id", &client_id)],
+    )
+    .await;
     assert_eq!(status, 400);
 });
 
@@ -292,16 +317,26 @@ server_test!(registrations_are_checked_and_confidential_clients_prove_their_secr
         let (status, answer) = register(&srv, body.clone()).await;
         assert_eq!((status, answer["error"].as_str()), (400, Some(error)), "{body}");
     }
-    let (status, client) = register(&srv, json!({"client_name": "CI", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_post"})).await;
+    let (status, client) =
+        register(&srv, json!({"client_name": "CI", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_post"})).await;
     assert_eq!(status, 201);
     let (id, secret) = (client["client_id"].as_str().unwrap(), client["client_secret"].as_str().unwrap());
     let admin = srv.admin().await;
     let params = authorize_query(&srv, id, "/mcp/tools/demo/echo", "");
     let pairs = answer(&srv, &admin, &params, "allow", true).await;
     let code = param(&pairs, "code").unwrap();
-    let base = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", REDIRECT), ("code_verifier", VERIFIER), ("client_id", id)];
+    let base =
+        [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", REDIRECT), ("code_verifier", VERIFIER), ("client_id", id)];
     let (status, error) = token_request(&srv, &[&base[..], &[("client_secret", "wrong")]].concat()).await;
     assert_eq!((status, error["error"].as_str()), (401, Some("invalid_client")));
     let res = reqwest::Client::new().post(srv.url("/oauth/token")).basic_auth(id, Some(secret)).form(&base[..4]).send().await.unwrap();
     assert_eq!(res.status(), 200);
+});
+
+server_test!(one_address_may_register_twenty_clients_per_ten_minutes, |srv: TestServer| async move {
+    for _ in 0..20 {
+        public_client(&srv).await;
+    }
+    let (status, answer) = register(&srv, json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})).await;
+    assert_eq!((status, answer["error"].as_str()), (429, Some("temporarily_unavailable")));
 });

@@ -75,6 +75,7 @@ test('the TypeScript SDK connects by URL alone: OAuth in the browser, then calls
   const res = await fetch(`${BASE}/mcp/tools/demo/echo`, { method: 'POST', headers: { Authorization: `Bearer ${state.saved.access_token}` } });
   assert.equal(res.status, 401);
   assert.match(res.headers.get('www-authenticate'), /error="invalid_token"/);
+  await client.close();
   await page.context().close();
 });
 
@@ -87,6 +88,7 @@ test('a client allowed only to list the tools cannot run them', async () => {
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name), ['echo']);
   await assert.rejects(client.callTool({ name: 'echo', arguments: { text: 'x' } }));
+  await client.close();
   await page.context().close();
 });
 

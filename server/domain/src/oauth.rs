@@ -567,7 +567,7 @@ impl Toolshed {
         let now = now_ms();
         let mut tx = self.begin().await?;
         let row = sqlx::query(
-            "SELECT c.grant_id, c.redirect_uri, c.code_challenge, c.expires_at, c.used_at, g.client_id, g.resource, g.scope \
+            "SELECT c.grant_id, c.redirect_uri, c.code_challenge, c.expires_at, c.used_at, g.client_id, g.resource, g.scope, g.revoked_at \
              FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_hash = $1",
         )
         .bind(hash(code))
@@ -583,6 +583,9 @@ impl Toolshed {
         if row.try_get::<String, _>("client_id")? != client.id {
             return Err(bad("this code was issued to another client"));
         }
+        if row.try_get::<Option<i64>, _>("revoked_at")?.is_some() {
+            return Err(bad("this authorization was revoked; authorize again"));
+        }
         if row.try_get::<i64, _>("expires_at")? <= now {
             return Err(bad("this code has expired; authorize again"));
         }
@@ -592,11 +595,10 @@ impl Toolshed {
         if !pkce_matches(verifier, &row.try_get::<String, _>("code_challenge")?) {
             return Err(bad("the PKCE code_verifier does not match the code_challenge"));
         }
-        let bound: String = row.try_get("resource")?;
-        if resource.is_some_and(|r| r.trim_end_matches('/') != bound) {
-            return Err(OAuthError::InvalidTarget(format!("this code is for {bound}")));
+        bound_to(resource, &row.try_get::<String, _>("resource")?)?;
+        if !spend(&mut tx, "UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL", code, now).await? {
+            return Err(bad("this code was used by another request at the same moment"));
         }
-        sqlx::query("UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2").bind(now).bind(hash(code)).execute(&mut *tx).await?;
         let scope = Scope::parse(Some(&row.try_get::<String, _>("scope")?))?;
         let tokens = issue_tokens(&mut tx, grant, scope, now).await?;
         tx.commit().await?;
@@ -640,10 +642,7 @@ impl Toolshed {
         if row.try_get::<i64, _>("expires_at")? <= now {
             return Err(bad("this refresh token has expired; authorize again"));
         }
-        let bound: String = row.try_get("resource")?;
-        if resource.is_some_and(|r| r.trim_end_matches('/') != bound) {
-            return Err(OAuthError::InvalidTarget(format!("this authorization is for {bound}")));
-        }
+        bound_to(resource, &row.try_get::<String, _>("resource")?)?;
         let granted = Scope::parse(Some(&row.try_get::<String, _>("scope")?))?;
         let scope = match scope {
             Some(s) => Scope::parse(Some(s))?,
@@ -652,11 +651,9 @@ impl Toolshed {
         if !scope.within(granted) {
             return Err(OAuthError::InvalidScope(format!("this authorization covers {} only", granted.as_string())));
         }
-        sqlx::query("UPDATE oauth_tokens SET used_at = $1 WHERE token_hash = $2")
-            .bind(now)
-            .bind(hash(refresh_token))
-            .execute(&mut *tx)
-            .await?;
+        if !spend(&mut tx, "UPDATE oauth_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL", refresh_token, now).await? {
+            return Err(bad("this refresh token was used by another request at the same moment"));
+        }
         let tokens = issue_tokens(&mut tx, grant, scope, now).await?;
         tx.commit().await?;
         Ok(tokens)
@@ -774,6 +771,20 @@ pub(crate) async fn revoke_all_grants(tx: &mut sqlx::AnyConnection, user: UserId
         .execute(tx)
         .await?;
     Ok(())
+}
+
+/// Marks a one-use secret spent, unless another request spent it first (two
+/// requests may both have read it unspent: only one wins the write).
+async fn spend(tx: &mut sqlx::AnyConnection, sql: &str, secret: &str, now: i64) -> Result<bool, StoreError> {
+    Ok(sqlx::query(sql).bind(now).bind(hash(secret)).execute(tx).await?.rows_affected() == 1)
+}
+
+/// A `resource` named at the token endpoint must be the one granted (RFC 8707).
+fn bound_to(resource: Option<&str>, granted: &str) -> Result<(), OAuthError> {
+    match resource {
+        Some(r) if r.trim_end_matches('/') != granted => Err(OAuthError::InvalidTarget(format!("this authorization is for {granted}"))),
+        _ => Ok(()),
+    }
 }
 
 async fn revoke_grant_in(tx: &mut sqlx::AnyConnection, grant: i64, now: i64) -> Result<(), StoreError> {

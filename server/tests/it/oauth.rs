@@ -340,3 +340,16 @@ server_test!(one_address_may_register_twenty_clients_per_ten_minutes, |srv: Test
     let (status, answer) = register(&srv, json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})).await;
     assert_eq!((status, answer["error"].as_str()), (429, Some("temporarily_unavailable")));
 });
+
+server_test!(one_code_traded_twice_at_the_same_moment_gives_tokens_once, |srv: TestServer| async move {
+    let client_id = public_client(&srv).await;
+    let admin = srv.admin().await;
+    let params = authorize_query(&srv, &client_id, "/mcp/tools/demo/echo", "");
+    let pairs = answer(&srv, &admin, &params, "allow", true).await;
+    let code = param(&pairs, "code").unwrap();
+    let (a, b) =
+        tokio::join!(exchange(&srv, &client_id, code, "/mcp/tools/demo/echo"), exchange(&srv, &client_id, code, "/mcp/tools/demo/echo"));
+    let mut statuses = [a.0, b.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 400], "{} {}", a.1, b.1);
+});

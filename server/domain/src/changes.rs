@@ -70,11 +70,14 @@ impl ListingChanges {
         let this = Self { db: db.clone(), tx, epoch };
         let feed = this.clone();
         tokio::spawn(async move {
+            // Kept across failures: rows written while the database was away
+            // are delivered once it is back.
+            let mut cursor = None;
             loop {
-                if let Err(e) = feed.poll(&db).await {
+                if let Err(e) = feed.poll(&db, &mut cursor).await {
                     tracing::warn!(error = %e, "listing change poller failed; restarting");
                 }
-                // Rows may have been missed meanwhile.
+                // Rows may have been written meanwhile.
                 feed.epoch.invalidate();
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -89,11 +92,15 @@ impl ListingChanges {
         Ok(Subscription { rx, since })
     }
 
-    async fn poll(&self, db: &Db) -> Result<(), StoreError> {
-        // Changes from before the poller started are nobody's news.
-        let start = latest_id(db).await?;
-        let mut high = start;
-        let mut delivered = BTreeSet::new();
+    async fn poll(&self, db: &Db, cursor: &mut Option<Cursor>) -> Result<(), StoreError> {
+        let cursor = match cursor {
+            Some(c) => c,
+            // Changes from before the poller started are nobody's news.
+            None => {
+                let latest = latest_id(db).await?;
+                cursor.insert(Cursor { floor: latest, high: latest, delivered: BTreeSet::new() })
+            }
+        };
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -101,20 +108,24 @@ impl ListingChanges {
             let rows = sqlx::query(&format!(
                 "SELECT id, target, CASE WHEN {LIST_CHANGING} THEN 1 ELSE 0 END AS lists FROM audit_log WHERE id > $1 ORDER BY id"
             ))
-            .bind(high - REORDER_WINDOW)
+            .bind(cursor.high - REORDER_WINDOW)
             .fetch_all(db.pool())
             .await?;
+            // Read whole before anything counts as delivered.
+            let rows = rows
+                .into_iter()
+                .map(|r| Ok((r.try_get::<i64, _>("id")?, r.try_get::<String, _>("target")?, r.try_get::<i64, _>("lists")? != 0)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()?;
             let mut seen_any = false;
             let mut changed = Vec::new();
-            for r in rows {
-                let id: i64 = r.try_get("id")?;
-                if id <= start || id <= high - REORDER_WINDOW || !delivered.insert(id) {
+            for (id, target, lists) in rows {
+                if id <= cursor.floor || id <= cursor.high - REORDER_WINDOW || !cursor.delivered.insert(id) {
                     continue;
                 }
-                high = high.max(id);
+                cursor.high = cursor.high.max(id);
                 seen_any = true;
-                if r.try_get::<i64, _>("lists")? != 0 {
-                    changed.push((id, r.try_get::<String, _>("target")?));
+                if lists {
+                    changed.push((id, target));
                 }
             }
             if seen_any {
@@ -126,9 +137,18 @@ impl ListingChanges {
             for (id, target) in changed {
                 let _ = self.tx.send((id, target.into()));
             }
-            delivered = delivered.split_off(&(high - REORDER_WINDOW));
+            cursor.delivered = cursor.delivered.split_off(&(cursor.high - REORDER_WINDOW));
         }
     }
+}
+
+/// Where the poller is in the audit log.
+struct Cursor {
+    /// The highest id when the poller started: older rows are not news.
+    floor: i64,
+    high: i64,
+    /// Ids within [`REORDER_WINDOW`] of `high` already delivered.
+    delivered: BTreeSet<i64>,
 }
 
 async fn latest_id(db: &Db) -> Result<i64, StoreError> {

@@ -61,6 +61,10 @@ struct Session {
     listing: OnceLock<(ToolId, Caller)>,
     /// Set by `logging/setLevel`; until then console output is not forwarded.
     log_level: Mutex<Option<LoggingLevel>>,
+    /// Listing changes from the moment `initialize` was answered: a change the
+    /// client makes right after its handshake must not slip past, while
+    /// notifications wait for `initialized`.
+    changes: Mutex<Option<toolshed_domain::changes::Subscription>>,
     /// Cancelled when the session ends (its last handler is dropped), so what
     /// serves it in the background ends at once and frees the session's memory.
     ended: tokio_util::sync::CancellationToken,
@@ -254,6 +258,12 @@ impl ServerHandler for ListingHandler {
         let result = self.negotiate_initialize(&request)?;
         let c = self.caller(&context.extensions)?;
         let _ = self.session.listing.set((c.listing.id, c.clone()));
+        if self.transport != Transport::Stateless {
+            match self.toolshed.listing_changes().subscribe().await {
+                Ok(changes) => *self.session.changes.lock().expect("changes lock") = Some(changes),
+                Err(e) => tracing::warn!(error = %e, "could not listen for list changes"),
+            }
+        }
         if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
             // A session started elsewhere: bring back what the client had set.
             match self.toolshed.load_mcp_session(&restored.id).await {
@@ -276,14 +286,8 @@ impl ServerHandler for ListingHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if self.transport == Transport::Stateless {
-            return; // nothing to send list changes on
-        }
-        if let Some((_, caller)) = self.session.listing.get() {
-            let changes = match self.toolshed.listing_changes().subscribe().await {
-                Ok(changes) => changes,
-                Err(e) => return tracing::warn!(error = %e, "could not listen for list changes"),
-            };
+        let changes = self.session.changes.lock().expect("changes lock").take();
+        if let (Some((_, caller)), Some(changes)) = (self.session.listing.get(), changes) {
             let ended = self.session.ended.clone();
             tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes, ended));
         }

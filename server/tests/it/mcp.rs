@@ -90,12 +90,22 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) async fn open(url: String, token: &str) -> Self {
+        let s = Self::initialize(url, token).await;
+        s.initialized().await;
+        s
+    }
+
+    /// The first half of the handshake: `initialize` answered, `initialized` not sent.
+    async fn initialize(url: String, token: &str) -> Self {
         let mut s = Session { url, token: token.to_owned(), id: String::new() };
         let res = s.post(INIT).await;
         assert_eq!(res.status(), 200);
         s.id = res.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        assert_eq!(s.post(INITIALIZED).await.status(), 202);
         s
+    }
+
+    async fn initialized(&self) {
+        assert_eq!(self.post(INITIALIZED).await.status(), 202);
     }
 
     pub(crate) async fn post(&self, body: &str) -> reqwest::Response {
@@ -549,6 +559,17 @@ server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut 
         sqlx::query_as("SELECT tool_id, bundle_id, transport FROM usage_records ORDER BY id").fetch_all(&pool).await.unwrap();
     let through = |tool| (tool, Some(bundle), "mcp-http+run_code".to_owned());
     assert_eq!(rows, [through(greeting), through(farewell)]);
+});
+
+server_test!(a_change_made_during_the_handshake_is_told_once_the_client_is_initialized, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+    let session = Session::initialize(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    srv.publish(&client, greeting, "v2 says hello").await;
+    // Long enough for the change feed to have broadcast the publish.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let mut events = session.listen().await;
+    session.initialized().await;
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
 });
 
 server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: TestServer| async move {

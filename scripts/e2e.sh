@@ -25,10 +25,21 @@ sso_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 CLIENT_ID=toolshed CLIENT_SECRET="$sso_secret" REDIRECT_URI="$base/auth/sso/callback" \
     node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
 provider=$!
+# A certificate authority of the tests' own and a certificate for 127.0.0.1 from it:
+# MCP clients' metadata documents are served on https (end2end/fixtures/client-documents.mjs),
+# and the server trusts that authority alone (SSL_CERT_FILE).
+tls="$data/tls"; mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=Toolshed tests CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext.cnf"
+openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+    -extfile "$tls/ext.cnf" -out "$tls/server.pem" 2>/dev/null
 TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
     DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
     TOOLSHED_OIDC_CLIENT_ID=toolshed TOOLSHED_OIDC_CLIENT_SECRET="$sso_secret" TOOLSHED_OIDC_NAME="Example ID" \
-    TOOLSHED_SSO_ADMIN_GROUP=toolshed-admins TOOLSHED_OIDC_ISSUER="$(wait_for_line "$data/oidc.log" ready)" \
+    TOOLSHED_SSO_ADMIN_GROUP=toolshed-admins SSL_CERT_FILE="$tls/ca.pem" TOOLSHED_OIDC_ISSUER="$(wait_for_line "$data/oidc.log" ready)" \
     target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
 cleanup() {
@@ -57,7 +68,7 @@ cd end2end
 mkdir -p output
 files=(tests/)
 [ $# -eq 0 ] || { files=("$@"); files=("${files[@]/#/tests/}"); files=("${files[@]/%/.test.mjs}"); }
-TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" \
+TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_TEST_TLS="$tls" \
     node --test --test-concurrency=1 "${files[@]}"
 cd ..
 [ $# -eq 0 ] || exit 0

@@ -2,7 +2,9 @@
 // TypeScript SDK discovers Toolshed's authorization server from the 401,
 // registers itself, and sends the person to the consent page (in Chromium,
 // signing in first); then it calls tools with the token it got. The grant is
-// on the Account page, and revoking it there ends the client's access.
+// on the Account page, and revoking it there ends the client's access. A
+// client may also name itself by the https URL of its metadata document
+// instead of registering.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,15 +12,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { BASE, launch, newPage, hydrated, shot, signInAsAdmin } from './browser.mjs';
 import { consent } from '../fixtures/consent.mjs';
+import { serveClientDocuments } from '../fixtures/client-documents.mjs';
 
 /** Where the client wants its answer: a loopback port, as VS Code and Claude Code use; nothing listens there. */
 const REDIRECT = 'http://127.0.0.1:33418/callback';
 
 /** What a desktop client keeps between runs, in memory. */
 class ClientState {
-  constructor(name) {
+  constructor(name, clientMetadataUrl) {
     this.name = name;
     this.authorizationUrl = undefined;
+    this.clientMetadataUrl = clientMetadataUrl;
   }
   get redirectUrl() { return REDIRECT; }
   get clientMetadata() {
@@ -104,4 +108,43 @@ test('Deny on the consent page tells the client access_denied, and nothing is gr
   await hydrated(page);
   assert.doesNotMatch(await page.locator('.grants').textContent(), /Unwanted client/);
   await page.context().close();
+});
+
+test('a client named by its metadata document connects without registering; the consent page names its site', async () => {
+  const site = await serveClientDocuments((base) => ({
+    '/oauth/client.json': { client_id: `${base}/oauth/client.json`, client_name: 'Documented Client', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' },
+    // Claims to be another client: whoever serves a document speaks only for its own URL.
+    '/impostor.json': { client_id: 'https://vscode.dev/oauth/client.json', client_name: 'Visual Studio Code', redirect_uris: [REDIRECT] },
+  }));
+  const page = await newPage(browser);
+  try {
+    await signInAsAdmin(page);
+    const state = new ClientState('Documented Client', `${site.base}/oauth/client.json`);
+    const client = await connectWithOAuth('/mcp/tools/demo/echo', state, async (url) => {
+      assert.equal(new URL(url).searchParams.get('client_id'), `${site.base}/oauth/client.json`, 'the URL is the client id');
+      return consent(page, url, REDIRECT, { screenshot: '72-oauth-consent-documented-client' });
+    });
+    assert.equal(state.client.client_id, `${site.base}/oauth/client.json`, 'no registration happened');
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'documented' } });
+    assert.deepEqual(result.content, [{ type: 'text', text: 'documented' }]);
+    await client.close();
+    // Fetched once for the authorization request, the consent page and the answer.
+    assert.deepEqual(site.requests, ['/oauth/client.json']);
+    await page.goto(`${BASE}/account`);
+    await hydrated(page);
+    await page.locator('.grants tr:has-text("Documented Client")').waitFor();
+
+    const impostor = new URL(`${BASE}/oauth/authorize`);
+    for (const [k, v] of Object.entries({ response_type: 'code', client_id: `${site.base}/impostor.json`, redirect_uri: REDIRECT,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSwFwcM0', code_challenge_method: 'S256', resource: `${BASE}/mcp/tools/demo/echo`, state: 's' })) {
+      impostor.searchParams.set(k, v);
+    }
+    await page.goto(impostor.href);
+    await page.locator('.consent .alert').waitFor();
+    assert.match(await page.locator('.consent .alert').textContent(), /names another client_id/);
+    assert.equal(await page.locator('button[value=allow]').count(), 0);
+  } finally {
+    await page.context().close();
+    await site.close();
+  }
 });

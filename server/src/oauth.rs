@@ -41,15 +41,19 @@ const SERVER_METADATA: &str = "/.well-known/oauth-authorization-server";
 
 /// A registration is a few hundred bytes; nothing larger is read.
 const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
-/// Registrations one client address may make per window: plenty for every MCP
-/// client on a machine, too few to fill the table (unused ones go after a day).
+/// Registrations (or authorizations that fetch a client's metadata document)
+/// one client address may make per window: plenty for every MCP client on a
+/// machine, too few to fill the table (unused ones go after a day) or to use
+/// this server as a fetcher of other people's URLs.
 const REGISTRATIONS_PER_WINDOW: u32 = 20;
 const REGISTRATION_WINDOW: Duration = Duration::from_secs(600);
 
 #[derive(Clone)]
 pub struct OAuth {
     toolshed: Toolshed,
-    registrations: RegistrationLimit,
+    registrations: PerAddressLimit,
+    /// Authorization requests that fetch a client's metadata document.
+    document_fetches: PerAddressLimit,
     /// This server's base URL without a trailing slash: the issuer, and what resources live under.
     base: String,
     /// The base URL's origin: where the well-known documents are.
@@ -60,7 +64,8 @@ impl OAuth {
     pub fn new(toolshed: Toolshed, base: &url::Url) -> Self {
         Self {
             toolshed,
-            registrations: RegistrationLimit::default(),
+            registrations: PerAddressLimit::default(),
+            document_fetches: PerAddressLimit::default(),
             base: base.as_str().trim_end_matches('/').to_owned(),
             origin: base.origin().ascii_serialization(),
         }
@@ -72,14 +77,14 @@ impl OAuth {
     }
 }
 
-/// Registrations per client address in this replica's window (a replica's
-/// memory: several replicas allow that many each, which still bounds the table).
+/// Requests per client address in this replica's window (a replica's memory:
+/// several replicas allow that many each, which still bounds the table).
 #[derive(Clone, Default)]
-struct RegistrationLimit(Arc<Mutex<HashMap<IpAddr, (Instant, u32)>>>);
+struct PerAddressLimit(Arc<Mutex<HashMap<IpAddr, (Instant, u32)>>>);
 
-impl RegistrationLimit {
+impl PerAddressLimit {
     fn allows(&self, client: IpAddr) -> bool {
-        let mut seen = self.0.lock().expect("registration limit lock");
+        let mut seen = self.0.lock().expect("per-address limit lock");
         let now = Instant::now();
         if seen.len() >= 10_000 {
             seen.retain(|_, (since, _)| now.duration_since(*since) < REGISTRATION_WINDOW);
@@ -157,6 +162,7 @@ async fn server_metadata(State(oauth): State<OAuth>) -> Response {
         "revocation_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
         "code_challenge_methods_supported": ["S256"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
     }))
     .into_response()
 }
@@ -183,6 +189,20 @@ fn no_store(res: &mut Response) {
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 
+/// The address a request came from, behind trusted proxies.
+fn client_address(oauth: &OAuth, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+    let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+    oauth.toolshed.settings().trusted_proxies.client(peer.ip(), &forwarded)
+}
+
+fn too_many(client: IpAddr, description: &str) -> Response {
+    tracing::warn!(%client, description, "OAuth requests limited");
+    let body = json!({"error": "temporarily_unavailable", "error_description": description});
+    let mut res = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("600"));
+    res
+}
+
 /// `POST /oauth/register` (RFC 7591).
 async fn register(
     State(oauth): State<OAuth>,
@@ -190,14 +210,9 @@ async fn register(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
-    let client = oauth.toolshed.settings().trusted_proxies.client(peer.ip(), &forwarded);
+    let client = client_address(&oauth, peer, &headers);
     if !oauth.registrations.allows(client) {
-        tracing::warn!(%client, "OAuth registrations limited");
-        let body = json!({"error": "temporarily_unavailable", "error_description": "Too many registrations from this address; try again in a few minutes."});
-        let mut res = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("600"));
-        return res;
+        return too_many(client, "Too many registrations from this address; try again in a few minutes.");
     }
     if body.len() > MAX_REGISTRATION_BYTES {
         return error_response(&OAuthError::InvalidClientMetadata("the registration is too large".into()));
@@ -243,9 +258,14 @@ fn error_to_client(oauth: &OAuth, redirect_uri: &str, state: Option<&str>, e: &O
 /// `GET /oauth/authorize`: a request a client cannot be told about shows on
 /// the consent page; one it can gets its error back; a good one goes to the
 /// consent page, through sign-in when needed.
-async fn authorize(State(oauth): State<OAuth>, session: Session, req: Request) -> Response {
+async fn authorize(State(oauth): State<OAuth>, session: Session, ConnectInfo(peer): ConnectInfo<SocketAddr>, req: Request) -> Response {
     let query = req.uri().query().unwrap_or_default().to_owned();
     let params = Query::<AuthorizationParams>::try_from_uri(req.uri()).map(|q| q.0).unwrap_or_default();
+    let client_id = params.client_id.as_deref().unwrap_or_default();
+    let client = client_address(&oauth, peer, req.headers());
+    if oauth.toolshed.would_fetch_client_document(client_id).await.unwrap_or(true) && !oauth.document_fetches.allows(client) {
+        return too_many(client, "Too many new applications from this address; try again in a few minutes.");
+    }
     match oauth.toolshed.authorization_request(&params, &oauth.base).await {
         Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => {
             return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error)

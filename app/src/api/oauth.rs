@@ -27,6 +27,9 @@ pub struct ConsentParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccessRequest {
     pub client_name: String,
+    /// The site whose metadata document names the client; `None` when the
+    /// client registered itself.
+    pub client_site: Option<String>,
     /// Where the answer goes (the redirect URI's host, or its scheme for an app).
     pub answer_to: String,
     /// That place as a CSP source (`https://host:port`, `cursor:`).
@@ -78,6 +81,7 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
     Ok(AccessRequest {
         answer_origin,
         client_name: req.client.name,
+        client_site: req.client.site,
         answer_to,
         listing: listing.slug(),
         listing_title: listing.title,

@@ -93,6 +93,10 @@ fn ConsentForm(question: AccessRequest, params: ConsentParams) -> impl IntoView 
             <h1><strong class="client-name">{question.client_name.clone()}</strong>" wants to use "
                 <a href=listing_href>{question.listing.clone()}</a>" as you"</h1>
             <p class="muted">{question.listing_title.clone()}" · signed in as "<strong>{question.username.clone()}</strong></p>
+            <p class="small client-site">{match question.client_site.clone() {
+                Some(site) => view! { "The application is described by " <strong>{site}</strong> "." }.into_any(),
+                None => view! { "The application registered itself: nobody vouches for its name." }.into_any(),
+            }}</p>
             <form method="post" action="/oauth/consent" class="stack">
                 {hidden.into_iter().filter_map(|(name, value)| value.map(|value| view! { <input type="hidden" name=name value=value /> })).collect_view()}
                 <fieldset class="stack">

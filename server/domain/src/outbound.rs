@@ -160,6 +160,18 @@ pub fn client_builder(internal: &InternalHosts) -> reqwest::ClientBuilder {
         .redirect(reqwest::redirect::Policy::none())
 }
 
+/// reqwest's top-level message hides the cause ("error sending request").
+pub fn describe(error: &reqwest::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
 /// Clients by the internal hosts they allow (one in practice), so
 /// connections are pooled across requests.
 #[derive(Default)]

@@ -120,6 +120,7 @@ server_test!(a_401_leads_a_client_through_discovery_registration_consent_and_tok
     assert_eq!(server["issuer"], issuer);
     assert_eq!(server["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(server["registration_endpoint"], srv.url("/oauth/register"));
+    assert_eq!(server["client_id_metadata_document_supported"], true);
 
     let client_id = public_client(&srv).await;
     let params = authorize_query(&srv, &client_id, "/mcp/tools/demo/echo", "tools:read tools:call");
@@ -339,6 +340,43 @@ server_test!(one_address_may_register_twenty_clients_per_ten_minutes, |srv: Test
     }
     let (status, answer) = register(&srv, json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})).await;
     assert_eq!((status, answer["error"].as_str()), (429, Some("temporarily_unavailable")));
+});
+
+server_test!(client_document_urls_that_cannot_be_read_are_refused_on_the_page_and_limited_per_address, |srv: TestServer| async move {
+    let admin = srv.admin().await;
+    let srv = &srv;
+    let consent_page = |client_id: &str| {
+        let params = authorize_query(srv, client_id, "/mcp/tools/demo/echo", "");
+        let admin = admin.clone();
+        let url = srv.url(&format!("/oauth/authorize?{}", query_string(&params)));
+        async move {
+            let res = admin.get(url).send().await.unwrap();
+            let location = res.headers()["location"].to_str().unwrap().to_owned();
+            assert!(location.starts_with("/oauth/consent?"), "{location}");
+            srv.page(&admin, &location).await.1
+        }
+    };
+    // Nothing listens there: the page says the document could not be read, and nothing went to the redirect URI.
+    let page = consent_page("https://127.0.0.1:9/oauth/client.json").await;
+    assert!(page.contains("could not be read"), "{page}");
+    let page = consent_page("https://example.com/").await;
+    assert!(page.contains("must have a path"), "{page}");
+    // Each request for a document not kept here would fetch it: 20 per address per 10 minutes
+    // (the first above was one).
+    let anonymous = srv.browser();
+    for i in 2..=20 {
+        let params = authorize_query(srv, &format!("https://127.0.0.1:9/client-{i}.json"), "/mcp/tools/demo/echo", "");
+        let res = anonymous.get(srv.url(&format!("/oauth/authorize?{}", query_string(&params)))).send().await.unwrap();
+        assert_ne!(res.status(), 429, "request {i}");
+    }
+    let params = authorize_query(srv, "https://127.0.0.1:9/client-21.json", "/mcp/tools/demo/echo", "");
+    let res = anonymous.get(srv.url(&format!("/oauth/authorize?{}", query_string(&params)))).send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    // A registered client is not held up by that.
+    let client_id = public_client(srv).await;
+    let params = authorize_query(srv, &client_id, "/mcp/tools/demo/echo", "");
+    let res = anonymous.get(srv.url(&format!("/oauth/authorize?{}", query_string(&params)))).send().await.unwrap();
+    assert_ne!(res.status(), 429);
 });
 
 server_test!(one_code_traded_twice_at_the_same_moment_gives_tokens_once, |srv: TestServer| async move {

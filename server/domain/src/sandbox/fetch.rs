@@ -109,7 +109,7 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
-        let mut response = builder.send().await.map_err(|e| describe(&e))?;
+        let mut response = builder.send().await.map_err(|e| crate::outbound::describe(&e))?;
         let status = response.status();
         if let Some(location) = status.is_redirection().then(|| response.headers().get(LOCATION)).flatten() {
             // A value the host put into the location is a placeholder again, so the next hop's checks apply to it.
@@ -144,7 +144,7 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
             })
             .collect();
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| crate::outbound::describe(&e))? {
             if body.len() + chunk.len() > max_bytes {
                 return Err(too_large());
             }
@@ -207,18 +207,6 @@ impl FetchResponse {
             .collect();
         Self { status: self.status, status_text: self.status_text, url: secrets.mask(self.url), headers, body }
     }
-}
-
-/// reqwest's top-level message hides the cause ("error sending request").
-fn describe(error: &reqwest::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// The JS `$fetch` function.

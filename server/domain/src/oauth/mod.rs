@@ -1,5 +1,6 @@
 //! Toolshed as an OAuth 2.1 authorization server for MCP clients (MCP
-//! authorization, spec 2025-11-25): clients register themselves (RFC 7591), a
+//! authorization, spec 2025-11-25): clients register themselves (RFC 7591) or
+//! name themselves by the URL of a metadata document ([`documents`]), a
 //! person allows one of them one listing's endpoint (the resource, RFC 8707)
 //! with a scope, and the client trades the code (PKCE S256 only) for a
 //! short-lived access token and a refresh token that turns over at each use.
@@ -20,6 +21,8 @@ use crate::ids::{ToolId, UserId};
 use crate::tokens::{hash, TokenRejected};
 use crate::tools::{ListingKind, ToolError};
 use crate::{audit, now_ms, StoreError, Toolshed};
+
+pub mod documents;
 
 /// Access tokens start with this (API tokens with `tsk_`), so one is never taken for the other.
 pub const ACCESS_PREFIX: &str = "tsa_";
@@ -196,6 +199,10 @@ pub struct Client {
     pub redirect_uris: Vec<String>,
     /// Has a secret it must present at the token endpoint.
     pub confidential: bool,
+    /// The site whose metadata document names the client (its `client_id` is
+    /// a URL there); `None` for a client that registered itself, whose name
+    /// nobody vouches for.
+    pub site: Option<String>,
 }
 
 /// A dynamic client registration request (RFC 7591 §2); fields this server
@@ -375,6 +382,19 @@ fn redirect_matches(registered: &str, presented: &str) -> bool {
     a == b
 }
 
+/// A client's name as the consent page shows it: trimmed, `fallback` when
+/// empty, and nothing that could disguise it (control characters, bidirectional
+/// overrides, invisible ones).
+fn client_name(given: Option<&str>, fallback: &str) -> Result<String, OAuthError> {
+    let name = given.map(str::trim).filter(|n| !n.is_empty()).unwrap_or(fallback);
+    let disguising =
+        |c: char| c.is_control() || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}');
+    if name.chars().count() > 100 || name.chars().any(disguising) {
+        return Err(OAuthError::InvalidClientMetadata("client_name must be at most 100 printable characters".into()));
+    }
+    Ok(name.to_owned())
+}
+
 impl Toolshed {
     /// Registers a client (RFC 7591). Anyone may: a registration by itself
     /// grants nothing, and unused ones are forgotten after a day.
@@ -403,10 +423,7 @@ impl Toolshed {
             return Err(invalid("response_types may be code only"));
         }
         let scope = Scope::parse(meta.scope.as_deref())?;
-        let name = meta.client_name.as_deref().map(str::trim).filter(|n| !n.is_empty()).unwrap_or("An MCP client");
-        if name.chars().count() > 100 || name.chars().any(char::is_control) {
-            return Err(invalid("client_name must be at most 100 printable characters"));
-        }
+        let name = client_name(meta.client_name.as_deref(), "An MCP client")?;
         let id = random_token(CLIENT_PREFIX);
         let secret = confidential.then(|| random_token("tss_"));
         let now = now_ms();
@@ -420,7 +437,7 @@ impl Toolshed {
         sqlx::query("INSERT INTO oauth_clients (id, secret_hash, name, redirect_uris, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(&id)
             .bind(secret.as_deref().map(hash))
-            .bind(name)
+            .bind(&name)
             .bind(meta.redirect_uris.join("\n"))
             .bind(now)
             .execute(&mut *tx)
@@ -431,7 +448,7 @@ impl Toolshed {
             client_secret_expires_at: secret.is_some().then_some(0),
             client_secret: secret,
             client_id_issued_at: now / 1000,
-            client_name: name.to_owned(),
+            client_name: name,
             redirect_uris: meta.redirect_uris,
             token_endpoint_auth_method: method.to_owned(),
             grant_types: vec!["authorization_code", "refresh_token"],
@@ -440,21 +457,81 @@ impl Toolshed {
         })
     }
 
+    /// A client as stored: registered, or its document as last fetched.
     async fn client(&self, id: &str) -> Result<Option<(Client, Option<String>)>, OAuthError> {
-        let row = sqlx::query("SELECT id, secret_hash, name, redirect_uris FROM oauth_clients WHERE id = $1")
+        Ok(self.stored_client(id).await?.map(|(client, secret, _)| (client, secret)))
+    }
+
+    /// A stored client, its secret's hash and when its document must be fetched again.
+    async fn stored_client(&self, id: &str) -> Result<Option<(Client, Option<String>, Option<i64>)>, StoreError> {
+        let row = sqlx::query("SELECT id, secret_hash, name, redirect_uris, document_expires_at FROM oauth_clients WHERE id = $1")
             .bind(id)
             .fetch_optional(self.db.pool())
             .await?;
         let Some(row) = row else { return Ok(None) };
         let secret_hash: Option<String> = row.try_get("secret_hash")?;
         let uris: String = row.try_get("redirect_uris")?;
+        let id: String = row.try_get("id")?;
         let client = Client {
-            id: row.try_get("id")?,
+            site: documents::is_document_url(&id).then(|| url::Url::parse(&id).ok()?.host_str().map(str::to_owned)).flatten(),
+            id,
             name: row.try_get("name")?,
             redirect_uris: uris.lines().map(str::to_owned).collect(),
             confidential: secret_hash.is_some(),
         };
-        Ok(Some((client, secret_hash)))
+        Ok(Some((client, secret_hash, row.try_get("document_expires_at")?)))
+    }
+
+    /// Whether authorizing `client_id` would fetch its metadata document now
+    /// (a URL not seen, or kept past its time): such requests are limited per
+    /// address, since anyone can make this server fetch a URL that way.
+    pub async fn would_fetch_client_document(&self, client_id: &str) -> Result<bool, StoreError> {
+        if documents::parse_client_url(client_id).is_err() {
+            return Ok(false);
+        }
+        Ok(!matches!(self.stored_client(client_id).await?, Some((_, _, Some(expires)))if expires > now_ms()))
+    }
+
+    /// The client of an authorization request: a registered one, or the one a
+    /// metadata document names (fetched when not kept, or kept past its time).
+    async fn authorizing_client(&self, id: &str) -> Result<Option<Client>, OAuthError> {
+        if !documents::is_document_url(id) {
+            return Ok(self.client(id).await?.map(|(c, _)| c));
+        }
+        let url = documents::parse_client_url(id)?;
+        if let Some((client, _, Some(expires))) = self.stored_client(id).await? {
+            if expires > now_ms() {
+                return Ok(Some(client));
+            }
+        }
+        static CLIENTS: std::sync::OnceLock<crate::outbound::Clients> = std::sync::OnceLock::new();
+        let http = CLIENTS
+            .get_or_init(Default::default)
+            .get(&self.settings().internal_hosts, |b| b.connect_timeout(std::time::Duration::from_secs(5)))
+            .map_err(OAuthError::InvalidClient)?;
+        let (body, keep) = documents::fetch(&http, &url).await?;
+        let doc = documents::read_document(&url, &body)?;
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO oauth_clients (id, secret_hash, name, redirect_uris, created_at, document_expires_at) \
+             VALUES ($1, NULL, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+             redirect_uris = excluded.redirect_uris, document_expires_at = excluded.document_expires_at",
+        )
+        .bind(id)
+        .bind(&doc.name)
+        .bind(doc.redirect_uris.join("\n"))
+        .bind(now)
+        .bind(now + keep.as_millis() as i64)
+        .execute(self.db.pool())
+        .await?;
+        tracing::info!(client = %id, name = %doc.name, "fetched an OAuth client's metadata document");
+        Ok(Some(Client {
+            id: id.to_owned(),
+            name: doc.name,
+            redirect_uris: doc.redirect_uris,
+            confidential: false,
+            site: url.host_str().map(str::to_owned),
+        }))
     }
 
     /// Checks an authorization request before the person is asked. `base` is
@@ -462,8 +539,8 @@ impl Toolshed {
     pub async fn authorization_request(&self, p: &AuthorizationParams, base: &str) -> Result<AuthorizationRequest, AuthorizationFailure> {
         let untrusted = |m: &str| AuthorizationFailure::Untrusted(OAuthError::InvalidRequest(m.to_owned()));
         let client_id = p.client_id.as_deref().ok_or_else(|| untrusted("The request names no client (client_id)."))?;
-        let client = match self.client(client_id).await {
-            Ok(Some((c, _))) => c,
+        let client = match self.authorizing_client(client_id).await {
+            Ok(Some(c)) => c,
             Ok(None) => {
                 return Err(AuthorizationFailure::Untrusted(OAuthError::InvalidClient(
                     "This application is not registered here (or its registration expired). Start again from the application.".into(),

@@ -7,6 +7,12 @@
 // instead of registering.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -146,5 +152,55 @@ test('a client named by its metadata document connects without registering; the 
   } finally {
     await page.context().close();
     await site.close();
+  }
+});
+
+/** A loopback port nothing listens on yet. */
+async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+test('the MCP Inspector (its CLI) connects by URL: it registers, the person allows it in the browser, and its call runs', async () => {
+  const callback = `http://127.0.0.1:${await freePort()}/oauth/callback`;
+  const home = await mkdtemp(join(tmpdir(), 'inspector-'));
+  const inspector = spawn(process.execPath, [
+    'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', '--cli', `${BASE}/mcp/tools/demo/echo`,
+    '--transport', 'http', '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=from the Inspector', '--callback-url', callback,
+  ], {
+    // Its own home (catalog, state); secrets in memory; it prints the authorization URL instead of opening a browser.
+    env: { ...process.env, HOME: home, MCP_INSPECTOR_SECRET_STORE: 'memory', MCP_AUTO_OPEN_ENABLED: 'true', BROWSER: 'true' },
+  });
+  let stdout = '';
+  let stderr = '';
+  inspector.stdout.on('data', (d) => { stdout += d; });
+  const exited = once(inspector, 'exit');
+  const page = await newPage(browser);
+  try {
+    const authorizationUrl = await new Promise((resolve, reject) => {
+      inspector.stderr.on('data', (d) => {
+        stderr += d;
+        const url = /Please navigate to: (\S+)/.exec(stderr)?.[1];
+        if (url) resolve(url);
+      });
+      exited.then(() => reject(new Error(`the Inspector ended before asking to authorize: ${stderr}`)));
+    });
+    const params = new URL(authorizationUrl).searchParams;
+    assert.match(params.get('client_id'), /^tsc_/, 'it registered itself');
+    assert.equal(params.get('resource'), `${BASE}/mcp/tools/demo/echo`);
+    // Allowed, the browser takes the code to the Inspector's callback listener.
+    const answer = new URL(await consent(page, authorizationUrl, callback, { deliver: true, screenshot: '73-oauth-consent-inspector' }));
+    assert.ok(answer.searchParams.get('code'));
+    await shot(page, '74-inspector-callback');
+    const [code] = await exited;
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    assert.deepEqual(JSON.parse(stdout).content, [{ type: 'text', text: 'from the Inspector' }]);
+  } finally {
+    inspector.kill();
+    await page.context().close();
+    await rm(home, { recursive: true, force: true });
   }
 });

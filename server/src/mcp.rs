@@ -1,6 +1,7 @@
 //! MCP endpoints: every published tool is a live MCP server at
 //! `/mcp/tools/{department}/{name}` and every published bundle at
-//! `/mcp/bundles/{department}/{name}`, over Streamable HTTP (rmcp) at that URL
+//! `/mcp/bundles/{department}/{name}` (and each version it served at
+//! `…/{name}@v3`, which keeps serving that version), over Streamable HTTP (rmcp) at that URL
 //! and over the legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token
 //! check in front ([`authorize`]) resolves the caller and the listing; one
 //! [`handler::ListingHandler`] lists and runs the listing's tools (one for a
@@ -24,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use toolshed_domain::mcp_sessions::SessionOwner;
 use toolshed_domain::oauth::ACCESS_PREFIX;
 use toolshed_domain::tokens::{TokenInfo, TokenRejected};
-use toolshed_domain::tools::{ListingKind, Status, Tool, ToolError};
+use toolshed_domain::tools::{endpoint_name, ListingKind, Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
 
 use handler::{ListingHandler, Transport};
@@ -337,8 +338,9 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
         },
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
+    let Some((name, pin)) = endpoint_name(&name) else { return not_found() };
     let kind = if req.uri().path().starts_with("/mcp/bundles/") { ListingKind::Bundle } else { ListingKind::Tool };
-    let listing = match ts.listing_for_call(&user, kind, &department, &name).await {
+    let mut listing = match ts.listing_for_call(&user, kind, &department, name).await {
         Ok(t) if t.published_version.is_some() && token.as_ref().is_none_or(|tk| tk.allows(&t.slug())) => t,
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {
@@ -348,6 +350,18 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
     };
     if listing.status == Status::Disabled {
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
+    }
+    if let Some(n) = pin {
+        listing = match ts.pinned(&user, listing, n).await {
+            Ok(pinned) => pinned,
+            Err(ToolError::NoSuchVersion(_)) => {
+                return (StatusCode::NOT_FOUND, format!("This listing has no version {n}.\n")).into_response()
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "version lookup failed");
+                return unavailable();
+            }
+        };
     }
     // A token from OAuth is for the one endpoint it was granted for (RFC 8707).
     if let Some(grant) = &grant {

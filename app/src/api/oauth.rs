@@ -76,6 +76,9 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
     if listing.published_version.is_none() {
         return Err(server::fail(AppError::NotFound));
     }
+    if let Some(n) = r.version {
+        ts.pinned(&user, listing.clone(), n).await.map_err(server::fail)?;
+    }
     let answer_to = req.answers_to();
     let answer_origin = req.answer_origin();
     Ok(AccessRequest {
@@ -83,7 +86,7 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
         client_name: req.client.name,
         client_site: req.client.site,
         answer_to,
-        listing: listing.slug(),
+        listing: r.version.map_or_else(|| listing.slug(), |n| format!("{}@v{n}", listing.slug())),
         listing_title: listing.title,
         kind: listing.kind.plural().to_owned(),
         asks_to_call: req.scope.call,

@@ -101,6 +101,9 @@ pub struct ToolInfo {
     pub endpoint: String,
     /// How each MCP client connects to it.
     pub connect: Vec<crate::api::ClientSnippet>,
+    /// The same, pinned to the published version (`…@vN`, which keeps serving
+    /// it after later publishes); empty before the first publish.
+    pub connect_pinned: Vec<crate::api::ClientSnippet>,
     pub upstream: Option<UpstreamView>,
     /// Forks the user may see.
     pub forks: Vec<crate::api::ListingCardView>,
@@ -295,6 +298,10 @@ mod convert {
             moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
             connect: crate::api::connect::connect_clients(&t.name, &endpoint),
+            connect_pinned: t
+                .published_version
+                .map(|n| crate::api::connect::connect_clients(&format!("{}-v{n}", t.name), &format!("{endpoint}@v{n}")))
+                .unwrap_or_default(),
             endpoint,
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),
             versions: versions

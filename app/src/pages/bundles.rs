@@ -165,7 +165,7 @@ fn BundlePage(info: BundleInfo, usage: UsageView, api: Option<ListingApiView>) -
                     })}
                 </section>
                 {if tool.published_version.is_some() {
-                    view! { <ConnectPanel endpoint=tool.endpoint.clone() clients=tool.connect.clone() tools=served /> }.into_any()
+                    view! { <ConnectPanel endpoint=tool.endpoint.clone() clients=tool.connect.clone() pinned=tool.published_version.map(|n| (n, tool.connect_pinned.clone())) tools=served /> }.into_any()
                 } else {
                     view! { <section class="card"><p class="muted">"Publish a version to get an MCP endpoint."</p></section> }.into_any()
                 }}

@@ -63,12 +63,15 @@ impl Answer {
 
 impl Toolshed {
     /// What `listing` (already looked up as `user`) serves them: a tool its
-    /// published version under its own name; a bundle the members `user` may
+    /// published version (or the one its endpoint pinned) under its own name; a bundle the members `user` may
     /// see, then its external servers' tools.
     pub async fn callables(&self, user: &User, listing: &Tool) -> Result<Callables, ToolError> {
         let entries = match listing.kind {
             ListingKind::Tool => match listing.published_version {
-                Some(_) => vec![(listing.name.clone(), Callable::Tool { tool: listing.clone(), source: RunSource::Published })],
+                Some(n) => {
+                    let source = if listing.pinned { RunSource::Version(n) } else { RunSource::Published };
+                    vec![(listing.name.clone(), Callable::Tool { tool: listing.clone(), source })]
+                }
                 None => Vec::new(),
             },
             ListingKind::Bundle => {

@@ -477,6 +477,60 @@ async fn published_bundle(srv: &TestServer, client: &reqwest::Client, members: V
     id
 }
 
+server_test!(a_pinned_endpoint_keeps_serving_its_version_after_later_publishes, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+    srv.publish(&client, greeting, "v2 says hello").await;
+    // Saved, never published: only its editors may reach it by number.
+    let (status, _) = srv
+        .server_fn(&client, "tools/save_version", json!({"tool": greeting, "code": "return 'v3 draft';", "args": [], "changelog": "wip"}))
+        .await;
+    assert_eq!(status, 200);
+    let text = |replies: Vec<Value>| replies.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    let pinned = Session::open(srv.url("/mcp/tools/research/greeting@v1"), &srv.token("carol")).await;
+    assert_eq!(text(pinned.request(&call(1, "greeting", json!({}))).await), "v1 says hi");
+    let latest = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    assert_eq!(text(latest.request(&call(1, "greeting", json!({}))).await), "v2 says hello");
+    let (status, init) = rpc(&srv, "/mcp/tools/research/greeting@v1", Some(&srv.token("carol")), INIT).await;
+    assert_eq!(status, 200);
+    assert!(init.contains(r#""version":"v1""#), "{init}");
+    // A member who may not edit it: published versions only.
+    srv.joined("dave", "research", "member").await;
+    let dave = srv.token("dave");
+    assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v2", Some(&dave), INIT).await.0, 200);
+    assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v3", Some(&dave), INIT).await.0, 404);
+    assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v3", Some(&srv.token("carol")), INIT).await.0, 200);
+    for wrong in ["@v9", "@v0", "@3", "@latest", "@v1x"] {
+        assert_eq!(rpc(&srv, &format!("/mcp/tools/research/greeting{wrong}"), Some(&dave), INIT).await.0, 404, "{wrong}");
+    }
+});
+
+server_test!(a_pinned_bundle_serves_the_members_of_its_version, |srv: TestServer| async move {
+    let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
+    let farewell = srv.create_tool(&client, "farewell", "everyone").await;
+    srv.publish(&client, farewell, "bye").await;
+    let bundle = published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}])).await;
+    let members = json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}, {"tool": farewell, "pinned_version": null, "exposed_name": ""}]);
+    let (status, version) =
+        srv.server_fn(&client, "bundles/save_version", json!({"bundle": bundle, "members": members, "changelog": "more"})).await;
+    assert_eq!(status, 200, "{version}");
+    let res = client
+        .post(srv.url("/api/tools/publish"))
+        .header("Accept", "application/json")
+        .form(&[("tool", bundle.to_string()), ("version", version.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let names = |session: Session| async move {
+        let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+        let tools = listed.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
+        tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let token = srv.token("carol");
+    assert_eq!(names(Session::open(srv.url("/mcp/bundles/research/kit@v1"), &token).await).await, ["greeting"]);
+    assert_eq!(names(Session::open(srv.url("/mcp/bundles/research/kit"), &token).await).await, ["greeting", "farewell"]);
+});
+
 server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_names, |mut srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
     srv.publish(&client, greeting, "v2 says hello").await;

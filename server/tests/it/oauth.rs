@@ -217,6 +217,23 @@ server_test!(a_grant_without_running_lists_tools_but_a_call_gets_403_insufficien
     assert!(challenge.contains(r#"error="insufficient_scope""#) && challenge.contains("tools:call"), "{challenge}");
 });
 
+server_test!(a_pinned_endpoint_is_a_resource_of_its_own_and_its_token_works_there, |srv: TestServer| async move {
+    let pinned = "/mcp/tools/demo/echo@v1";
+    let metadata: Value = reqwest::get(srv.url(&format!("/.well-known/oauth-protected-resource{pinned}"))).await.unwrap().json().await.unwrap();
+    assert_eq!(metadata["resource"], srv.url(pinned));
+    let client_id = public_client(&srv).await;
+    let admin = srv.admin().await;
+    let tokens = grant(&srv, &admin, &client_id, pinned, true).await;
+    let session = Session::open(srv.url(pinned), tokens["access_token"].as_str().unwrap()).await;
+    let res = session.post(&call_echo("pinned")).await;
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("pinned"));
+    // A version that does not exist is nothing to grant.
+    let params = authorize_query(&srv, &client_id, "/mcp/tools/demo/echo@v99", "");
+    let pairs = answer(&srv, &admin, &params, "allow", true).await;
+    assert_eq!(param(&pairs, "error"), Some("invalid_target"));
+});
+
 server_test!(revoking_on_the_account_page_or_deactivating_the_person_ends_access_at_once, |srv: TestServer| async move {
     let client_id = public_client(&srv).await;
     let ada = srv.member("ada", "research").await;

@@ -19,23 +19,71 @@ struct Logged {
 }
 
 /// How to connect an MCP client: the endpoint and, per client, what to paste
-/// (`clients`, made on the server: `api::connect_clients`). `tools` are what
-/// the endpoint serves (name and arguments), for the debugger to call.
+/// (`clients`, made on the server: `api::connect_clients`), following every
+/// publish or pinned to the published version (`pinned`: its number and
+/// snippets). `tools` are what the endpoint serves (name and arguments), for
+/// the debugger to call.
 #[component]
-pub fn ConnectPanel(endpoint: String, clients: Vec<ClientSnippet>, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
+pub fn ConnectPanel(
+    endpoint: String,
+    clients: Vec<ClientSnippet>,
+    pinned: Option<(i64, Vec<ClientSnippet>)>,
+    tools: Vec<(String, Vec<ArgDef>)>,
+) -> impl IntoView {
     let first = clients.first().map(|c| c.key.clone()).unwrap_or_default();
     let tab = RwSignal::new(first);
     let copied = RwSignal::new(false);
-    let clients = StoredValue::new(clients);
-    let sse = format!("{endpoint}/sse");
-    let copy = {
-        let endpoint = endpoint.clone();
-        move |_| {
-            copy_to_clipboard(&endpoint);
-            copied.set(true);
+    let use_pinned = RwSignal::new(false);
+    let pinned_version = pinned.as_ref().map(|(n, _)| *n);
+    let latest = StoredValue::new((endpoint.clone(), clients));
+    let pinned = StoredValue::new(pinned.map(|(n, clients)| (format!("{endpoint}@v{n}"), clients)));
+    // What the panel shows now: the endpoint and its snippets.
+    let with_shown = move |f: &mut dyn FnMut(&(String, Vec<ClientSnippet>))| {
+        if use_pinned.get() {
+            pinned.with_value(|p| {
+                if let Some(p) = p {
+                    f(p)
+                }
+            })
+        } else {
+            latest.with_value(|l| f(l))
         }
     };
-    let current = move || clients.with_value(|all| tab.with(|t| all.iter().position(|c| &c.key == t).unwrap_or(0)));
+    let shown_endpoint = move || {
+        let mut url = String::new();
+        with_shown(&mut |(e, _)| url = e.clone());
+        url
+    };
+    let sse = format!("{endpoint}/sse");
+    let copy = move |_| {
+        copy_to_clipboard(&shown_endpoint());
+        copied.set(true);
+    };
+    let current = move || {
+        let mut snippet = None;
+        with_shown(&mut |(_, all)| snippet = tab.with(|t| all.iter().find(|c| &c.key == t).or(all.first()).cloned()));
+        snippet
+    };
+    let version_choice = pinned_version.map(|n| {
+        let choice = move |pin: bool, label: String| {
+            view! {
+                <button type="button" role="radio" aria-checked=move || (use_pinned.get() == pin).to_string()
+                    class:active=move || use_pinned.get() == pin on:click=move |_| { use_pinned.set(pin); copied.set(false); }>{label}</button>
+            }
+        };
+        view! {
+            <div class="run-tabs version-choice" role="radiogroup" aria-label="Which version the endpoint serves">
+                {choice(false, "Latest".to_owned())}
+                {choice(true, format!("Pinned to v{n}"))}
+            </div>
+            <p class="muted small">{move || if use_pinned.get() {
+                format!("This endpoint keeps serving version {n}, whatever is published later.")
+            } else {
+                "This endpoint serves whatever version is published: clients follow each publish.".to_owned()
+            }}</p>
+        }
+    });
+    let client_tabs = latest.with_value(|(_, all)| all.iter().map(|c| (c.key.clone(), c.label.clone())).collect::<Vec<_>>());
     view! {
         <section class="card connect-panel">
             <h2>"Connect"</h2>
@@ -43,25 +91,26 @@ pub fn ConnectPanel(endpoint: String, clients: Vec<ClientSnippet>, tools: Vec<(S
                 "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Clients that support OAuth sign you in "
                 "through the browser; for the others, create a token on your " <a href="/account">"Account"</a> " page."
             </p>
+            {version_choice}
             <div class="endpoint-row">
-                <input class="mono endpoint" readonly value=endpoint.clone() aria-label="MCP endpoint URL" />
+                <input class="mono endpoint" readonly prop:value=shown_endpoint value=endpoint.clone() aria-label="MCP endpoint URL" />
                 <button type="button" class="button secondary copy-button" on:click=copy>
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
             </div>
             <div class="run-tabs client-tabs" role="tablist" aria-label="MCP client">
-                {clients.with_value(|all| all.iter().map(|c| {
-                    let key = StoredValue::new(c.key.clone());
+                {client_tabs.into_iter().map(|(key, label)| {
+                    let key = StoredValue::new(key);
                     let chosen = move || key.with_value(|k| tab.with(|t| t == k));
                     view! {
-                        <button type="button" role="tab" data-client=c.key.clone() aria-selected=move || chosen().to_string()
-                            class:active=chosen on:click=move |_| tab.set(key.get_value())>{c.label.clone()}</button>
+                        <button type="button" role="tab" data-client=key.get_value() aria-selected=move || chosen().to_string()
+                            class:active=chosen on:click=move |_| tab.set(key.get_value())>{label}</button>
                     }
-                }).collect_view())}
+                }).collect_view()}
             </div>
-            <p class="muted small client-note">{move || clients.with_value(|all| all.get(current()).map(|c| c.note.clone()))}</p>
-            <pre class="mono snippet" tabindex="0">{move || clients.with_value(|all| all.get(current()).map(|c| c.snippet.clone()))}</pre>
-            {move || clients.with_value(|all| all.get(current()).and_then(|c| c.link.clone())).map(|(label, href)| view! {
+            <p class="muted small client-note">{move || current().map(|c| c.note)}</p>
+            <pre class="mono snippet" tabindex="0">{move || current().map(|c| c.snippet)}</pre>
+            {move || current().and_then(|c| c.link).map(|(label, href)| view! {
                 <a class="button secondary small install-link" href=href rel="external">{label}</a>
             })}
             <McpDebugger endpoint=endpoint tools />

@@ -105,12 +105,15 @@ impl OAuthError {
     }
 }
 
-/// Which listing's endpoint a token is for: `{base}/mcp/{tools|bundles}/{department}/{name}`.
+/// Which listing's endpoint a token is for: `{base}/mcp/{tools|bundles}/{department}/{name}`,
+/// or one version's (`…/{name}@v3`). The token works at the listing's endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
     pub kind: ListingKind,
     pub department: String,
     pub name: String,
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 impl Resource {
@@ -137,15 +140,17 @@ impl Resource {
             "bundles" => ListingKind::Bundle,
             _ => return Err(wrong()),
         };
+        let (name, version) = crate::tools::endpoint_name(name).ok_or_else(wrong)?;
         if department.is_empty() || name.is_empty() {
             return Err(wrong());
         }
-        Ok(Resource { kind, department: department.to_owned(), name: name.to_owned() })
+        Ok(Resource { kind, department: department.to_owned(), name: name.to_owned(), version })
     }
 
     /// The canonical URL tokens for this endpoint are bound to.
     pub fn url(&self, base: &str) -> String {
-        format!("{base}/mcp/{}/{}/{}", self.kind.plural(), self.department, self.name)
+        let version = self.version.map(|n| format!("@v{n}")).unwrap_or_default();
+        format!("{base}/mcp/{}/{}/{}{version}", self.kind.plural(), self.department, self.name)
     }
 
     pub fn slug(&self) -> String {
@@ -585,6 +590,10 @@ impl Toolshed {
         if listing.published_version.is_none() {
             return Err(ToolError::NotPublished);
         }
+        let listing = match req.resource.version {
+            Some(n) => self.pinned(user, listing, n).await?,
+            None => listing,
+        };
         let scope = if scope.within(req.scope) { scope } else { req.scope };
         let code = random_token("tsx_");
         let now = now_ms();
@@ -907,7 +916,12 @@ mod tests {
             "https://toolshed.example.com/mcp/bundles/demo/kit"
         );
         assert_eq!(Resource::parse("https://toolshed.example.com/mcp/tools/demo/echo/", BASE).unwrap().slug(), "demo/echo");
+        // One version's endpoint is the listing's, pinned.
+        let pinned = Resource::parse("https://toolshed.example.com/mcp/tools/demo/echo@v3", BASE).unwrap();
+        assert_eq!((pinned.slug().as_str(), pinned.version), ("demo/echo", Some(3)));
+        assert_eq!(pinned.url(BASE), "https://toolshed.example.com/mcp/tools/demo/echo@v3");
         for wrong in [
+            "https://toolshed.example.com/mcp/tools/demo/echo@latest",
             "https://evil.example.com/mcp/tools/demo/echo",
             "https://toolshed.example.com.evil.com/mcp/tools/demo/echo",
             "https://toolshed.example.com/mcp/tools/demo",

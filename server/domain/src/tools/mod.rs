@@ -171,6 +171,22 @@ pub struct Tool {
     pub forked_from: Option<ForkedFrom>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Set when an endpoint pinned this view of the listing to one version
+    /// (`…/{name}@v3`, [`Toolshed::pinned`]): `published_version` is then that
+    /// version, served whatever is published later.
+    #[serde(default)]
+    pub pinned: bool,
+}
+
+/// An endpoint's last path segment: a listing's name, or `name@vN` for its
+/// version N; `None` when the suffix is not a version.
+pub fn endpoint_name(segment: &str) -> Option<(&str, Option<i64>)> {
+    let Some((name, version)) = segment.split_once('@') else { return Some((segment, None)) };
+    let digits = version.strip_prefix('v')?;
+    if digits.is_empty() || digits.len() > 9 || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((name, Some(digits.parse().ok()?)))
 }
 
 impl Tool {
@@ -320,6 +336,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         forked_from,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
+        pinned: false,
     })
 }
 
@@ -571,7 +588,17 @@ pub(crate) async fn insert_listing(
 
 #[cfg(test)]
 mod tests {
-    use super::Status;
+    use super::{endpoint_name, Status};
+
+    #[test]
+    fn an_endpoint_names_a_listing_or_one_version_of_it() {
+        assert_eq!(endpoint_name("echo"), Some(("echo", None)));
+        assert_eq!(endpoint_name("echo@v3"), Some(("echo", Some(3))));
+        assert_eq!(endpoint_name("echo@v12"), Some(("echo", Some(12))));
+        for bad in ["echo@3", "echo@v", "echo@v0", "echo@v03", "echo@v+3", "echo@v-1", "echo@v3x", "echo@latest", "echo@v9999999999"] {
+            assert_eq!(endpoint_name(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_status_this_version_does_not_know_reads_as_disabled() {

@@ -346,18 +346,25 @@ impl Toolshed {
     /// Whether `user` may run version `n` of `tool` by number, or pin it: its
     /// editors any version, everyone else only versions that have been served.
     pub(crate) async fn may_use_version(&self, user: &User, tool: &Tool, n: i64) -> Result<bool, ToolError> {
-        if super::can_edit(user, tool) {
-            return Ok(true);
-        }
         let row = sqlx::query("SELECT published_at FROM tool_versions WHERE tool_id = $1 AND version = $2")
             .bind(tool.id.0)
             .bind(n)
             .fetch_optional(self.db.pool())
             .await?;
         Ok(match row {
-            Some(r) => r.try_get::<Option<i64>, _>("published_at")?.is_some(),
+            Some(r) => super::can_edit(user, tool) || r.try_get::<Option<i64>, _>("published_at")?.is_some(),
             None => false,
         })
+    }
+
+    /// `listing` as an endpoint pinned to its version `n` serves it (`…@vN`):
+    /// that version whatever is published later, if it was ever served (its
+    /// editors: any saved one).
+    pub async fn pinned(&self, user: &User, listing: Tool, n: i64) -> Result<Tool, ToolError> {
+        if !self.may_use_version(user, &listing, n).await? {
+            return Err(ToolError::NoSuchVersion(n));
+        }
+        Ok(Tool { published_version: Some(n), pinned: true, ..listing })
     }
 }
 

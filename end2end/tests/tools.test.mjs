@@ -106,6 +106,13 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   await page.click('.connect-panel button[data-client="claude-code"]');
   assert.match(await page.textContent('.connect-panel .snippet'), new RegExp(`^claude mcp add --transport http \\S+ ${endpoint}`));
   await shot(page, '12-connect-cursor');
+  // Pinned: the endpoint and every snippet name version 1, which stays served whatever is published next.
+  await page.click('.connect-panel .version-choice button:has-text("Pinned to v1")');
+  assert.equal(await page.inputValue('.connect-panel .endpoint'), `${endpoint}@v1`);
+  assert.match(await page.textContent('.connect-panel .snippet'), new RegExp(`^claude mcp add --transport http \\S+ ${endpoint}@v1`));
+  await shot(page, '12-connect-pinned');
+  await page.click('.connect-panel .version-choice button:has-text("Latest")');
+  assert.equal(await page.inputValue('.connect-panel .endpoint'), endpoint);
   await page.waitForFunction(() => document.querySelector('.arg-fields')?.textContent.includes('who'));
   await page.click('.run-button');
   await page.waitForSelector('.run-result');

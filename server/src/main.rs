@@ -8,6 +8,7 @@ mod mcp;
 mod oauth;
 mod playground;
 mod push;
+mod registry;
 mod rest;
 mod sso;
 mod web;

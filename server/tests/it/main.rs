@@ -16,6 +16,7 @@ mod moderation;
 mod oauth;
 mod playground;
 mod publish_api;
+mod registry;
 mod secrets;
 mod site;
 mod tools;

@@ -219,7 +219,8 @@ server_test!(a_grant_without_running_lists_tools_but_a_call_gets_403_insufficien
 
 server_test!(a_pinned_endpoint_is_a_resource_of_its_own_and_its_token_works_there, |srv: TestServer| async move {
     let pinned = "/mcp/tools/demo/echo@v1";
-    let metadata: Value = reqwest::get(srv.url(&format!("/.well-known/oauth-protected-resource{pinned}"))).await.unwrap().json().await.unwrap();
+    let metadata: Value =
+        reqwest::get(srv.url(&format!("/.well-known/oauth-protected-resource{pinned}"))).await.unwrap().json().await.unwrap();
     assert_eq!(metadata["resource"], srv.url(pinned));
     let client_id = public_client(&srv).await;
     let admin = srv.admin().await;

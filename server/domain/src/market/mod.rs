@@ -5,8 +5,11 @@
 //! count only what the user may see. Listings come from *row sources*, one per
 //! kind, each producing the same columns; a new kind is a new source.
 
+mod registry;
 mod search;
 mod stats;
+
+pub use registry::{RegistryEntry, ServedVersion};
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;

@@ -1,0 +1,131 @@
+//! What the registry API lists (the official MCP Registry's format, served by
+//! the server's `registry` module): every listing a caller may see and call,
+//! and the versions of one that were ever served.
+
+use sqlx::Row;
+
+use super::{listed_to, Statement};
+use crate::accounts::User;
+use crate::tools::{ListingKind, Status, Tool, ToolError};
+use crate::Toolshed;
+
+/// A registry's `description` is at most 100 characters.
+const DESCRIPTION_CHARS: usize = 100;
+
+/// A listing as a registry entry describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryEntry {
+    pub kind: ListingKind,
+    pub department: String,
+    pub name: String,
+    pub title: String,
+    /// Plain text, at most 100 characters (the title when there is no description).
+    pub description: String,
+    pub published_version: i64,
+    /// When the published version was first served.
+    pub published_at: i64,
+    pub updated_at: i64,
+}
+
+impl RegistryEntry {
+    pub fn slug(&self) -> String {
+        format!("{}/{}", self.department, self.name)
+    }
+
+    /// A registry's description: the listing's as plain text, or its title.
+    fn describe(title: &str, description: &str) -> String {
+        // A cut summary ends with "…": one character more than it keeps.
+        let summary = crate::markdown::summary(description, DESCRIPTION_CHARS - 1);
+        if summary.is_empty() {
+            title.chars().take(DESCRIPTION_CHARS).collect()
+        } else {
+            summary
+        }
+    }
+}
+
+/// A version that was served, and when it first was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedVersion {
+    pub version: i64,
+    pub published_at: i64,
+}
+
+impl Toolshed {
+    /// Every published, active listing `user` may see, by department and name.
+    pub async fn registry_entries(&self, user: &User) -> Result<Vec<RegistryEntry>, ToolError> {
+        let mut st = Statement::default();
+        let listed = listed_to(&mut st, user, "t");
+        st.sql = format!(
+            "SELECT t.kind, d.name AS dept, t.name, t.title, t.description, t.published_version, t.updated_at, \
+             (SELECT v.published_at FROM tool_versions v WHERE v.tool_id = t.id AND v.version = t.published_version) AS published_at \
+             FROM tools t JOIN departments d ON d.id = t.department_id WHERE {listed} ORDER BY d.name, t.name, t.kind"
+        );
+        let rows = st.query().fetch_all(self.db.pool()).await?;
+        rows.iter()
+            .map(|r| {
+                let title: String = r.try_get("title")?;
+                let updated_at = r.try_get("updated_at")?;
+                Ok(RegistryEntry {
+                    kind: ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool),
+                    department: r.try_get("dept")?,
+                    name: r.try_get("name")?,
+                    description: RegistryEntry::describe(&title, &r.try_get::<String, _>("description")?),
+                    title,
+                    published_version: r.try_get("published_version")?,
+                    published_at: r.try_get::<Option<i64>, _>("published_at")?.unwrap_or(updated_at),
+                    updated_at,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
+    }
+
+    /// One listing as a registry entry, if `user` may see and call it, with
+    /// the versions of it that were served, newest first.
+    pub async fn registry_entry(
+        &self,
+        user: &User,
+        kind: ListingKind,
+        department: &str,
+        name: &str,
+    ) -> Result<(RegistryEntry, Vec<ServedVersion>), ToolError> {
+        let t: Tool = self.listing_by_slug(user, kind, department, name).await?;
+        let Some(published) = t.published_version.filter(|_| t.status == Status::Active) else { return Err(ToolError::NotFound) };
+        let rows = sqlx::query(
+            "SELECT version, published_at FROM tool_versions WHERE tool_id = $1 AND published_at IS NOT NULL ORDER BY version DESC",
+        )
+        .bind(t.id.0)
+        .fetch_all(self.db.pool())
+        .await?;
+        let versions: Vec<ServedVersion> = rows
+            .iter()
+            .map(|r| Ok(ServedVersion { version: r.try_get("version")?, published_at: r.try_get("published_at")? }))
+            .collect::<Result<_, sqlx::Error>>()?;
+        let published_at = versions.iter().find(|v| v.version == published).map_or(t.updated_at, |v| v.published_at);
+        let entry = RegistryEntry {
+            kind: t.kind,
+            description: RegistryEntry::describe(&t.title, &t.description),
+            department: t.department,
+            name: t.name,
+            title: t.title,
+            published_version: published,
+            published_at,
+            updated_at: t.updated_at,
+        };
+        Ok((entry, versions))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_description_is_plain_text_of_at_most_100_characters_or_the_title() {
+        let long = format!("**Bold** {}", "word ".repeat(60));
+        let d = RegistryEntry::describe("Title", &long);
+        assert!(d.chars().count() <= DESCRIPTION_CHARS && d.starts_with("Bold word") && d.ends_with('…'), "{d}");
+        assert_eq!(RegistryEntry::describe("Title", "  "), "Title");
+    }
+}

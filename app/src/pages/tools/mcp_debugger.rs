@@ -37,32 +37,17 @@ pub fn ConnectPanel(
     let pinned_version = pinned.as_ref().map(|(n, _)| *n);
     let latest = StoredValue::new((endpoint.clone(), clients));
     let pinned = StoredValue::new(pinned.map(|(n, clients)| (format!("{endpoint}@v{n}"), clients)));
-    // What the panel shows now: the endpoint and its snippets.
-    let with_shown = move |f: &mut dyn FnMut(&(String, Vec<ClientSnippet>))| {
-        if use_pinned.get() {
-            pinned.with_value(|p| {
-                if let Some(p) = p {
-                    f(p)
-                }
-            })
-        } else {
-            latest.with_value(|l| f(l))
-        }
-    };
-    let shown_endpoint = move || {
-        let mut url = String::new();
-        with_shown(&mut |(e, _)| url = e.clone());
-        url
-    };
+    // What the panel shows now: the endpoint and its snippets (a handful: cloning is cheap).
+    let shown = move || use_pinned.get().then(|| pinned.get_value()).flatten().unwrap_or_else(|| latest.get_value());
+    let shown_endpoint = move || shown().0;
     let sse = format!("{endpoint}/sse");
     let copy = move |_| {
         copy_to_clipboard(&shown_endpoint());
         copied.set(true);
     };
     let current = move || {
-        let mut snippet = None;
-        with_shown(&mut |(_, all)| snippet = tab.with(|t| all.iter().find(|c| &c.key == t).or(all.first()).cloned()));
-        snippet
+        let (_, all) = shown();
+        tab.with(|t| all.iter().position(|c| &c.key == t)).and_then(|i| all.get(i).cloned()).or_else(|| all.first().cloned())
     };
     let version_choice = pinned_version.map(|n| {
         let choice = move |pin: bool, label: String| {

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { BASE, launch, newPage, shot, unique, hydrated, setCode, joinByInvite } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, setCode, joinByInvite, call } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -149,6 +149,44 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   assert.match(await page.textContent('.mcp-debugger .mono.small'), /session [0-9a-f-]{16,}/);
   await shot(page, '14-mcp-debugger');
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('before a publish the editor shows what changes for callers, and a breaking change needs a confirmation', async () => {
+  const page = await newPage(browser);
+  await signUp(page);
+  const name = await newTool(page, 'changing_', 'Changing');
+  const tool = await call(page, 'tools/detail', { department: 'platform', name });
+  const save = (args) => call(page, 'tools/save_version', { tool: tool.id, code: "return 'ok';", args, changelog: 'x' }, true);
+  const who = { name: 'who', type: { kind: 'string' }, required: true };
+  const v1 = await save([who]);
+  await call(page, 'tools/publish', { tool: String(tool.id), version: String(v1) });
+  const v2 = await save([who, { name: 'loud', type: { kind: 'boolean' }, required: false }]);
+  const v3 = await save([{ ...who, type: { kind: 'integer' } }]);
+  await page.reload();
+  await hydrated(page);
+
+  // Compatible (an optional argument added): it says so and waits for the click.
+  await page.click(`tr[data-version="${v2}"] button.publish`);
+  await page.waitForSelector('.publish-check');
+  assert.match(await page.textContent('.publish-check'), /compatible\s*loud\s*added, optional/);
+  assert.equal(await page.locator('.publish-check.breaking').count(), 0);
+  await page.click('.publish-check button.publish-confirm');
+  await page.waitForSelector(`tr[data-version="${v2}"].published`);
+
+  // Breaking (an argument retyped and one removed): Publish waits for the box.
+  await page.click(`tr[data-version="${v3}"] button.publish`);
+  await page.waitForSelector('.publish-check.breaking');
+  const check = await page.textContent('.publish-check');
+  assert.match(check, /breaking\s*who\s*type changed from string to integer/);
+  assert.match(check, /breaking\s*loud\s*removed/);
+  assert.match(check, /No bundle follows this tool; nobody called it in the last 30 days\./);
+  assert.equal(await page.isDisabled('.publish-check button.publish-confirm'), true);
+  await shot(page, '14-publish-breaking');
+  await page.check('.publish-check input[name=confirm_breaking]');
+  await page.click('.publish-check button.publish-confirm');
+  await page.waitForSelector(`tr[data-version="${v3}"].published`);
+  assert.equal(await page.locator('.publish-check').count(), 0);
   await page.close();
 });
 

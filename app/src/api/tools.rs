@@ -479,11 +479,62 @@ pub async fn save_version(tool: i64, code: String, args: Vec<ArgDef>, changelog:
 }
 
 /// Publishes `version` (an older one: rolls back). Returns the tool's new state.
+/// One difference in a tool's arguments between the served version and another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaChangeView {
+    pub path: String,
+    pub breaking: bool,
+    pub what: String,
+}
+
+/// What publishing a version would change for the tool's callers, and who they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImpactView {
+    pub from: Option<i64>,
+    pub to: i64,
+    pub changes: Vec<SchemaChangeView>,
+    pub following_bundles: Vec<String>,
+    pub recent_callers: i64,
+}
+
+impl ImpactView {
+    pub fn breaking(&self) -> bool {
+        self.changes.iter().any(|c| c.breaking)
+    }
+}
+
+#[server(endpoint = "tools/publish_impact")]
+pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, AppError> {
+    let user = server::require_user().await?;
+    let i = server::toolshed()?.publish_impact(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    Ok(ImpactView {
+        from: i.from,
+        to: i.to,
+        changes: i.changes.into_iter().map(|c| SchemaChangeView { path: c.path, breaking: c.breaking, what: c.what }).collect(),
+        following_bundles: i.following_bundles,
+        recent_callers: i.recent_callers,
+    })
+}
+
+/// Publishes (or rolls back to) `version`. A tool's version that would break
+/// its callers' calls is refused unless `confirm_breaking` says they were told.
 #[server(endpoint = "tools/publish")]
-pub async fn publish(tool: i64, version: i64) -> Result<ToolInfo, AppError> {
+pub async fn publish(tool: i64, version: i64, #[server(default)] confirm_breaking: bool) -> Result<ToolInfo, AppError> {
+    use toolshed_domain::tools::ListingKind;
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let t = ts.publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let id = tool_id(tool);
+    if !confirm_breaking && ts.tool(&user, id).await.map_err(server::fail)?.kind == ListingKind::Tool {
+        let impact = ts.publish_impact(&user, id, version).await.map_err(server::fail)?;
+        let breaking: Vec<String> = impact.changes.iter().filter(|c| c.breaking).map(|c| format!("{}: {}", c.path, c.what)).collect();
+        if !breaking.is_empty() {
+            return Err(server::fail(AppError::Invalid(format!(
+                "Version {version} may break calls made to the published version ({}). Confirm to publish it.",
+                breaking.join("; ")
+            ))));
+        }
+    }
+    let t = ts.publish(&user, id, version).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
 

@@ -444,39 +444,6 @@ server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestSe
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "new");
 });
 
-/// A bundle `research/kit` by `client`, with `members` as (tool id, pinned version, exposed name), published.
-async fn published_bundle(srv: &TestServer, client: &reqwest::Client, members: Value) -> i64 {
-    let form = [
-        ("name", "kit"),
-        ("title", "Research kit"),
-        ("description", "Our tools."),
-        ("tags", ""),
-        ("visibility", "everyone"),
-        ("kind", "bundle"),
-    ];
-    srv.post_form(client, "/api/tools/create", &form).await;
-    let res = client
-        .post(srv.url("/api/bundles/detail"))
-        .header("Accept", "application/json")
-        .form(&[("department", "research"), ("name", "kit")])
-        .send()
-        .await
-        .unwrap();
-    let id = res.json::<Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
-    let (status, version) =
-        srv.server_fn(client, "bundles/save_version", json!({"bundle": id, "members": members, "changelog": "first"})).await;
-    assert_eq!(status, 200, "{version}");
-    let res = client
-        .post(srv.url("/api/tools/publish"))
-        .header("Accept", "application/json")
-        .form(&[("tool", id.to_string()), ("version", version.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    id
-}
-
 server_test!(a_pinned_endpoint_keeps_serving_its_version_after_later_publishes, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
     srv.publish(&client, greeting, "v2 says hello").await;
@@ -508,19 +475,9 @@ server_test!(a_pinned_bundle_serves_the_members_of_its_version, |srv: TestServer
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
     let farewell = srv.create_tool(&client, "farewell", "everyone").await;
     srv.publish(&client, farewell, "bye").await;
-    let bundle = published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}])).await;
+    let bundle = srv.published_bundle(&client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}])).await;
     let members = json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}, {"tool": farewell, "pinned_version": null, "exposed_name": ""}]);
-    let (status, version) =
-        srv.server_fn(&client, "bundles/save_version", json!({"bundle": bundle, "members": members, "changelog": "more"})).await;
-    assert_eq!(status, 200, "{version}");
-    let res = client
-        .post(srv.url("/api/tools/publish"))
-        .header("Accept", "application/json")
-        .form(&[("tool", bundle.to_string()), ("version", version.to_string())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
+    srv.publish_bundle(&client, bundle, members).await;
     let names = |session: Session| async move {
         let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
         let tools = listed.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
@@ -538,7 +495,7 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
         {"tool": greeting, "pinned_version": 1, "exposed_name": "greeting_v1"},
         {"tool": greeting, "pinned_version": null, "exposed_name": ""},
     ]);
-    let bundle = published_bundle(&srv, &client, members).await;
+    let bundle = srv.published_bundle(&client, members).await;
     let token = srv.token("carol");
     let session = Session::open(srv.url("/mcp/bundles/research/kit"), &token).await;
     let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
@@ -568,7 +525,7 @@ server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut 
     let farewell = srv.create_tool(&client, "farewell", "everyone").await;
     srv.publish(&client, farewell, "bye").await;
     let members = json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}, {"tool": farewell, "pinned_version": null, "exposed_name": ""}]);
-    let bundle = published_bundle(&srv, &client, members).await;
+    let bundle = srv.published_bundle(&client, members).await;
     let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
     let mut events = session.listen().await;
     let (status, info) = srv.call(&client, "bundles/code_mode", &[("bundle", &bundle.to_string()), ("mode", "instead")]).await;
@@ -628,7 +585,7 @@ server_test!(a_change_made_during_the_handshake_is_told_once_the_client_is_initi
 
 server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
-    published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
+    srv.published_bundle(&client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
     let token = srv.token("carol");
     let other = srv.replica().await;
     let session = Session::open(other.url("/mcp/bundles/research/kit"), &token).await;
@@ -641,7 +598,7 @@ server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: Test
 
 server_test!(a_bundle_speaks_the_legacy_sse_transport_too, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
-    published_bundle(&srv, &client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
+    srv.published_bundle(&client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
     let token = srv.token("carol");
     let res = reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/sse")).bearer_auth(&token).send().await.unwrap();
     let mut events = Events { res, buf: String::new() };
@@ -664,8 +621,7 @@ server_test!(a_member_hidden_by_an_admin_leaves_the_bundle_and_its_sessions_hear
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
     let farewell = srv.create_tool(&client, "farewell", "everyone").await;
     srv.publish(&client, farewell, "bye").await;
-    published_bundle(
-        &srv,
+    srv.published_bundle(
         &client,
         json!([
             {"tool": greeting, "pinned_version": null, "exposed_name": ""},

@@ -80,3 +80,71 @@ server_test!(saving_invalid_definitions_changes_nothing, |srv: TestServer| async
         srv.server_fn(&alice, "tools/save_version", json!({"tool": tool, "code": "return 1", "args": [], "changelog": "ok"})).await;
     assert_eq!((status, body), (200, json!(1)), "the first valid save is version 1: nothing was half-written before");
 });
+
+server_test!(publishing_a_version_that_breaks_callers_says_what_and_who_and_needs_a_confirmation, |srv: TestServer| async move {
+    let carol = srv.member("carol", "research").await;
+    let tool = srv.create_tool(&carol, "greet", "everyone").await;
+    let save = |args: Value| {
+        let carol = carol.clone();
+        let srv = &srv;
+        async move {
+            let body = json!({"tool": tool, "code": "return 'hi';", "args": args, "changelog": "x"});
+            let (status, version) = srv.server_fn(&carol, "tools/save_version", body).await;
+            assert_eq!(status, 200, "{version}");
+            version.as_i64().unwrap()
+        }
+    };
+    let publish = |version: i64, confirm: bool| {
+        let carol = carol.clone();
+        let url = srv.url("/api/tools/publish");
+        async move {
+            let mut form = vec![("tool", tool.to_string()), ("version", version.to_string())];
+            if confirm {
+                form.push(("confirm_breaking", "true".into()));
+            }
+            let res = carol.post(url).header("Accept", "application/json").form(&form).send().await.unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    let v1 = save(json!([{"name": "who", "type": {"kind": "string"}, "required": true}])).await;
+    assert_eq!(publish(v1, false).await.0, 200, "a first publish changes nothing for anyone");
+    // A bundle follows it, and someone called it.
+    let members = json!([{"tool": tool, "pinned_version": null, "exposed_name": ""}]);
+    srv.published_bundle(&carol, members).await;
+    let (status, _) = srv.server_fn(&carol, "tools/run", json!({"tool": tool, "target": "Published", "input": "{\"who\": \"x\"}"})).await;
+    assert_eq!(status, 200);
+
+    // An optional argument added: compatible, published at once.
+    let v2 =
+        save(json!([{"name": "who", "type": {"kind": "string"}, "required": true}, {"name": "loud", "type": {"kind": "boolean"}}])).await;
+    // Usage is written in the background: ask until the call is counted.
+    let mut impact = Value::Null;
+    for _ in 0..50 {
+        let (status, found) = srv.call(&carol, "tools/publish_impact", &[("tool", &tool.to_string()), ("version", &v2.to_string())]).await;
+        assert_eq!(status, 200, "{found}");
+        impact = found;
+        if impact["recent_callers"] == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(impact["changes"], json!([{"path": "loud", "breaking": false, "what": "added, optional"}]));
+    assert_eq!(impact["following_bundles"], json!(["research/kit"]));
+    assert_eq!(impact["recent_callers"], 1, "{impact}");
+    assert_eq!(publish(v2, false).await.0, 200);
+
+    // `who` retyped: breaking, refused until confirmed, and nothing changes meanwhile.
+    let v3 =
+        save(json!([{"name": "who", "type": {"kind": "integer"}, "required": true}, {"name": "loud", "type": {"kind": "boolean"}}])).await;
+    let (_, impact) = srv.call(&carol, "tools/publish_impact", &[("tool", &tool.to_string()), ("version", &v3.to_string())]).await;
+    assert_eq!(impact["changes"][0]["breaking"], true, "{impact}");
+    let (status, refused) = publish(v3, false).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.contains("who: type changed from string to integer") && refused.contains("Confirm"), "{refused}");
+    let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "greet")]).await;
+    assert_eq!(detail["published_version"], v2);
+    assert_eq!(publish(v3, true).await.0, 200);
+    // Someone else may not ask.
+    let erin = srv.member("erin", "sales").await;
+    assert_ne!(srv.call(&erin, "tools/publish_impact", &[("tool", &tool.to_string()), ("version", &v3.to_string())]).await.0, 200);
+});

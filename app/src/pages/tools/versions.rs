@@ -1,10 +1,11 @@
 //! A listing's saved versions for its editors: publish or roll back any of
-//! them, load one into the editor, and diff two.
+//! them (a tool's after showing what changes for its callers, and a breaking
+//! change only once confirmed), load one into the editor, and diff two.
 
 use leptos::prelude::*;
 
 use super::{ago, now_ms};
-use crate::api::{DiffVersions, DiffView, Publish, ToolInfo};
+use crate::api::{DiffVersions, DiffView, ImpactOfPublish, ImpactView, Publish, ToolInfo};
 
 /// The versions table with Publish / Roll back / Load buttons, and a diff of any two.
 #[component]
@@ -14,6 +15,28 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
     let diff = ServerAction::<DiffVersions>::new();
     let diff_from = RwSignal::new(0i64);
     let diff_to = RwSignal::new(0i64);
+    let is_tool = tool.get_untracked().kind == "tool";
+    // A tool's Publish first asks what changes for its callers: nothing, and it
+    // publishes; something, and the person sees it and decides.
+    let impact = ServerAction::<ImpactOfPublish>::new();
+    let checking = RwSignal::new(None::<ImpactView>);
+    Effect::new(move |_| {
+        if let Some(Ok(found)) = impact.value().get() {
+            if found.changes.is_empty() {
+                publish.dispatch(Publish { tool: id, version: found.to, confirm_breaking: false });
+            } else {
+                checking.set(Some(found));
+            }
+        }
+    });
+    let start_publish = move |n: i64| {
+        checking.set(None);
+        if is_tool {
+            impact.dispatch(ImpactOfPublish { tool: id, version: n });
+        } else {
+            publish.dispatch(Publish { tool: id, version: n, confirm_breaking: false });
+        }
+    };
     view! {
         <h3>"Versions"</h3>
         {move || {
@@ -44,7 +67,7 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
                                     } else if waiting {
                                         view! { <span class="pill warn">"waiting for review"</span> }.into_any()
                                     } else {
-                                        view! { <button type="button" class="button small publish" on:click=move |_| { publish.dispatch(Publish { tool: id, version: n }); }>{label}</button> }.into_any()
+                                        view! { <button type="button" class="button small publish" on:click=move |_| start_publish(n)>{label}</button> }.into_any()
                                     }}
                                 </td>
                             </tr>
@@ -69,10 +92,56 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
                 </div>
             }.into_any()
         }}
+        {move || impact.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
+        {move || checking.get().map(|found| view! { <PublishCheck impact=found publish tool=id checking /> })}
         {move || diff.value().get().map(|r| match r {
             Ok(d) => view! { <VersionDiff diff=d bundle=tool.get_untracked().kind == "bundle" /> }.into_any(),
             Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
         })}
+    }
+}
+
+/// What publishing a version changes for the tool's callers, argument by
+/// argument, and who they are; Publish, once a breaking change is confirmed.
+#[component]
+fn PublishCheck(impact: ImpactView, publish: ServerAction<Publish>, tool: i64, checking: RwSignal<Option<ImpactView>>) -> impl IntoView {
+    let breaking = impact.breaking();
+    let confirmed = RwSignal::new(!breaking);
+    let to = impact.to;
+    let against = impact.from.map_or_else(|| "nothing published".to_owned(), |f| format!("v{f}, published now"));
+    let bundles = match impact.following_bundles.as_slice() {
+        [] => "No bundle follows this tool".to_owned(),
+        names => format!("Bundles that follow this tool: {}", names.join(", ")),
+    };
+    let callers = match impact.recent_callers {
+        0 => "nobody called it in the last 30 days.".to_owned(),
+        1 => "1 person called it in the last 30 days.".to_owned(),
+        n => format!("{n} people called it in the last 30 days."),
+    };
+    view! {
+        <section class="publish-check" class:breaking=breaking aria-live="polite">
+            <h4>{format!("Publishing v{to} changes what callers send (against {against})")}</h4>
+            <ul class="schema-changes">
+                {impact.changes.into_iter().map(|c| view! {
+                    <li class:breaking=c.breaking>
+                        <span class=if c.breaking { "pill bad" } else { "pill good" }>{if c.breaking { "breaking" } else { "compatible" }}</span>
+                        " " <code>{c.path}</code> " " {c.what}
+                    </li>
+                }).collect_view()}
+            </ul>
+            <p class="small">{format!("{bundles}; {callers}")}</p>
+            {breaking.then(|| view! {
+                <label class="inline"><input type="checkbox" name="confirm_breaking" on:change=move |ev| confirmed.set(event_target_checked(&ev)) />
+                    " I understand that calls made the way the published version expects may fail"</label>
+            })}
+            <div class="row">
+                <button type="button" class="button publish-confirm" disabled=move || !confirmed.get()
+                    on:click=move |_| { publish.dispatch(Publish { tool, version: to, confirm_breaking: breaking }); checking.set(None); }>
+                    {format!("Publish v{to}")}
+                </button>
+                <button type="button" class="button secondary" on:click=move |_| checking.set(None)>"Cancel"</button>
+            </div>
+        </section>
     }
 }
 

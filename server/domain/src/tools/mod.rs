@@ -1,6 +1,7 @@
 //! Tools: a department's JavaScript functions with immutable versions, a draft
 //! per author, publish and roll back, and who may see or change what.
 
+mod compat;
 mod env;
 mod fork;
 mod push;
@@ -11,6 +12,7 @@ mod versions;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+pub use compat::{schema_changes, PublishImpact, SchemaChange};
 pub(crate) use env::Env;
 pub use env::{EnvKind, EnvVar, SecretHosts};
 pub use fork::Upstream;

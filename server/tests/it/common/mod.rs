@@ -256,14 +256,50 @@ impl TestServer {
             .server_fn(client, "tools/save_version", serde_json::json!({"tool": tool, "code": code, "args": [], "changelog": text}))
             .await;
         assert_eq!(status, 200, "{version}");
+        self.publish_version(client, tool, version.as_i64().unwrap()).await;
+    }
+
+    /// Publishes saved `version` of listing `id` (a tool or a bundle).
+    pub async fn publish_version(&self, client: &reqwest::Client, id: i64, version: i64) {
         let res = client
             .post(self.url("/api/tools/publish"))
             .header("Accept", "application/json")
-            .form(&[("tool", tool.to_string()), ("version", version.to_string())])
+            .form(&[("tool", id.to_string()), ("version", version.to_string())])
             .send()
             .await
             .unwrap();
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    }
+
+    /// A bundle `research/kit` by `client`, with `members` as (tool id, pinned version, exposed name), published.
+    pub async fn published_bundle(&self, client: &reqwest::Client, members: serde_json::Value) -> i64 {
+        let form = [
+            ("name", "kit"),
+            ("title", "Research kit"),
+            ("description", "Our tools."),
+            ("tags", ""),
+            ("visibility", "everyone"),
+            ("kind", "bundle"),
+        ];
+        self.post_form(client, "/api/tools/create", &form).await;
+        let res = client
+            .post(self.url("/api/bundles/detail"))
+            .header("Accept", "application/json")
+            .form(&[("department", "research"), ("name", "kit")])
+            .send()
+            .await
+            .unwrap();
+        let id = res.json::<serde_json::Value>().await.unwrap()["listing"]["id"].as_i64().unwrap();
+        self.publish_bundle(client, id, members).await;
+        id
+    }
+
+    /// Saves a version of bundle `id` with `members` and publishes it.
+    pub async fn publish_bundle(&self, client: &reqwest::Client, id: i64, members: serde_json::Value) {
+        let body = serde_json::json!({"bundle": id, "members": members, "changelog": "members"});
+        let (status, version) = self.server_fn(client, "bundles/save_version", body).await;
+        assert_eq!(status, 200, "{version}");
+        self.publish_version(client, id, version.as_i64().unwrap()).await;
     }
 
     /// The HTTP status an MCP `initialize` at `path` gets with `token`.

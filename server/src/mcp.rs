@@ -1,12 +1,13 @@
 //! MCP endpoints: every published tool is a live MCP server at
 //! `/mcp/tools/{department}/{name}` and every published bundle at
 //! `/mcp/bundles/{department}/{name}` (and each version it served at
-//! `…/{name}@v3`, which keeps serving that version), over Streamable HTTP (rmcp) at that URL
-//! and over the legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token
-//! check in front ([`authorize`]) resolves the caller and the listing; one
-//! [`handler::ListingHandler`] lists and runs the listing's tools (one for a
-//! tool, the members for a bundle) through the domain layer, whichever
-//! transport brought the request.
+//! `…/{name}@v3`, which keeps serving that version), and every person has
+//! their own at `/mcp/me` (the catalog: search, describe, call, run code, and
+//! their favourites), over Streamable HTTP (rmcp) at that URL and over the
+//! legacy HTTP+SSE transport at `…/sse` and `…/messages`. A token check in
+//! front ([`authorize`], [`authorize_me`]) resolves the caller and what the
+//! endpoint serves them; one [`handler::ListingHandler`] lists and runs it
+//! through the domain layer, whichever transport brought the request.
 
 mod handler;
 mod sessions;
@@ -15,15 +16,16 @@ mod sse;
 use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use toolshed_domain::ids::ToolId;
 use toolshed_domain::mcp_sessions::SessionOwner;
-use toolshed_domain::oauth::ACCESS_PREFIX;
+use toolshed_domain::oauth::{AccessGrant, ACCESS_PREFIX};
 use toolshed_domain::tokens::{TokenInfo, TokenRejected};
 use toolshed_domain::tools::{endpoint_name, ListingKind, Status, Tool, ToolError};
 use toolshed_domain::{Toolshed, User};
@@ -41,20 +43,38 @@ pub enum SessionMode {
     Stateless,
 }
 
-/// Who is calling which listing; set by [`authorize`] before rmcp sees the request.
+/// Who is calling what; set by [`authorize`] or [`authorize_me`] before rmcp sees the request.
 #[derive(Clone)]
 pub struct Caller {
     pub user: User,
     /// `None` when a signed-in browser calls (the listing page's MCP debugger)
     /// or an OAuth client (whose grant [`authorize`] checked).
     pub token: Option<TokenInfo>,
-    /// The tool or bundle the endpoint serves, as this user sees it.
-    pub listing: Tool,
+    pub served: Served,
+}
+
+/// What an endpoint serves its caller.
+#[derive(Clone)]
+pub enum Served {
+    /// A tool or bundle, as this user sees it.
+    Listing(Box<Tool>),
+    /// `/mcp/me`: everything the user (and their token) may use.
+    Catalog,
+}
+
+impl Served {
+    /// The listing's id; `None` for the personal endpoint.
+    pub fn listing_id(&self) -> Option<ToolId> {
+        match self {
+            Served::Listing(t) => Some(t.id),
+            Served::Catalog => None,
+        }
+    }
 }
 
 impl Caller {
     fn owner(&self) -> SessionOwner {
-        SessionOwner { user: self.user.id, listing: self.listing.id }
+        SessionOwner { user: self.user.id, listing: self.served.listing_id() }
     }
 }
 
@@ -125,25 +145,36 @@ pub fn routes(
         owners: Default::default(),
         oauth,
     };
-    let mut router = axum::Router::new();
+    let mut listings = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
-        router = router
+        listings = listings
             .route(&base, streamable.clone())
             .route(&format!("{base}/api.d.ts"), get(typescript_api))
             .route(&format!("{base}/sse"), get(sse::open_stream))
             .route(&format!("{base}/messages"), post(sse::post_message));
     }
-    router.with_state(state).route_layer(axum::middleware::from_fn_with_state(gate, authorize))
+    let me = axum::Router::new()
+        .route(ME, streamable)
+        .route(&format!("{ME}/sse"), get(sse::open_stream))
+        .route(&format!("{ME}/messages"), post(sse::post_message));
+    listings
+        .route_layer(axum::middleware::from_fn_with_state(gate.clone(), authorize))
+        .merge(me.route_layer(axum::middleware::from_fn_with_state(gate, authorize_me)))
+        .with_state(state)
 }
+
+/// Every person's own endpoint: the catalog they may use.
+pub const ME: &str = "/mcp/me";
 
 /// `GET …/api.d.ts`: the code-mode TypeScript API of what the listing serves
 /// this caller, generated from its tools' JSON Schemas.
 async fn typescript_api(State(state): State<McpState>, axum::Extension(caller): axum::Extension<Caller>) -> Response {
-    match state.toolshed.tool_defs(&caller.user, &caller.listing).await {
+    let Served::Listing(listing) = &caller.served else { return StatusCode::NOT_FOUND.into_response() };
+    match state.toolshed.tool_defs(&caller.user, listing).await {
         Ok(defs) => (
             [(header::CONTENT_TYPE, "application/typescript; charset=utf-8")],
-            toolshed_domain::codegen::typescript_api(&caller.listing.slug(), &defs),
+            toolshed_domain::codegen::typescript_api(&listing.slug(), &defs),
         )
             .into_response(),
         Err(e) => {
@@ -185,18 +216,18 @@ fn unavailable() -> Response {
 
 /// A 401 that tells an MCP client where to get a token (OAuth, see
 /// `crate::oauth`); `invalid_token` when one was presented and refused.
-fn unauthorized(gate: &Gate, req: &Request, reason: &str, presented: bool) -> Response {
+fn unauthorized(gate: &Gate, uri: &Uri, reason: &str, presented: bool) -> Response {
     let mut res = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
-    let path = crate::oauth::endpoint_path(req.uri().path());
+    let path = crate::oauth::endpoint_path(uri.path());
     res.headers_mut().insert(header::WWW_AUTHENTICATE, crate::oauth::challenge(&gate.oauth, path, presented.then_some("invalid_token")));
     res
 }
 
 /// The caller behind a presented token, or the answer for a refused one.
-fn checked<T>(gate: &Gate, req: &Request, found: Result<Result<T, TokenRejected>, String>) -> Result<T, Box<Response>> {
+fn checked<T>(gate: &Gate, uri: &Uri, found: Result<Result<T, TokenRejected>, String>) -> Result<T, Box<Response>> {
     match found {
         Ok(Ok(found)) => Ok(found),
-        Ok(Err(_)) => Err(Box::new(unauthorized(gate, req, "Invalid, expired or revoked API token.", true))),
+        Ok(Err(_)) => Err(Box::new(unauthorized(gate, uri, "Invalid, expired or revoked API token.", true))),
         Err(e) => {
             tracing::error!(error = %e, "token check failed");
             Err(Box::new(unavailable()))
@@ -229,11 +260,11 @@ async fn refuse_calls(gate: &Gate, req: Request) -> Result<Request, Response> {
 
 /// The token, from `Authorization: Bearer …` or, for clients that can only be
 /// given a URL, `?token=…` (it then lands in access logs: prefer the header).
-fn presented_token(req: &Request) -> Option<String> {
-    if let Some(v) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+fn presented_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    if let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         return v.strip_prefix("Bearer ").map(|t| t.trim().to_owned());
     }
-    req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix("token=")).map(str::to_owned)
+    uri.query()?.split('&').find_map(|kv| kv.strip_prefix("token=")).map(str::to_owned)
 }
 
 #[derive(Clone)]
@@ -294,7 +325,7 @@ impl Gate {
 
 /// The signed-in user of a request the listing page itself sends. Only
 /// same-origin requests qualify: another site cannot spend the cookie.
-async fn browser_user(gate: &Gate, headers: &axum::http::HeaderMap, session: Option<tower_sessions::Session>) -> Option<User> {
+async fn browser_user(gate: &Gate, headers: &HeaderMap, session: Option<tower_sessions::Session>) -> Option<User> {
     let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     let same_origin =
@@ -305,37 +336,53 @@ async fn browser_user(gate: &Gate, headers: &axum::http::HeaderMap, session: Opt
     gate.toolshed.session_user(&session?).await.ok().flatten()
 }
 
+/// Who presents which credentials: a user and their API token, their OAuth
+/// grant, or their same-origin browser session; the answer for anything else
+/// (401 with where to get a token, 503 when the database cannot say).
+///
+/// Takes the request's parts, not the request: a `&Request` may not be held
+/// across an await (its body is not `Sync`).
+async fn credentials(
+    gate: &Gate,
+    uri: &Uri,
+    headers: &HeaderMap,
+    session: Option<tower_sessions::Session>,
+) -> Result<(User, Option<TokenInfo>, Option<AccessGrant>), Response> {
+    let ts = &gate.toolshed;
+    match presented_token(headers, uri) {
+        // OAuth access tokens ride in the header only (OAuth 2.1 forbids them in URLs).
+        Some(t) if t.starts_with(ACCESS_PREFIX) && headers.contains_key(header::AUTHORIZATION) => {
+            let found = ts.authenticate_access_token(&t).await.map_err(|e| e.to_string());
+            checked(gate, uri, found).map(|(user, grant)| (user, None, Some(grant))).map_err(|res| *res)
+        }
+        Some(t) => {
+            let found = ts.authenticate_token(&t).await.map_err(|e| e.to_string());
+            checked(gate, uri, found).map(|(user, token)| (user, Some(token), None)).map_err(|res| *res)
+        }
+        None => match browser_user(gate, headers, session).await {
+            Some(user) => Ok((user, None, None)),
+            None => Err(unauthorized(gate, uri, "Missing API token: connect with OAuth, or send Authorization: Bearer <token>.", false)),
+        },
+    }
+}
+
+/// [`credentials`] of `req`.
+async fn credentials_of(gate: &Gate, req: &mut Request) -> Result<(User, Option<TokenInfo>, Option<AccessGrant>), Response> {
+    let session = req.extensions().get::<tower_sessions::Session>().cloned();
+    credentials(gate, req.uri(), req.headers(), session).await
+}
+
 /// Finds the caller (token, or a same-origin browser session) and the listing
 /// as that caller sees it: 401 without valid credentials, 404 for a listing the
 /// caller may not see (its existence is not revealed), 403 when disabled.
 async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(String, String)>, mut req: Request, next: Next) -> Response {
     if !gate.allows_host(&req) {
-        return (StatusCode::FORBIDDEN, "Forbidden: this Host is not allowed (DNS-rebinding protection).\n").into_response();
+        return forbidden_host();
     }
     let ts = &gate.toolshed;
-    let (user, token, grant) = match presented_token(&req) {
-        // OAuth access tokens ride in the header only (OAuth 2.1 forbids them in URLs).
-        Some(t) if t.starts_with(ACCESS_PREFIX) && req.headers().contains_key(header::AUTHORIZATION) => {
-            let found = ts.authenticate_access_token(&t).await.map_err(|e| e.to_string());
-            match checked(&gate, &req, found) {
-                Ok((user, grant)) => (user, None, Some(grant)),
-                Err(res) => return *res,
-            }
-        }
-        Some(t) => {
-            // Awaited first: a `&Request` may not be held across an await (the body is not `Sync`).
-            let found = ts.authenticate_token(&t).await.map_err(|e| e.to_string());
-            match checked(&gate, &req, found) {
-                Ok((user, token)) => (user, Some(token), None),
-                Err(res) => return *res,
-            }
-        }
-        None => match browser_user(&gate, req.headers(), req.extensions().get::<tower_sessions::Session>().cloned()).await {
-            Some(user) => (user, None, None),
-            None => {
-                return unauthorized(&gate, &req, "Missing API token: connect with OAuth, or send Authorization: Bearer <token>.", false)
-            }
-        },
+    let (user, token, grant) = match credentials_of(&gate, &mut req).await {
+        Ok(found) => found,
+        Err(res) => return res,
     };
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
     let Some((name, pin)) = endpoint_name(&name) else { return not_found() };
@@ -366,7 +413,7 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
     // A token from OAuth is for the one endpoint it was granted for (RFC 8707).
     if let Some(grant) = &grant {
         if grant.listing_id != listing.id {
-            return unauthorized(&gate, &req, "This token was granted for another endpoint.", true);
+            return unauthorized(&gate, req.uri(), "This token was granted for another endpoint.", true);
         }
         if !grant.scope.call {
             req = match refuse_calls(&gate, req).await {
@@ -375,9 +422,32 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             };
         }
     }
+    serve(&gate, req, next, Caller { user, token, served: Served::Listing(Box::new(listing)) }).await
+}
+
+/// `/mcp/me`: the caller's own endpoint. An API token's scope limits what its
+/// catalog holds; an OAuth grant is for one listing's endpoint, never this one.
+async fn authorize_me(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
+    if !gate.allows_host(&req) {
+        return forbidden_host();
+    }
+    match credentials_of(&gate, &mut req).await {
+        Ok((_, _, Some(_))) => unauthorized(&gate, req.uri(), "This token was granted for another endpoint.", true),
+        Ok((user, token, None)) => serve(&gate, req, next, Caller { user, token, served: Served::Catalog }).await,
+        Err(res) => res,
+    }
+}
+
+fn forbidden_host() -> Response {
+    (StatusCode::FORBIDDEN, "Forbidden: this Host is not allowed (DNS-rebinding protection).\n").into_response()
+}
+
+/// Hands an authorized request to rmcp: a session it names must be the
+/// caller's, on this endpoint; a new session's owner is stored first.
+async fn serve(gate: &Gate, mut req: Request, next: Next, caller: Caller) -> Response {
+    let ts = &gate.toolshed;
     let delete = req.method() == axum::http::Method::DELETE;
     let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let caller = Caller { user, token, listing };
     let owner = caller.owner();
     // A session answers only the user who opened it, on its listing: to anyone
     // else it does not exist (rmcp alone would serve any valid session id).

@@ -1,7 +1,10 @@
 //! The Connect panel's per-client configurations, made on the server (the wasm
 //! only shows them): each client's own format, checked against its documentation.
 
+use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
 
 /// One MCP client's way in: what to paste where, and a one-click install link
 /// where the client has one.
@@ -13,6 +16,21 @@ pub struct ClientSnippet {
     pub snippet: String,
     /// An install link: its label and address.
     pub link: Option<(String, String)>,
+}
+
+/// The signed-in person's own MCP endpoint, and how each client connects to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalEndpointView {
+    pub endpoint: String,
+    pub connect: Vec<ClientSnippet>,
+}
+
+#[server(endpoint = "connect/personal")]
+pub async fn personal_endpoint() -> Result<PersonalEndpointView, AppError> {
+    super::server::require_user().await?;
+    let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
+    let endpoint = format!("{base}/mcp/me");
+    Ok(PersonalEndpointView { connect: connect_clients("toolshed", &endpoint), endpoint })
 }
 
 #[cfg(feature = "ssr")]

@@ -109,6 +109,8 @@ pub struct ToolInfo {
     pub forks: Vec<crate::api::ListingCardView>,
     /// Bundles the user may see that serve this tool.
     pub in_bundles: Vec<LinkView>,
+    /// The user starred it: their personal endpoint (`/mcp/me`) lists it directly.
+    pub favourite: bool,
 }
 
 impl ToolInfo {
@@ -268,6 +270,7 @@ mod convert {
         });
         let forks = ts.forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
         let in_bundles = ts.bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
+        let favourite = ts.is_favourite(user, t.id).await.map_err(server::fail)?;
         let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
         let endpoint = format!("{base}/mcp/{}/{}", t.kind.plural(), t.slug());
         Ok(ToolInfo {
@@ -276,6 +279,7 @@ mod convert {
             upstream,
             forks,
             in_bundles,
+            favourite,
             department: t.department.clone(),
             name: t.name.clone(),
             title: t.title.clone(),
@@ -405,6 +409,14 @@ pub async fn fork_listing(listing: i64, name: String) -> Result<(), AppError> {
     let fork = server::toolshed()?.fork(&user, tool_id(listing), name).await.map_err(server::fail)?;
     leptos_axum::redirect(&format!("/{}/{}/edit", fork.kind.plural(), fork.slug()));
     Ok(())
+}
+
+/// Stars a listing (or takes the star away); answers whether it is starred now.
+#[server(endpoint = "listings/favourite")]
+pub async fn set_favourite(tool: i64, favourite: bool) -> Result<bool, AppError> {
+    let user = server::require_user().await?;
+    server::toolshed()?.set_favourite(&user, tool_id(tool), favourite).await.map_err(server::fail)?;
+    Ok(favourite)
 }
 
 #[server(endpoint = "tools/detail")]

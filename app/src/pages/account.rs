@@ -3,8 +3,9 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{my_grants, my_tokens, ChangePassword, CreateToken, RevokeGrant, RevokeToken};
+use crate::api::{my_grants, my_tokens, personal_endpoint, ChangePassword, CreateToken, RevokeGrant, RevokeToken};
 use crate::components::FormError;
+use crate::pages::tools::ConnectPanel;
 use crate::Auth;
 
 #[component]
@@ -57,8 +58,32 @@ pub fn Account() -> impl IntoView {
             })}
         </Transition>
         // Outside the Transition, so its resource is created at once (see `RequireUser`).
+        <PersonalEndpointCard />
         <TokensCard />
         <GrantsCard />
+    }
+}
+
+/// The person's own MCP endpoint: every tool they may use, behind four tools
+/// (search, describe, call, run code), with their starred tools listed directly.
+#[component]
+fn PersonalEndpointCard() -> impl IntoView {
+    let endpoint = Resource::new(|| (), |()| personal_endpoint());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                endpoint.await.ok().map(|p| view! {
+                    <div class="narrow personal-endpoint">
+                        <p class="muted">
+                            "Your own MCP endpoint serves every tool you may use through four tools (search, describe, call, "
+                            "run code), so a client needs one connection, not one per tool. Tools you star on their pages "
+                            "are listed there directly."
+                        </p>
+                        <ConnectPanel endpoint=p.endpoint clients=p.connect pinned=None tools=Vec::new() personal=true />
+                    </div>
+                })
+            })}
+        </Transition>
     }
 }
 

@@ -26,10 +26,10 @@ const REORDER_WINDOW: i64 = 64;
 /// condition). Moderation and bundles use these names too.
 const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 'tool.settings_changed', \
      'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted', 'mcp_server.tools_changed', 'mcp_server.removed') \
-     OR action LIKE 'bundle.%'";
+     OR action LIKE 'bundle.%' OR action LIKE 'favourite.%'";
 
-/// A changed listing, as its audit target: `tool:dept/name`, `bundle:dept/name`
-/// or an external server's `mcp_server:name`.
+/// A changed listing, as its audit target: `tool:dept/name`, `bundle:dept/name`,
+/// an external server's `mcp_server:name`, or a person's `favourites:{user id}`.
 pub type Changed = Arc<str>;
 
 /// A change and its audit row's id.

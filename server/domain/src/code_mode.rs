@@ -25,7 +25,7 @@ use crate::{audit, now_ms, Toolshed};
 pub const MAX_TOOL_CALLS: u32 = 50;
 
 /// Marks member calls made from `run_code` in usage: `mcp-http+run_code`.
-const USAGE_SUFFIX: &str = "+run_code";
+pub(crate) const USAGE_SUFFIX: &str = "+run_code";
 
 /// What a bundle's endpoint lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -135,6 +135,7 @@ impl Toolshed {
         request.fetch_allow.clear();
         request.tools = Some(CodeTools {
             names: callables.names().map(str::to_owned).collect(),
+            any_name: false,
             max_calls: MAX_TOOL_CALLS,
             host: Arc::new(Members {
                 callables: Arc::new(callables),
@@ -163,38 +164,47 @@ struct Members {
 
 impl ToolHost for Members {
     fn prepare(&self, name: String, input: serde_json::Value) -> PreparedCall {
-        let (callables, transport, token_id) = (self.callables.clone(), self.transport.clone(), self.token_id);
-        Box::pin(async move {
-            let via = callables.via(Via { transport: &transport, token_id, bundle_id: None });
-            let (tool, source) = match callables.get(&name) {
-                None => return Err(format!("there is no tool “{name}” here")),
-                Some(Callable::External(_)) => {
-                    // Answered whole by the host: it runs no code in this sandbox.
-                    let answer = callables.call(&name, input, via, None).await.map_err(|e| format!("{name}: {e}"))?;
-                    return Ok(ToolCall::Answered(answer.value().map_err(|e| format!("{name}: {e}"))));
-                }
-                Some(Callable::Tool { tool, source }) => (tool.clone(), source.clone()),
-            };
-            // A member runs inside this run's sandbox thread: prepared here, recorded when it finishes.
-            let (toolshed, user) = (callables.toolshed(), callables.user());
-            let started = Instant::now();
-            let PreparedRun { version, request, env } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
-                Ok(p) => p,
-                Err(e) => {
-                    let message = format!("{name}: {e}");
-                    toolshed.record_run(user, tool.id, via, started, &Err(e));
-                    return Err(message);
-                }
-            };
-            let (toolshed, user, bundle_id) = (toolshed.clone(), user.clone(), via.bundle_id);
-            let finish = move |mut outcome: RunOutcome| {
-                env.redact(&mut outcome);
-                let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
-                let via = Via { transport: &transport, token_id, bundle_id };
-                toolshed.record_run(&user, tool.id, via, started, &Ok(RunReport { version, outcome }));
-                result
-            };
-            Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })
-        })
+        Box::pin(prepare_member(self.callables.clone(), name, input, self.transport.clone(), self.token_id))
     }
+}
+
+/// Prepares `tools.<name>(input)` of code mode as `callables` serve it: an
+/// external tool answered whole by the host, a Toolshed tool as a run inside
+/// the calling sandbox thread (recorded in usage when it finishes).
+pub(crate) async fn prepare_member(
+    callables: Arc<Callables>,
+    name: String,
+    input: serde_json::Value,
+    transport: String,
+    token_id: Option<i64>,
+) -> Result<ToolCall, String> {
+    let via = callables.via(Via { transport: &transport, token_id, bundle_id: None });
+    let (tool, source) = match callables.get(&name) {
+        None => return Err(format!("there is no tool “{name}” here")),
+        Some(Callable::External(_)) => {
+            // Answered whole by the host: it runs no code in this sandbox.
+            let answer = callables.call(&name, input, via, None).await.map_err(|e| format!("{name}: {e}"))?;
+            return Ok(ToolCall::Answered(answer.value().map_err(|e| format!("{name}: {e}"))));
+        }
+        Some(Callable::Tool { tool, source }) => (tool.clone(), source.clone()),
+    };
+    let (toolshed, user) = (callables.toolshed(), callables.user());
+    let started = Instant::now();
+    let PreparedRun { version, request, env } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
+        Ok(p) => p,
+        Err(e) => {
+            let message = format!("{name}: {e}");
+            toolshed.record_run(user, tool.id, via, started, &Err(e));
+            return Err(message);
+        }
+    };
+    let (toolshed, user, bundle_id) = (toolshed.clone(), user.clone(), via.bundle_id);
+    let finish = move |mut outcome: RunOutcome| {
+        env.redact(&mut outcome);
+        let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
+        let via = Via { transport: &transport, token_id, bundle_id };
+        toolshed.record_run(&user, tool.id, via, started, &Ok(RunReport { version, outcome }));
+        result
+    };
+    Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })
 }

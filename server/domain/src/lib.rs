@@ -9,6 +9,7 @@ pub mod audit;
 pub mod bundles;
 mod cache;
 pub mod calls;
+pub mod catalog;
 pub mod changes;
 pub mod code_mode;
 pub mod codegen;

@@ -20,11 +20,12 @@ pub struct StoredSession {
     pub log_level: Option<String>,
 }
 
-/// Who may use a session: the user who opened it, on the listing it was opened on.
+/// Who may use a session: the user who opened it, on the listing it was
+/// opened on (`None`: their personal endpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionOwner {
     pub user: UserId,
-    pub listing: ToolId,
+    pub listing: Option<ToolId>,
 }
 
 impl Toolshed {
@@ -37,7 +38,7 @@ impl Toolshed {
         )
         .bind(id)
         .bind(owner.user.0)
-        .bind(owner.listing.0)
+        .bind(owner.listing.map(|l| l.0))
         .bind(now_ms())
         .execute(self.db.pool())
         .await?;
@@ -50,7 +51,10 @@ impl Toolshed {
             .bind(id)
             .fetch_optional(self.db.pool())
             .await?;
-        row.map(|r| Ok(SessionOwner { user: UserId(r.try_get("user_id")?), listing: ToolId(r.try_get("listing_id")?) })).transpose()
+        row.map(|r| {
+            Ok(SessionOwner { user: UserId(r.try_get("user_id")?), listing: r.try_get::<Option<i64>, _>("listing_id")?.map(ToolId) })
+        })
+        .transpose()
     }
 
     pub async fn save_mcp_session(&self, id: &str, state_json: &str) -> Result<(), StoreError> {

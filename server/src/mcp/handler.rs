@@ -1,7 +1,8 @@
 //! The MCP server behind every endpoint: one [`ListingHandler`] per session (per
-//! request when stateless), serving a listing's tools through the domain layer,
-//! whatever transport brought the request: a tool's published version, or the
-//! members a bundle's published version serves to the caller.
+//! request when stateless), serving through the domain layer whatever
+//! transport brought the request: a tool's published version, the members a
+//! bundle's published version serves to the caller, or on `/mcp/me` the
+//! caller's catalog ([`toolshed_domain::catalog`]).
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); 2025-06-18 and 2025-11-25 clients use it.
 
@@ -19,14 +20,15 @@ use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::calls::Answer;
+use toolshed_domain::catalog::{favourites_target, CatalogSearch, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
 use toolshed_domain::code_mode::{transcript, CodeMode};
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::ids::ToolId;
-use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, ToolValue};
-use toolshed_domain::tools::{ListingKind, ToolError, Via};
+use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, RunOutcome, ToolValue};
+use toolshed_domain::tools::{ListingKind, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
-use super::Caller;
+use super::{Caller, Served};
 
 /// How a request reached the handler; recorded with each call's usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +59,9 @@ pub struct ListingHandler {
 
 #[derive(Default)]
 struct Session {
-    /// The listing the session was opened on, and by whom; later requests must be for it.
-    listing: OnceLock<(ToolId, Caller)>,
+    /// The listing the session was opened on (`None`: the personal endpoint),
+    /// and by whom; later requests must be for it.
+    listing: OnceLock<(Option<ToolId>, Caller)>,
     /// Set by `logging/setLevel`; until then console output is not forwarded.
     log_level: Mutex<Option<LoggingLevel>>,
     /// Listing changes from the moment `initialize` was answered: a change the
@@ -89,7 +92,9 @@ impl ListingHandler {
             .cloned()
             .ok_or_else(|| McpError::internal_error("request reached the MCP handler without a caller", None))?;
         match self.session.listing.get() {
-            Some((id, _)) if *id != caller.listing.id => Err(McpError::invalid_request("This session belongs to another listing.", None)),
+            Some((id, _)) if *id != caller.served.listing_id() => {
+                Err(McpError::invalid_request("This session belongs to another endpoint.", None))
+            }
             _ => Ok(caller),
         }
     }
@@ -137,13 +142,25 @@ fn external_result(name: &str, answer: serde_json::Value) -> CallToolResult {
     })
 }
 
-/// The audit targets whose changes may change what `c`'s listing serves: the
-/// listing's own, and for a bundle every member's.
+/// The audit targets whose changes may change what `c`'s endpoint serves: the
+/// listing's own, and for a bundle every member's; on the personal endpoint
+/// the caller's favourites and each favourite's own.
 async fn watched_targets(toolshed: &Toolshed, c: &Caller) -> HashSet<String> {
-    let mut watched = HashSet::from([c.listing.audit_target()]);
-    if c.listing.kind == ListingKind::Bundle {
+    let listing = match &c.served {
+        Served::Listing(listing) => listing,
+        Served::Catalog => {
+            let mut watched = HashSet::from([favourites_target(&c.user)]);
+            match toolshed.catalog(&c.user, c.token.as_ref()).favourites().await {
+                Ok(favourites) => watched.extend(favourites.iter().map(Tool::audit_target)),
+                Err(e) => tracing::warn!(error = %e, "could not read favourites for list_changed"),
+            }
+            return watched;
+        }
+    };
+    let mut watched = HashSet::from([listing.audit_target()]);
+    if listing.kind == ListingKind::Bundle {
         // The bundle as it is now: the session may have started before a republish.
-        let bundle = toolshed.tool(&c.user, c.listing.id).await.unwrap_or_else(|_| c.listing.clone());
+        let bundle = toolshed.tool(&c.user, listing.id).await.unwrap_or_else(|_| (**listing).clone());
         match toolshed.served_tools(&c.user, &bundle).await {
             Ok(served) => watched.extend(served.member_targets),
             Err(e) => tracing::warn!(error = %e, "could not read a bundle's members for list_changed"),
@@ -178,13 +195,28 @@ fn session_id(ctx: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 /// The server as clients see it: named after the listing, at its published
-/// version, with its description as the instructions for the model.
+/// version, with its description as the instructions for the model; the
+/// personal endpoint after its owner, with how to use the catalog.
 fn describe_server(c: &Caller, mut info: InitializeResult) -> InitializeResult {
-    let version = c.listing.published_version.map(|v| format!("v{v}")).unwrap_or_default();
-    info.server_info = Implementation::new(c.listing.slug(), version);
-    info.instructions = Some(c.listing.description.clone()).filter(|d| !d.is_empty());
+    match &c.served {
+        Served::Listing(listing) => {
+            let version = listing.published_version.map(|v| format!("v{v}")).unwrap_or_default();
+            info.server_info = Implementation::new(listing.slug(), version);
+            info.instructions = Some(listing.description.clone()).filter(|d| !d.is_empty());
+        }
+        Served::Catalog => {
+            info.server_info = Implementation::new(format!("toolshed-{}", c.user.username), env!("CARGO_PKG_VERSION"));
+            info.instructions = Some(CATALOG_INSTRUCTIONS.into());
+        }
+    }
     info
 }
+
+/// What a model is told about the personal endpoint.
+const CATALOG_INSTRUCTIONS: &str = "The company's tools that you may use. Tools listed here by name are the \
+user's favourites: call them directly. For anything else, search_tools with what you want to do, \
+describe_tool the best match to learn its arguments, then call_tool it; run_code combines several \
+tools in one step.";
 
 fn mcp_level(level: LogLevel) -> LoggingLevel {
     match level {
@@ -257,7 +289,7 @@ impl ServerHandler for ListingHandler {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         let c = self.caller(&context.extensions)?;
-        let _ = self.session.listing.set((c.listing.id, c.clone()));
+        let _ = self.session.listing.set((c.served.listing_id(), c.clone()));
         if self.transport != Transport::Stateless {
             match self.toolshed.listing_changes().subscribe().await {
                 Ok(changes) => *self.session.changes.lock().expect("changes lock") = Some(changes),
@@ -310,23 +342,61 @@ impl ServerHandler for ListingHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
-        let defs = self.toolshed.mcp_tool_defs(&c.user, &c.listing).await.map_err(internal)?;
-        Ok(ListToolsResult::with_all_items(defs.into_iter().map(mcp_tool).collect()))
+        let defs = match &c.served {
+            Served::Listing(listing) => self.toolshed.mcp_tool_defs(&c.user, listing).await,
+            Served::Catalog => self.toolshed.catalog(&c.user, c.token.as_ref()).tool_defs().await,
+        };
+        Ok(ListToolsResult::with_all_items(defs.map_err(internal)?.into_iter().map(mcp_tool).collect()))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         let c = self.caller(&context.extensions)?;
-        if request.name == RUN_CODE && c.listing.code_mode != CodeMode::Off {
-            return self.run_code(&c, request.arguments.unwrap_or_default()).await;
+        let listing = match &c.served {
+            Served::Listing(listing) => listing,
+            Served::Catalog => return self.call_catalog(&c, request, context).await,
+        };
+        if request.name == RUN_CODE && listing.code_mode != CodeMode::Off {
+            let via = self.via(&c, Some(listing.id));
+            let outcome = match string_argument(&request.arguments.unwrap_or_default(), "code") {
+                Ok(code) => self.toolshed.run_code(&c.user, listing, code, via).await,
+                Err(e) => Err(e),
+            };
+            return self.code_result(outcome);
         }
         let unknown = || McpError::invalid_params(format!("Unknown tool: {}", request.name), None);
         // What is not listed is not served: in this mode only `run_code` reaches the members.
-        if c.listing.kind == ListingKind::Bundle && c.listing.code_mode == CodeMode::Instead {
+        if listing.kind == ListingKind::Bundle && listing.code_mode == CodeMode::Instead {
             return Err(unknown());
         }
-        let callables = self.toolshed.callables(&c.user, &c.listing).await.map_err(internal)?;
+        let callables = self.toolshed.callables(&c.user, listing).await.map_err(internal)?;
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
+        let via = self.via(&c, None);
+        let result = self.answer(&context, &request.name, origin, |events| callables.call(&request.name, input, via, events)).await?;
+        Ok(result.into())
+    }
+}
+
+impl ListingHandler {
+    /// How a call of `c` is recorded in usage (through `bundle`, if any).
+    fn via(&self, c: &Caller, bundle: Option<ToolId>) -> Via<'static> {
+        Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: bundle }
+    }
+
+    /// Runs the call of `name` (`call` is handed where to send its console
+    /// lines and progress, when the client wants them, as from `origin`) and
+    /// answers its result.
+    async fn answer<F, Fut>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        name: &str,
+        origin: String,
+        call: F,
+    ) -> Result<CallToolResult, McpError>
+    where
+        F: FnOnce(Option<mpsc::UnboundedSender<RunEvent>>) -> Fut,
+        Fut: std::future::Future<Output = Result<Answer, ToolError>>,
+    {
         // A stateless request cannot carry a `logging/setLevel` from an earlier
         // one: console output then arrives from `info` up, on the request's stream.
         let level = match self.transport {
@@ -340,27 +410,131 @@ impl ServerHandler for ListingHandler {
         } else {
             (None, None)
         };
-        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: None };
-        let answer = callables.call(&request.name, input, via, events).await;
+        let answer = call(events).await;
         if let Some(forwarder) = forwarder {
             // Log lines and progress go out before the result they belong to.
             let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
         }
-        let result = match answer {
-            Ok(Answer::External(result)) => external_result(&request.name, result),
+        Ok(match answer {
+            Ok(Answer::External(result)) => external_result(name, result),
             Ok(Answer::Ran(r)) => match r.outcome.result {
-                Ok(ToolValue::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Ok(ToolValue::Json(value)) => {
-                    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-                    result.structured_content = Some(value);
-                    result
-                }
+                Ok(value) => value_result(value),
                 Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
                 Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
             },
             Err(e) => refused(e)?,
+        })
+    }
+
+    /// Code mode's `run_code` answer: the console output and returned value
+    /// as text, or the error as an `isError` result.
+    fn code_result(&self, outcome: Result<RunOutcome, ToolError>) -> Result<CallToolResponse, McpError> {
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(refused(e)?.into()),
+        };
+        if let Err(e @ RunError::Internal { .. }) = &outcome.result {
+            return Err(McpError::internal_error(e.to_string(), None));
+        }
+        let result = match transcript(&outcome) {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
         };
         Ok(result.into())
+    }
+
+    /// A call on the personal endpoint: one of the four catalog tools, or a favourite by its listed name.
+    async fn call_catalog(
+        &self,
+        c: &Caller,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let catalog = self.toolshed.catalog(&c.user, c.token.as_ref());
+        let arguments = request.arguments.unwrap_or_default();
+        let via = self.via(c, None);
+        let result = match request.name.as_ref() {
+            SEARCH_TOOLS => match CatalogSearch::parse(&arguments) {
+                Ok(q) => match catalog.search(&q).await {
+                    Ok(hits) => value_result(ToolValue::Json(serde_json::json!({ "tools": hits }))),
+                    Err(e) => readable(e)?,
+                },
+                Err(invalid) => readable(ToolError::Invalid(invalid))?,
+            },
+            DESCRIBE_TOOL => match string_argument(&arguments, "name") {
+                Ok(name) => match catalog.describe(&name).await {
+                    Ok(described) => value_result(ToolValue::Json(described)),
+                    Err(e) => readable(e)?,
+                },
+                Err(e) => readable(e)?,
+            },
+            CALL_TOOL => {
+                let name = match string_argument(&arguments, "name") {
+                    Ok(name) => name,
+                    Err(e) => return Ok(readable(e)?.into()),
+                };
+                let input = match arguments.get("arguments") {
+                    None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
+                    Some(v @ serde_json::Value::Object(_)) => v.clone(),
+                    Some(_) => return Ok(readable(ToolError::BadArguments("`arguments` must be an object".into()))?.into()),
+                };
+                match catalog.tool(&name).await {
+                    Ok(tool) => self.answer(&context, &name, tool.slug(), |events| catalog.call(&name, input, via, events)).await?,
+                    Err(e) => readable(e)?,
+                }
+            }
+            RUN_CODE => {
+                let outcome = match string_argument(&arguments, "code") {
+                    Ok(code) => catalog.run_code(code, via).await,
+                    Err(e) => Err(e),
+                };
+                return self.code_result(outcome);
+            }
+            // Favourites by their listed names; anything else is not listed, so not served.
+            name if !name.contains('/') => match catalog.tool(name).await {
+                Ok(tool) => {
+                    let input = serde_json::Value::Object(arguments);
+                    self.answer(&context, name, tool.slug(), |events| catalog.call(name, input, via, events)).await?
+                }
+                Err(ToolError::UnknownTool(_)) => return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
+                Err(e) => refused(e)?,
+            },
+            name => return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+/// A tool's value as MCP carries it: text, or JSON as text and as `structuredContent`.
+fn value_result(value: ToolValue) -> CallToolResult {
+    match value {
+        ToolValue::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        ToolValue::Json(value) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+            result.structured_content = Some(value);
+            result
+        }
+    }
+}
+
+/// What the catalog's own tools answer when they cannot: a result the model
+/// reads and acts on (search again, fix the name), not a protocol error.
+fn readable(e: ToolError) -> Result<CallToolResult, McpError> {
+    match e {
+        ToolError::Invalid(_) | ToolError::UnknownTool(_) | ToolError::Disabled | ToolError::NotPublished | ToolError::BadArguments(_) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
+        }
+        e => refused(e),
+    }
+}
+
+/// A required string argument of `run_code` or a catalog tool; its absence
+/// is the model's to fix, so an error it can read.
+fn string_argument(arguments: &serde_json::Map<String, serde_json::Value>, key: &str) -> Result<String, ToolError> {
+    match arguments.get(key) {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        _ if key == "code" => Err(ToolError::BadArguments("Invalid arguments: `code` must be a string of JavaScript".into())),
+        _ => Err(ToolError::BadArguments(format!("Invalid arguments: `{key}` must be a string"))),
     }
 }
 
@@ -374,28 +548,5 @@ fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
         ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
         ToolError::UnknownTool(name) => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
         e => Err(McpError::internal_error(e.to_string(), None)),
-    }
-}
-
-impl ListingHandler {
-    /// Code mode's `run_code`: the model's code against the bundle's members;
-    /// the console output and returned value as text, or the error as an `isError` result.
-    async fn run_code(&self, c: &Caller, arguments: serde_json::Map<String, serde_json::Value>) -> Result<CallToolResponse, McpError> {
-        let Some(serde_json::Value::String(code)) = arguments.get("code") else {
-            return Ok(refused(ToolError::BadArguments("Invalid arguments: `code` must be a string of JavaScript".into()))?.into());
-        };
-        let via = Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: Some(c.listing.id) };
-        let outcome = match self.toolshed.run_code(&c.user, &c.listing, code.clone(), via).await {
-            Ok(outcome) => outcome,
-            Err(e) => return Ok(refused(e)?.into()),
-        };
-        if let Err(e @ RunError::Internal { .. }) = &outcome.result {
-            return Err(McpError::internal_error(e.to_string(), None));
-        }
-        let result = match transcript(&outcome) {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
-        };
-        Ok(result.into())
     }
 }

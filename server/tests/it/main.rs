@@ -11,6 +11,7 @@ mod hardening;
 mod market;
 mod mcp;
 mod mcp_rmcp_client;
+mod me;
 mod membership;
 mod moderation;
 mod oauth;

@@ -17,7 +17,7 @@ async fn rpc(srv: &TestServer, path: &str, token: Option<&str>, body: &str) -> (
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
-fn call(id: u32, name: &str, args: Value) -> String {
+pub(crate) fn call(id: u32, name: &str, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}}).to_string()
 }
 
@@ -77,15 +77,15 @@ server_test!(unknown_listings_and_tools_and_malformed_json_get_clear_errors, |sr
     assert_eq!(srv.page(&srv.browser(), "/healthz").await.1, "ok");
 });
 
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tests","version":"1"}}}"#;
+pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tests","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// A Streamable HTTP session, spoken by hand: every request carries the token
 /// and, once initialized, the session id.
 pub(crate) struct Session {
-    url: String,
-    token: String,
-    id: String,
+    pub(crate) url: String,
+    pub(crate) token: String,
+    pub(crate) id: String,
 }
 
 impl Session {
@@ -122,14 +122,14 @@ impl Session {
     }
 
     /// Sends a request and returns the messages of its response stream.
-    async fn request(&self, body: &str) -> Vec<Value> {
+    pub(crate) async fn request(&self, body: &str) -> Vec<Value> {
         let res = self.post(body).await;
         assert_eq!(res.status(), 200);
         messages(&res.text().await.unwrap())
     }
 
     /// The standalone event stream (server-initiated messages).
-    async fn listen(&self) -> Events {
+    pub(crate) async fn listen(&self) -> Events {
         let res = reqwest::Client::new()
             .get(&self.url)
             .bearer_auth(&self.token)
@@ -150,14 +150,20 @@ fn messages(body: &str) -> Vec<Value> {
 }
 
 /// Reads server-sent events as they arrive.
-struct Events {
+pub(crate) struct Events {
     res: reqwest::Response,
     buf: String,
 }
 
+impl From<reqwest::Response> for Events {
+    fn from(res: reqwest::Response) -> Self {
+        Events { res, buf: String::new() }
+    }
+}
+
 impl Events {
     /// The next event with data, as (event name, data); fails after 10 s.
-    async fn next(&mut self) -> (String, String) {
+    pub(crate) async fn next(&mut self) -> (String, String) {
         tokio::time::timeout(std::time::Duration::from_secs(10), async {
             loop {
                 if let Some(end) = self.buf.find("\n\n") {
@@ -183,7 +189,7 @@ impl Events {
     }
 
     /// The next JSON-RPC message on the stream.
-    async fn message(&mut self) -> Value {
+    pub(crate) async fn message(&mut self) -> Value {
         serde_json::from_str(&self.next().await.1).unwrap()
     }
 }

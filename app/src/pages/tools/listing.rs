@@ -16,7 +16,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionDiff;
 use super::{ago, now_ms};
 use crate::api::{
-    listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, ToolInfo, UsageView,
+    listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, SetFavourite, ToolInfo,
+    UsageView,
 };
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
@@ -171,9 +172,36 @@ pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
                 </p>
                 <div class="tags">{tool.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</div>
             </div>
-            {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href>"Edit"</a> })}
+            <div class="head-actions">
+                {(tool.kind == "tool" && tool.published_version.is_some()).then(|| view! { <FavouriteButton tool=tool.id starred=tool.favourite /> })}
+                {tool.can_edit.then(|| view! { <a class="button secondary" href=edit_href>"Edit"</a> })}
+            </div>
         </div>
         <ModerationNotice tool=tool.clone() />
+    }
+}
+
+/// Stars the tool for the signed-in person: their personal MCP endpoint
+/// lists starred tools directly. A plain form: it works before the wasm loads.
+#[component]
+fn FavouriteButton(tool: i64, starred: bool) -> impl IntoView {
+    let action = ServerAction::<SetFavourite>::new();
+    let starred = Signal::derive(move || match action.value().get() {
+        Some(Ok(now)) => now,
+        _ => starred,
+    });
+    let error = Signal::derive(move || action.value().get().and_then(Result::err));
+    view! {
+        <ActionForm action attr:class="inline-form favourite-form">
+            <input type="hidden" name="tool" value=tool />
+            <input type="hidden" name="favourite" value=move || (!starred.get()).to_string() />
+            <button type="submit" class="button secondary favourite" aria-pressed=move || starred.get().to_string()
+                title="Starred tools are listed directly on your personal MCP endpoint (see your Account page)"
+                disabled=move || action.pending().get()>
+                {move || if starred.get() { "★ Starred" } else { "☆ Star" }}
+            </button>
+            <FormError error />
+        </ActionForm>
     }
 }
 

@@ -29,6 +29,9 @@ pub fn ConnectPanel(
     clients: Vec<ClientSnippet>,
     pinned: Option<(i64, Vec<ClientSnippet>)>,
     tools: Vec<(String, Vec<ArgDef>)>,
+    /// The person's own endpoint (`/mcp/me`): connected with a token only.
+    #[prop(optional)]
+    personal: bool,
 ) -> impl IntoView {
     let first = clients.first().map(|c| c.key.clone()).unwrap_or_default();
     let tab = RwSignal::new(first);
@@ -73,8 +76,15 @@ pub fn ConnectPanel(
         <section class="card connect-panel">
             <h2>"Connect"</h2>
             <p class="muted small">
-                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Clients that support OAuth sign you in "
-                "through the browser; for the others, create a token on your " <a href="/account">"Account"</a> " page."
+                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). "
+                {if personal {
+                    view! { "Connect with a token (below): it lists only the listings its scope names, if it names any." }.into_any()
+                } else {
+                    view! {
+                        "Clients that support OAuth sign you in through the browser; for the others, create a token on your "
+                        <a href="/account">"Account"</a> " page."
+                    }.into_any()
+                }}
             </p>
             {version_choice}
             <div class="endpoint-row">

@@ -14,7 +14,7 @@ pub use registry::{RegistryEntry, ServedVersion};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-pub use search::SearchText;
+pub use search::{Match, SearchText};
 pub use stats::{DayCalls, UsageStats};
 
 use crate::accounts::User;
@@ -60,6 +60,8 @@ impl BrowseSort {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrowseQuery {
     pub text: Option<SearchText>,
+    /// Whether every word of `text` must match, or any.
+    pub matching: Match,
     pub department: Option<DepartmentName>,
     /// Every one of these tags must be on the listing.
     pub tags: Tags,
@@ -67,6 +69,8 @@ pub struct BrowseQuery {
     pub sort: BrowseSort,
     /// Only listings an admin featured.
     pub featured_only: bool,
+    /// Only these `department/name` listings (a scoped token's); empty: any.
+    pub within: Vec<String>,
     /// From 1.
     pub page: i64,
     pub per_page: i64,
@@ -76,11 +80,13 @@ impl Default for BrowseQuery {
     fn default() -> Self {
         Self {
             text: None,
+            matching: Match::All,
             department: None,
             tags: Tags::default(),
             kind: None,
             sort: BrowseSort::Relevance,
             featured_only: false,
+            within: Vec::new(),
             page: 1,
             per_page: Self::PER_PAGE,
         }
@@ -263,6 +269,13 @@ impl Toolshed {
             let p = st.bind(Value::Text(d.as_str().to_owned()));
             filters.push(format!("l.department_id = (SELECT id FROM departments WHERE name = {p})"));
         }
+        if !query.within.is_empty() {
+            let slugs: Vec<String> = query.within.iter().map(|s| st.bind(Value::Text(s.clone()))).collect();
+            filters.push(format!(
+                "l.id IN (SELECT w.id FROM tools w JOIN departments wd ON wd.id = w.department_id WHERE wd.name || '/' || w.name IN ({}))",
+                slugs.join(", ")
+            ));
+        }
         for tag in query.tags.as_slice() {
             // Tags are slugs: only `_` needs escaping for LIKE.
             let p = st.bind(Value::Text(format!("% {} %", tag.replace('_', "\\_"))));
@@ -311,7 +324,7 @@ impl Toolshed {
         let since = st.bind(Value::Int(since));
         let (text_join, rank) = match &query.text {
             Some(text) => {
-                let p = st.bind(Value::Text(text.fts_query(self.db.backend())));
+                let p = st.bind(Value::Text(text.fts_query(self.db.backend(), query.matching)));
                 search::tool_text_match(self.db.backend(), &p, ranked)
             }
             None => (String::new(), "0".to_owned()),

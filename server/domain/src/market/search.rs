@@ -39,21 +39,71 @@ impl SearchText {
         &self.terms
     }
 
-    /// The full-text query in the backend's own syntax: FTS5 `"w1"* "w2"*`
-    /// (implicit AND), or PostgreSQL `'w1':* & 'w2':*` for `to_tsquery`.
-    /// Safe because every term is letters and digits only.
-    pub(crate) fn fts_query(&self, backend: Backend) -> String {
-        let quoted = self.terms.iter().map(|t| match backend {
+    /// The full-text query in the backend's own syntax, every word a prefix:
+    /// [`Match::All`] is FTS5 `"w1"* "w2"*` (implicit AND) or PostgreSQL
+    /// `'w1':* & 'w2':*` for `to_tsquery`; [`Match::Any`] joins the [`Self::keywords`]
+    /// with `OR` / `|` instead. Safe because every term is letters and digits only.
+    pub(crate) fn fts_query(&self, backend: Backend, how: Match) -> String {
+        let terms = match how {
+            Match::All => self.terms.clone(),
+            Match::Any => self.keywords(),
+        };
+        let quoted = terms.iter().map(|t| match backend {
             Backend::Sqlite => format!("\"{t}\"*"),
             Backend::Postgres => format!("'{t}':*"),
         });
-        let joiner = match backend {
-            Backend::Sqlite => " ",
-            Backend::Postgres => " & ",
+        let joiner = match (backend, how) {
+            (Backend::Sqlite, Match::All) => " ",
+            (Backend::Postgres, Match::All) => " & ",
+            (Backend::Sqlite, Match::Any) => " OR ",
+            (Backend::Postgres, Match::Any) => " | ",
         };
         quoted.collect::<Vec<_>>().join(joiner)
     }
+
+    /// The words that say what is wanted, stemmed: a sentence such as "how many
+    /// vacation days do I have left" becomes `vacat`, `day`, `left`. Common
+    /// words and plain numbers (which name an instance, not a tool) are left
+    /// out, unless nothing else remains.
+    pub fn keywords(&self) -> Vec<String> {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let mut keywords: Vec<String> = Vec::new();
+        for term in &self.terms {
+            if STOP_WORDS.contains(&term.as_str()) || term.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            let stem = stemmer.stem(term).into_owned();
+            if !keywords.contains(&stem) {
+                keywords.push(stem);
+            }
+        }
+        if keywords.is_empty() {
+            self.terms.clone()
+        } else {
+            keywords
+        }
+    }
 }
+
+/// How the words of a search combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Match {
+    /// Every word must match: a person narrowing the browse page down.
+    #[default]
+    All,
+    /// Any keyword may match, the more the better: a model asking in a sentence.
+    Any,
+}
+
+/// English words that carry no subject: questions and requests are full of them.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "but", "by", "can", "could", "did",
+    "do", "does", "for", "from", "get", "give", "had", "has", "have", "he", "her", "here", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "just", "let", "many", "me", "much", "my", "need", "needs", "no", "not", "now", "of", "on", "or", "our", "please", "she",
+    "should", "show", "so", "some", "tell", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "up",
+    "us", "want", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "yet", "you",
+    "your",
+];
 
 /// The tool source's full-text part for `backend`, with `$param` standing for
 /// the bound [`SearchText::fts_query`]: a join that keeps matching tools, and
@@ -81,8 +131,18 @@ mod tests {
     fn search_syntax_becomes_plain_words() {
         let s = SearchText::parse(r#"FX "rate" OR -x* NEAR(a b) col:val"#).unwrap().unwrap();
         assert_eq!(s.terms(), ["fx", "rate", "or", "x", "near", "a", "b", "col", "val"]);
-        assert_eq!(SearchText::parse("Rate rate").unwrap().unwrap().fts_query(Backend::Sqlite), r#""rate"*"#);
-        assert_eq!(SearchText::parse("a b").unwrap().unwrap().fts_query(Backend::Postgres), "'a':* & 'b':*");
+        assert_eq!(SearchText::parse("Rate rate").unwrap().unwrap().fts_query(Backend::Sqlite, Match::All), r#""rate"*"#);
+        assert_eq!(SearchText::parse("a b").unwrap().unwrap().fts_query(Backend::Postgres, Match::All), "'a':* & 'b':*");
+    }
+
+    #[test]
+    fn a_question_matches_on_any_of_its_stemmed_keywords() {
+        let s = SearchText::parse("How many vacation days do I have left in 2027?").unwrap().unwrap();
+        assert_eq!(s.keywords(), ["vacat", "day", "left"]);
+        assert_eq!(s.fts_query(Backend::Sqlite, Match::Any), r#""vacat"* OR "day"* OR "left"*"#);
+        assert_eq!(s.fts_query(Backend::Postgres, Match::Any), "'vacat':* | 'day':* | 'left':*");
+        // Nothing but common words: they are what there is to search for.
+        assert_eq!(SearchText::parse("who is it").unwrap().unwrap().keywords(), ["who", "is", "it"]);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub(super) type Settle<'js> = (Function<'js>, Function<'js>);
 pub struct CodeTools {
     /// The names `tools` has, in the order error messages list them.
     pub names: Vec<String>,
+    /// Any other name goes to the host too, which refuses what it does not
+    /// know (a catalog too large to list up front).
+    pub any_name: bool,
     /// Tool calls one run may start; later ones reject.
     pub max_calls: u32,
     pub host: Arc<dyn ToolHost>,
@@ -127,7 +130,7 @@ impl<'js> HostCalls<'js> {
     /// Starts preparing a tool call, returning the error to reject with if it cannot start.
     pub(super) fn start_tool(&mut self, name: String, input: serde_json::Value, settle: Settle<'js>) -> Result<(), String> {
         let Some(tools) = &self.tools else { return Err("there are no tools here".into()) };
-        if !tools.names.contains(&name) {
+        if !tools.any_name && !tools.names.contains(&name) {
             return Err(format!("there is no tool “{name}” here; the tools are: {}", tools.names.join(", ")));
         }
         if self.tool_calls >= tools.max_calls {

@@ -5,6 +5,7 @@
 #   scripts/bench.sh              # everything
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
+#   scripts/bench.sh search       # search_tools quality: 50 written queries among 10,000 listings
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh abuse        # echo's latency while other callers run endless loops,
 #                                 # and a trivial tool at concurrency 256
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse mcp abuse)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp abuse)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -62,6 +63,7 @@ wait_quiet
 build=()
 wants sandbox && build+=(-p toolshed-bench)
 wants browse && build+=(-p toolshed-bench -p toolshed)
+wants search && build+=(-p toolshed-bench)
 { wants mcp || wants abuse; } && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
@@ -86,6 +88,11 @@ if wants browse; then
     for _ in $(seq 1 200); do curl -fsS "http://127.0.0.1:$bench_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
     "$CARGO_TARGET_DIR/release/browse" --http "http://127.0.0.1:$bench_port"
     stop "$bench_server"
+fi
+
+if wants search; then
+    echo "search: search_tools of /mcp/me, 50 written queries among 10,000 listings, temp SQLite"
+    "$CARGO_TARGET_DIR/release/search"
 fi
 
 (wants mcp || wants abuse) || exit 0

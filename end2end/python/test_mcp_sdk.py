@@ -298,3 +298,28 @@ def test_code_mode_runs_model_code_that_calls_two_tools(mode: str) -> None:
             await _set_code_mode("off")
 
     run(scenario())
+
+
+@protocol_modes
+def test_the_personal_endpoint_finds_describes_calls_and_runs_code_over_any_tool(mode: str) -> None:
+    async def scenario() -> None:
+        async with connect("/mcp/me", mode=mode) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "toolshed-admin"
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names[:4] == ["search_tools", "describe_tool", "call_tool", "run_code"]
+            found = await client.call_tool("search_tools", {"query": "convert a length from feet to metres"})
+            assert found.structured_content is not None
+            assert found.structured_content["tools"][0]["name"] == "demo/convert_units"
+            described = await client.call_tool("describe_tool", {"name": "demo/convert_units"})
+            assert described.structured_content is not None
+            assert described.structured_content["inputSchema"]["required"] == ["value", "from", "to"]
+            args = {"value": 1, "from": "km", "to": "m"}
+            converted = await client.call_tool("call_tool", {"name": "demo/convert_units", "arguments": args})
+            assert text_of(converted) == "1 km = 1000 m"
+            code = "return await tools['demo/convert_units']({value: 3, from: 'ft', to: 'in'});"
+            assert text_of(await client.call_tool("run_code", {"code": code})) == "3 ft = 36 in"
+            hidden = await client.call_tool("call_tool", {"name": "nobody/nothing"})
+            assert hidden.is_error and "There is no tool named" in text_of(hidden)
+
+    run(scenario())

@@ -11,6 +11,7 @@
 use std::time::Instant;
 
 use sqlx::Row;
+use toolshed_bench::{seed_listings, Lcg};
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::store::Db;
@@ -22,74 +23,8 @@ const CALLS: i64 = 100_000;
 const WARMUP: usize = 20;
 const ITERATIONS: usize = 300;
 
-const WORDS: [&str; 48] = [
-    "currency",
-    "rate",
-    "invoice",
-    "ledger",
-    "contract",
-    "search",
-    "summary",
-    "report",
-    "weather",
-    "ticket",
-    "deploy",
-    "status",
-    "customer",
-    "order",
-    "shipping",
-    "inventory",
-    "holiday",
-    "calendar",
-    "translate",
-    "glossary",
-    "budget",
-    "forecast",
-    "payroll",
-    "tax",
-    "audit",
-    "policy",
-    "incident",
-    "metrics",
-    "latency",
-    "queue",
-    "backup",
-    "release",
-    "changelog",
-    "review",
-    "license",
-    "vendor",
-    "travel",
-    "expense",
-    "badge",
-    "room",
-    "printer",
-    "wiki",
-    "onboarding",
-    "survey",
-    "energy",
-    "carbon",
-    "quote",
-    "risk",
-];
-const TAGS: [&str; 12] = ["finance", "legal", "ops", "hr", "sales", "it", "data", "docs", "travel", "security", "fx", "reporting"];
-
-/// A small deterministic generator: the same data on every run.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % below
-    }
-
-    fn words(&mut self, n: usize) -> String {
-        (0..n).map(|_| WORDS[self.next(WORDS.len() as u64) as usize]).collect::<Vec<_>>().join(" ")
-    }
-}
-
 async fn seed(db: &Db) -> Result<(), sqlx::Error> {
-    let mut rng = Lcg(42);
+    let mut rng = Lcg::default();
     let now = now_ms();
     let mut tx = db.pool().begin().await?;
     for d in 1..=DEPARTMENTS {
@@ -110,33 +45,7 @@ async fn seed(db: &Db) -> Result<(), sqlx::Error> {
         .execute(&mut *tx)
         .await?;
     }
-    for id in 1..=LISTINGS {
-        let dept = 1 + rng.next(DEPARTMENTS as u64) as i64;
-        let visibility = match rng.next(10) {
-            0 => "private",
-            1 | 2 => "department",
-            _ => "everyone",
-        };
-        let status = if rng.next(50) == 0 { "hidden" } else { "active" };
-        let tags = format!("{} {}", TAGS[rng.next(12) as usize], TAGS[rng.next(12) as usize]);
-        let created = now - rng.next(365 * 86_400_000) as i64;
-        sqlx::query(
-            "INSERT INTO tools (id, department_id, name, title, description, tags, visibility, owner_id, published_version, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $2, 1, $8, $9, $10)",
-        )
-        .bind(id)
-        .bind(dept)
-        .bind(format!("tool_{id}"))
-        .bind(rng.words(3))
-        .bind(format!("{}.\n\n{}.", rng.words(12), rng.words(24)))
-        .bind(tags)
-        .bind(visibility)
-        .bind(status)
-        .bind(created)
-        .bind(created + rng.next(30 * 86_400_000) as i64)
-        .execute(&mut *tx)
-        .await?;
-    }
+    seed_listings(&mut tx, &mut rng, 1..=LISTINGS, DEPARTMENTS, false).await?;
     for _ in 0..CALLS {
         // Skewed: a few listings get most of the calls.
         let tool = 1 + (rng.next(LISTINGS as u64) * rng.next(LISTINGS as u64) / LISTINGS as u64) as i64;

@@ -73,7 +73,11 @@ mod from_domain {
     impl From<ToolError> for AppError {
         fn from(e: ToolError) -> Self {
             match e {
-                ToolError::Invalid(_) | ToolError::BadArguments(_) | ToolError::NoSuchVersion(_) | ToolError::UnknownTool(_) => {
+                ToolError::Invalid(_)
+                | ToolError::BadArguments(_)
+                | ToolError::NoSuchVersion(_)
+                | ToolError::UnknownTool(_)
+                | ToolError::Breaking(_) => {
                     AppError::Invalid(e.to_string())
                 }
                 ToolError::NotFound => AppError::NotFound,

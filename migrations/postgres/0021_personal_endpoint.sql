@@ -9,3 +9,6 @@ CREATE TABLE favourites (
 );
 
 ALTER TABLE mcp_session_owners ALTER COLUMN listing_id DROP NOT NULL;
+
+-- An OAuth grant may be for the personal endpoint (listing_id NULL) rather than one listing's.
+ALTER TABLE oauth_grants ALTER COLUMN listing_id DROP NOT NULL;

@@ -410,31 +410,41 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
             }
         };
     }
-    // A token from OAuth is for the one endpoint it was granted for (RFC 8707).
-    if let Some(grant) = &grant {
-        if grant.listing_id != listing.id {
-            return unauthorized(&gate, req.uri(), "This token was granted for another endpoint.", true);
-        }
-        if !grant.scope.call {
-            req = match refuse_calls(&gate, req).await {
-                Ok(req) => req,
-                Err(res) => return res,
-            };
-        }
-    }
+    let req = match granted(&gate, req, grant.as_ref(), Some(listing.id)).await {
+        Ok(req) => req,
+        Err(res) => return res,
+    };
     serve(&gate, req, next, Caller { user, token, served: Served::Listing(Box::new(listing)) }).await
 }
 
 /// `/mcp/me`: the caller's own endpoint. An API token's scope limits what its
-/// catalog holds; an OAuth grant is for one listing's endpoint, never this one.
+/// catalog holds; an OAuth token must have been granted for this endpoint.
 async fn authorize_me(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
     if !gate.allows_host(&req) {
         return forbidden_host();
     }
-    match credentials_of(&gate, &mut req).await {
-        Ok((_, _, Some(_))) => unauthorized(&gate, req.uri(), "This token was granted for another endpoint.", true),
-        Ok((user, token, None)) => serve(&gate, req, next, Caller { user, token, served: Served::Catalog }).await,
+    let (user, token, grant) = match credentials_of(&gate, &mut req).await {
+        Ok(found) => found,
+        Err(res) => return res,
+    };
+    match granted(&gate, req, grant.as_ref(), None).await {
+        Ok(req) => serve(&gate, req, next, Caller { user, token, served: Served::Catalog }).await,
         Err(res) => res,
+    }
+}
+
+/// A token from OAuth is for the one endpoint it was granted for (RFC 8707:
+/// `listing`, or `None` for the personal endpoint), and runs tools only if the
+/// person allowed that.
+async fn granted(gate: &Gate, req: Request, grant: Option<&AccessGrant>, listing: Option<ToolId>) -> Result<Request, Response> {
+    let Some(grant) = grant else { return Ok(req) };
+    if grant.listing_id != listing {
+        return Err(unauthorized(gate, req.uri(), "This token was granted for another endpoint.", true));
+    }
+    if grant.scope.call {
+        Ok(req)
+    } else {
+        refuse_calls(gate, req).await
     }
 }
 

@@ -26,7 +26,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 use toolshed_domain::oauth::{
-    AuthorizationFailure, AuthorizationParams, ClientCredentials, ClientMetadata, OAuthError, Resource, Scope, SCOPES,
+    AuthorizationFailure, AuthorizationParams, ClientCredentials, ClientMetadata, Endpoint, OAuthError, Scope, SCOPES,
 };
 use toolshed_domain::Toolshed;
 use tower_sessions::Session;
@@ -131,16 +131,20 @@ pub fn consent_route<S: Clone + Send + Sync + 'static>(oauth: OAuth) -> axum::ro
 /// RFC 9728: what protects the endpoint at `path`, for any path that names
 /// an endpoint (whether that listing exists is not told here).
 async fn resource_metadata(State(oauth): State<OAuth>, Path(path): Path<String>) -> Response {
-    let Ok(resource) = Resource::parse(&format!("{}/{path}", oauth.origin), &oauth.base) else {
+    let Ok(endpoint) = Endpoint::parse(&format!("{}/{path}", oauth.origin), &oauth.base) else {
         return (StatusCode::NOT_FOUND, "Not an MCP endpoint of this server.\n").into_response();
     };
+    let (name, documentation) = match &endpoint {
+        Endpoint::Listing(r) => (r.slug(), format!("{}/{}/{}", oauth.base, r.kind.plural(), r.slug())),
+        Endpoint::Me => ("every tool you may use".to_owned(), format!("{}/account", oauth.base)),
+    };
     Json(json!({
-        "resource": resource.url(&oauth.base),
+        "resource": endpoint.url(&oauth.base),
         "authorization_servers": [oauth.base],
         "scopes_supported": SCOPES,
         "bearer_methods_supported": ["header"],
-        "resource_name": format!("Toolshed: {}", resource.slug()),
-        "resource_documentation": format!("{}/{}/{}", oauth.base, resource.kind.plural(), resource.slug()),
+        "resource_name": format!("Toolshed: {name}"),
+        "resource_documentation": documentation,
     }))
     .into_response()
 }
@@ -322,7 +326,7 @@ async fn consent(State(oauth): State<OAuth>, session: Session, Form(form): Form<
         Ok(code) => to_client(&oauth, &req.redirect_uri, state, &[("code", &code)]),
         Err(e) => {
             tracing::warn!(error = %e, "OAuth approval refused");
-            let denied = OAuthError::InvalidTarget(format!("{} is not a published listing you may use", req.resource.slug()));
+            let denied = OAuthError::InvalidTarget(format!("{} is not a published listing you may use", req.resource.label()));
             error_to_client(&oauth, &req.redirect_uri, state, &denied)
         }
     }

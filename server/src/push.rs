@@ -1,7 +1,8 @@
 //! `toolshed push tool.json`: sends a tool file to a Toolshed server's REST
 //! API (`POST /api/v1/tools`) with a publish-scoped token, prints what
 //! happened, and fails (exit code 1) unless the version was published or
-//! waits for review. A `code_file` in the tool file is read relative to it
+//! waits for review. A version that may break calls made to the published
+//! one is saved, not published, unless `--allow-breaking` says so. A `code_file` in the tool file is read relative to it
 //! and sent as `code`, so the code can live in its own `.js` file.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,10 @@ pub struct PushArgs {
     /// An API token with the publish scope.
     #[arg(long, env = "TOOLSHED_TOKEN", hide_env_values = true)]
     pub token: String,
+    /// Publish even when the new arguments may break calls made to the
+    /// published version (an argument removed, retyped or newly required).
+    #[arg(long)]
+    pub allow_breaking: bool,
 }
 
 /// The tool file with `code_file` replaced by the file's contents as `code`.
@@ -43,6 +48,7 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     let url = format!("{}/api/v1/tools", args.url.trim_end_matches('/'));
     let res = reqwest::Client::new()
         .post(&url)
+        .query(&[("confirm_breaking", args.allow_breaking)])
         .bearer_auth(args.token.trim())
         .json(&file)
         .send()
@@ -59,6 +65,9 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
             }
             println!("       actual:   {}", r["actual"].as_str().unwrap_or_default());
         }
+    }
+    for change in body["breaking"].as_array().into_iter().flatten() {
+        println!("  breaking: {}", change.as_str().unwrap_or_default());
     }
     if let Some(error) = body.get("error") {
         bail!("{} ({status}, {})", error["message"].as_str().unwrap_or_default(), error["code"].as_str().unwrap_or_default());

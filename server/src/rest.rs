@@ -5,7 +5,7 @@
 //! `{"error": {"code": …, "message": …}}`.
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -47,6 +47,12 @@ pub enum ApiError {
     Conflict(String),
     #[error("{failed} of {total} test cases failed; version {} was saved but not published.", .report.version)]
     TestsFailed { failed: usize, total: usize, report: Box<PushReport> },
+    #[error(
+        "Version {} was saved but not published: it may break calls made to the published version ({}). \
+         Push again with confirm_breaking=true (toolshed push --allow-breaking) to publish it.",
+        .0.version, .0.breaking.join("; ")
+    )]
+    Breaking(Box<PushReport>),
     #[error("The sandbox is busy; try again in a moment.")]
     Busy,
     #[error("Something went wrong on the server.")]
@@ -59,7 +65,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::MissingScope | ApiError::OutOfScope(_) | ApiError::Forbidden(_) | ApiError::Disabled => StatusCode::FORBIDDEN,
             ApiError::InvalidFile(_) => StatusCode::BAD_REQUEST,
-            ApiError::NameTaken(_) | ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::NameTaken(_) | ApiError::Conflict(_) | ApiError::Breaking(_) => StatusCode::CONFLICT,
             ApiError::TestsFailed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -77,6 +83,7 @@ impl ApiError {
             ApiError::NameTaken(_) => "name_taken",
             ApiError::Conflict(_) => "conflict",
             ApiError::TestsFailed { .. } => "tests_failed",
+            ApiError::Breaking(_) => "breaking_change",
             ApiError::Busy => "busy",
             ApiError::Internal => "internal",
         }
@@ -93,7 +100,11 @@ impl From<ToolError> for ApiError {
             ToolError::Conflict(m) => ApiError::Conflict(m),
             ToolError::Disabled => ApiError::Disabled,
             ToolError::Busy => ApiError::Busy,
-            ToolError::NoSuchVersion(_) | ToolError::NotPublished | ToolError::UnknownTool(_) | ToolError::Store(_) => {
+            ToolError::NoSuchVersion(_)
+            | ToolError::NotPublished
+            | ToolError::UnknownTool(_)
+            | ToolError::Breaking(_)
+            | ToolError::Store(_) => {
                 tracing::error!(error = %e, "push failed");
                 ApiError::Internal
             }
@@ -104,7 +115,7 @@ impl From<ToolError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({"error": {"code": self.code(), "message": self.to_string()}});
-        if let ApiError::TestsFailed { report, .. } = &self {
+        if let ApiError::TestsFailed { report, .. } | ApiError::Breaking(report) = &self {
             // The results are the point of the answer: beside the error, as on success.
             if let (Some(b), Ok(serde_json::Value::Object(r))) = (body.as_object_mut(), serde_json::to_value(report)) {
                 b.extend(r);
@@ -136,9 +147,22 @@ async fn authenticate(ts: &Toolshed, headers: &HeaderMap) -> Result<(User, Token
     }
 }
 
-/// `POST /api/v1/tools`: a tool file in, the push report out (200 when
-/// published or waiting for review, 422 with the results when a test failed).
-async fn push_tool(State(ts): State<Toolshed>, headers: HeaderMap, body: Bytes) -> Result<Json<PushReport>, ApiError> {
+#[derive(serde::Deserialize)]
+struct PushQuery {
+    /// Publish even a version that may break calls made to the published one.
+    #[serde(default)]
+    confirm_breaking: bool,
+}
+
+/// `POST /api/v1/tools[?confirm_breaking=true]`: a tool file in, the push
+/// report out (200 when published or waiting for review, 422 with the results
+/// when a test failed, 409 with the changes when it may break callers).
+async fn push_tool(
+    State(ts): State<Toolshed>,
+    Query(query): Query<PushQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<PushReport>, ApiError> {
     let (user, token) = authenticate(&ts, &headers).await?;
     if !token.publish {
         return Err(ApiError::MissingScope);
@@ -148,10 +172,13 @@ async fn push_tool(State(ts): State<Toolshed>, headers: HeaderMap, body: Bytes) 
     if !token.allows(&slug) {
         return Err(ApiError::OutOfScope(slug));
     }
-    let report = ts.push_tool(&user, file).await?;
-    if report.outcome == PushOutcome::TestsFailed {
-        let failed = report.test_results.iter().filter(|r| !r.passed).count();
-        return Err(ApiError::TestsFailed { failed, total: report.test_results.len(), report: Box::new(report) });
+    let report = ts.push_tool(&user, file, query.confirm_breaking).await?;
+    match report.outcome {
+        PushOutcome::TestsFailed => {
+            let failed = report.test_results.iter().filter(|r| !r.passed).count();
+            Err(ApiError::TestsFailed { failed, total: report.test_results.len(), report: Box::new(report) })
+        }
+        PushOutcome::Breaking => Err(ApiError::Breaking(Box::new(report))),
+        PushOutcome::Published | PushOutcome::PendingReview => Ok(Json(report)),
     }
-    Ok(Json(report))
 }

@@ -34,11 +34,11 @@ pub struct AccessRequest {
     pub answer_to: String,
     /// That place as a CSP source (`https://host:port`, `cursor:`).
     pub answer_origin: String,
-    /// `department/name`.
+    /// `department/name` (`@vN` when pinned), or "your personal endpoint".
     pub listing: String,
     pub listing_title: String,
-    /// `tools` or `bundles`.
-    pub kind: String,
+    /// The listing's page (the Account page for the personal endpoint).
+    pub href: String,
     /// The client asked to run the tools, not only to list them.
     pub asks_to_call: bool,
     pub username: String,
@@ -71,14 +71,7 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
             return Err(server::fail(AppError::Invalid(format!("This request cannot be answered: {e}"))))
         }
     };
-    let r = &req.resource;
-    let listing = ts.listing_by_slug(&user, r.kind, &r.department, &r.name).await.map_err(server::fail)?;
-    if listing.published_version.is_none() {
-        return Err(server::fail(AppError::NotFound));
-    }
-    if let Some(n) = r.version {
-        ts.pinned(&user, listing.clone(), n).await.map_err(server::fail)?;
-    }
+    let listing = ts.granted_listing(&user, &req.resource).await.map_err(server::fail)?;
     let answer_to = req.answers_to();
     let answer_origin = req.answer_origin();
     Ok(AccessRequest {
@@ -86,21 +79,23 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
         client_name: req.client.name,
         client_site: req.client.site,
         answer_to,
-        listing: r.version.map_or_else(|| listing.slug(), |n| format!("{}@v{n}", listing.slug())),
-        listing_title: listing.title,
-        kind: listing.kind.plural().to_owned(),
+        listing: req.resource.label(),
+        listing_title: listing.as_ref().map_or_else(|| "Every tool you may use, through one endpoint".into(), |l| l.title.clone()),
+        href: listing.map_or_else(|| "/account".into(), |l| format!("/{}/{}", l.kind.plural(), l.slug())),
         asks_to_call: req.scope.call,
         username: user.username,
     })
 }
 
-/// An MCP client the person allowed one listing.
+/// An MCP client the person allowed one listing's endpoint, or their own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrantView {
     pub id: i64,
     pub client_name: String,
+    /// `department/name`, or "your personal endpoint".
     pub listing: String,
-    pub kind: String,
+    /// The listing's page (the Account page for the personal endpoint).
+    pub href: String,
     pub may_call: bool,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
@@ -115,8 +110,8 @@ pub async fn my_grants() -> Result<Vec<GrantView>, AppError> {
         .map(|g| GrantView {
             id: g.id,
             client_name: g.client_name,
-            listing: g.listing,
-            kind: g.kind.plural().to_owned(),
+            href: g.listing.as_ref().map_or_else(|| "/account".into(), |(kind, slug)| format!("/{}/{slug}", kind.plural())),
+            listing: g.listing.map_or_else(|| "your personal endpoint".into(), |(_, slug)| slug),
             may_call: g.scope.call,
             created_at: g.created_at,
             last_used_at: g.last_used_at,

@@ -532,21 +532,9 @@ pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, Ap
 /// its callers' calls is refused unless `confirm_breaking` says they were told.
 #[server(endpoint = "tools/publish")]
 pub async fn publish(tool: i64, version: i64, #[server(default)] confirm_breaking: bool) -> Result<ToolInfo, AppError> {
-    use toolshed_domain::tools::ListingKind;
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let id = tool_id(tool);
-    if !confirm_breaking && ts.tool(&user, id).await.map_err(server::fail)?.kind == ListingKind::Tool {
-        let impact = ts.publish_impact(&user, id, version).await.map_err(server::fail)?;
-        let breaking: Vec<String> = impact.changes.iter().filter(|c| c.breaking).map(|c| format!("{}: {}", c.path, c.what)).collect();
-        if !breaking.is_empty() {
-            return Err(server::fail(AppError::Invalid(format!(
-                "Version {version} may break calls made to the published version ({}). Confirm to publish it.",
-                breaking.join("; ")
-            ))));
-        }
-    }
-    let t = ts.publish(&user, id, version).await.map_err(server::fail)?;
+    let t = ts.publish_compatible(&user, tool_id(tool), version, confirm_breaking).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
 

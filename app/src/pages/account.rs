@@ -73,12 +73,7 @@ fn PersonalEndpointCard() -> impl IntoView {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 endpoint.await.ok().map(|p| view! {
-                    <div class="narrow personal-endpoint">
-                        <p class="muted">
-                            "Your own MCP endpoint serves every tool you may use through four tools (search, describe, call, "
-                            "run code), so a client needs one connection, not one per tool. Tools you star on their pages "
-                            "are listed there directly."
-                        </p>
+                    <div class="narrow-wide personal-endpoint">
                         <ConnectPanel endpoint=p.endpoint clients=p.connect pinned=None tools=Vec::new() personal=true />
                     </div>
                 })
@@ -108,7 +103,7 @@ fn GrantsCard() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().map(|g| {
                                     let id = g.id;
-                                    let href = format!("/{}/{}", g.kind, g.listing);
+                                    let href = g.href.clone();
                                     let used = g.last_used_at.map(|t| crate::pages::tools::ago(t, now.max(t))).unwrap_or_else(|| "never".into());
                                     view! {
                                         <tr>

@@ -87,8 +87,7 @@ fn ConsentForm(question: AccessRequest, params: ConsentParams) -> impl IntoView 
     #[cfg(feature = "ssr")]
     crate::set_page_policy(&question.answer_origin);
     let hidden = hidden_fields(params);
-    // A pinned endpoint (`demo/echo@v3`) is the listing's page too.
-    let listing_href = format!("/{}/{}", question.kind, question.listing.split('@').next().unwrap_or_default());
+    let listing_href = question.href.clone();
     view! {
         <section class="narrow card consent">
             <h1><strong class="client-name">{question.client_name.clone()}</strong>" wants to use "

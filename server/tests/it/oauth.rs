@@ -235,6 +235,47 @@ server_test!(a_pinned_endpoint_is_a_resource_of_its_own_and_its_token_works_ther
     assert_eq!(param(&pairs, "error"), Some("invalid_target"));
 });
 
+server_test!(the_personal_endpoint_is_a_resource_of_its_own_and_its_grant_reaches_no_listing, |srv: TestServer| async move {
+    let res = reqwest::Client::new().post(srv.url("/mcp/me")).header("Content-Type", "application/json").body("{}").send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    let metadata_url = srv.url("/.well-known/oauth-protected-resource/mcp/me");
+    assert!(res.headers()["www-authenticate"].to_str().unwrap().contains(&metadata_url));
+    let metadata: Value = reqwest::get(&metadata_url).await.unwrap().json().await.unwrap();
+    assert_eq!(metadata["resource"], srv.url("/mcp/me"));
+
+    let client_id = public_client(&srv).await;
+    let ada = srv.member("ada", "research").await;
+    let params = authorize_query(&srv, &client_id, "/mcp/me", "tools:read tools:call");
+    let consent = format!("/oauth/consent?{}", query_string(&params));
+    let (status, page) = srv.page(&ada, &consent).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("your personal endpoint") && page.contains("Every tool you may use"), "{page}");
+    let tokens = grant(&srv, &ada, &client_id, "/mcp/me", true).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let session = Session::open(srv.url("/mcp/me"), access).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "call_tool", "arguments": {"name": "demo/echo", "arguments": {"text": "via my endpoint"}}}});
+    let res = session.post(&call.to_string()).await;
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("via my endpoint"));
+    // Granted for the personal endpoint: no listing's endpoint takes it, and the other way round.
+    assert_eq!(mcp_initialize_status(&srv.url("/mcp/tools/demo/echo"), access).await, 401);
+    let echo = grant(&srv, &ada, &client_id, "/mcp/tools/demo/echo", true).await;
+    assert_eq!(mcp_initialize_status(&srv.url("/mcp/me"), echo["access_token"].as_str().unwrap()).await, 401);
+    // The Account page names it.
+    let (_, grants) = srv.call(&ada, "oauth/grants", &[]).await;
+    let listed: Vec<(&str, &str)> =
+        grants.as_array().unwrap().iter().map(|g| (g["listing"].as_str().unwrap(), g["href"].as_str().unwrap())).collect();
+    assert_eq!(listed, [("demo/echo", "/tools/demo/echo"), ("your personal endpoint", "/account")]);
+
+    // Listing only: a call through the personal endpoint is refused with the scope to ask for.
+    let read_only = grant(&srv, &ada, &client_id, "/mcp/me", false).await;
+    let session = Session::open(srv.url("/mcp/me"), read_only["access_token"].as_str().unwrap()).await;
+    let res = session.post(&call.to_string()).await;
+    assert_eq!(res.status(), 403);
+    assert!(res.headers()["www-authenticate"].to_str().unwrap().contains("insufficient_scope"));
+});
+
 server_test!(revoking_on_the_account_page_or_deactivating_the_person_ends_access_at_once, |srv: TestServer| async move {
     let client_id = public_client(&srv).await;
     let ada = srv.member("ada", "research").await;

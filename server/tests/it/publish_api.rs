@@ -157,6 +157,45 @@ server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test
     );
 });
 
+server_test!(a_push_that_may_break_callers_is_saved_not_published_until_allowed, |srv: TestServer| async move {
+    let carol = srv.member("carol", "research").await;
+    let token = srv.publish_token("carol");
+    let dir = crate::common::TempDir::new();
+    let path = dir.path().join("count.json");
+    let run = |kind: &str, extra: &[&str]| {
+        let file = json!({
+            "name": "count", "code": "return String($n);", "changelog": kind,
+            "arguments": [{"name": "n", "type": {"kind": kind}, "required": true}],
+        });
+        std::fs::write(&path, file.to_string()).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["push", path.to_str().unwrap(), "--url", &srv.base])
+            .args(extra)
+            .env("TOOLSHED_TOKEN", &token)
+            .output()
+            .expect("run toolshed push")
+    };
+    assert!(run("integer", &[]).status.success());
+    // Widening integer to number breaks nobody's call: published at once.
+    let out = run("number", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // number to string does: saved, not published, and it says why.
+    let out = run("string", &[]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success());
+    assert!(stdout.contains("  breaking: n: type changed from number to string"), "{stdout}");
+    assert!(stderr.contains("Version 3 was saved but not published") && stderr.contains("(409 Conflict, breaking_change)"), "{stderr}");
+    let published = || async {
+        let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "count")]).await;
+        detail["published_version"].clone()
+    };
+    assert_eq!(published().await, json!(2), "version 2 (numbers) stays published");
+    let out = run("string", &["--allow-breaking"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("research/count v3: unchanged since the latest version; published.\n"));
+    assert_eq!(published().await, json!(3));
+});
+
 server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {
     srv.member("carol", "research").await;
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slugify.json");

@@ -140,7 +140,7 @@ server_test!(publishing_a_version_that_breaks_callers_says_what_and_who_and_need
     assert_eq!(impact["changes"][0]["breaking"], true, "{impact}");
     let (status, refused) = publish(v3, false).await;
     assert_eq!(status, 422, "{refused}");
-    assert!(refused.contains("who: type changed from string to integer") && refused.contains("Confirm"), "{refused}");
+    assert!(refused.contains("who: type changed from string to integer") && refused.contains("confirm to publish it"), "{refused}");
     let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "greet")]).await;
     assert_eq!(detail["published_version"], v2);
     assert_eq!(publish(v3, true).await.0, 200);

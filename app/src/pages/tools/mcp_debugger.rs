@@ -29,7 +29,7 @@ pub fn ConnectPanel(
     clients: Vec<ClientSnippet>,
     pinned: Option<(i64, Vec<ClientSnippet>)>,
     tools: Vec<(String, Vec<ArgDef>)>,
-    /// The person's own endpoint (`/mcp/me`): connected with a token only.
+    /// The person's own endpoint (`/mcp/me`): headed as such; its tokens are made below it.
     #[prop(optional)]
     personal: bool,
 ) -> impl IntoView {
@@ -74,16 +74,24 @@ pub fn ConnectPanel(
     let client_tabs = latest.with_value(|(_, all)| all.iter().map(|c| (c.key.clone(), c.label.clone())).collect::<Vec<_>>());
     view! {
         <section class="card connect-panel">
-            <h2>"Connect"</h2>
+            {if personal {
+                view! {
+                    <h2>"Your MCP endpoint"</h2>
+                    <p class="muted">
+                        "Every tool you may use, through four tools (search, describe, call, run code): a client needs one "
+                        "connection, not one per tool. Tools you star on their pages are listed there directly."
+                    </p>
+                }.into_any()
+            } else {
+                view! { <h2>"Connect"</h2> }.into_any()
+            }}
             <p class="muted small">
-                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). "
+                "An MCP server (Streamable HTTP; legacy SSE at " <code>{sse}</code> "). Clients that support OAuth sign you in "
+                "through the browser; for the others, create a token "
                 {if personal {
-                    view! { "Connect with a token (below): it lists only the listings its scope names, if it names any." }.into_any()
+                    view! { "below." }.into_any()
                 } else {
-                    view! {
-                        "Clients that support OAuth sign you in through the browser; for the others, create a token on your "
-                        <a href="/account">"Account"</a> " page."
-                    }.into_any()
+                    view! { "on your " <a href="/account">"Account"</a> " page." }.into_any()
                 }}
             </p>
             {version_choice}

@@ -19,7 +19,7 @@ use sqlx::Row;
 use crate::accounts::{user_from_row, User, USER_COLUMNS};
 use crate::ids::{ToolId, UserId};
 use crate::tokens::{hash, TokenRejected};
-use crate::tools::{ListingKind, ToolError};
+use crate::tools::{ListingKind, Tool, ToolError};
 use crate::{audit, now_ms, StoreError, Toolshed};
 
 pub mod documents;
@@ -122,7 +122,7 @@ impl Resource {
     pub fn parse(resource: &str, base: &str) -> Result<Self, OAuthError> {
         let wrong = || {
             OAuthError::InvalidTarget(format!(
-                "{resource} is not an MCP endpoint of this server ({base}/mcp/tools/… or {base}/mcp/bundles/…)"
+                "{resource} is not an MCP endpoint of this server ({base}/mcp/tools/…, {base}/mcp/bundles/… or {base}/mcp/me)"
             ))
         };
         if resource.contains(['?', '#']) {
@@ -155,6 +155,42 @@ impl Resource {
 
     pub fn slug(&self) -> String {
         format!("{}/{}", self.department, self.name)
+    }
+}
+
+/// The MCP endpoint a token is for: one listing's, or the person's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Endpoint {
+    Listing(Resource),
+    /// `{base}/mcp/me`: everything the person may use, as they may use it.
+    Me,
+}
+
+impl Endpoint {
+    /// Parses a resource indicator as [`Resource::parse`] does, `{base}/mcp/me` included.
+    pub fn parse(resource: &str, base: &str) -> Result<Self, OAuthError> {
+        let me = format!("{base}/mcp/me");
+        let path = resource.trim_end_matches('/');
+        if path == me || path.strip_suffix("/sse") == Some(me.as_str()) {
+            return Ok(Endpoint::Me);
+        }
+        Resource::parse(resource, base).map(Endpoint::Listing)
+    }
+
+    /// The canonical URL tokens for this endpoint are bound to.
+    pub fn url(&self, base: &str) -> String {
+        match self {
+            Endpoint::Listing(r) => r.url(base),
+            Endpoint::Me => format!("{base}/mcp/me"),
+        }
+    }
+
+    /// What people call it: `demo/echo`, `demo/echo@v3`, or "your personal endpoint".
+    pub fn label(&self) -> String {
+        match self {
+            Endpoint::Listing(r) => r.version.map_or_else(|| r.slug(), |n| format!("{}@v{n}", r.slug())),
+            Endpoint::Me => "your personal endpoint".into(),
+        }
     }
 }
 
@@ -263,7 +299,7 @@ pub struct AuthorizationRequest {
     pub state: Option<String>,
     pub scope: Scope,
     pub code_challenge: String,
-    pub resource: Resource,
+    pub resource: Endpoint,
 }
 
 impl AuthorizationRequest {
@@ -321,18 +357,19 @@ pub struct ClientCredentials {
 pub struct GrantInfo {
     pub id: i64,
     pub client_name: String,
-    pub listing: String,
-    pub kind: ListingKind,
+    /// The listing's kind and `department/name`; `None`: the personal endpoint.
+    pub listing: Option<(ListingKind, String)>,
     pub scope: Scope,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
 }
 
-/// What an access token lets its bearer do: one listing, with a scope.
+/// What an access token lets its bearer do: one listing (`None`: the
+/// personal endpoint), with a scope.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccessGrant {
     pub id: i64,
-    pub listing_id: ToolId,
+    pub listing_id: Option<ToolId>,
     pub scope: Scope,
     pub client_name: String,
 }
@@ -579,21 +616,28 @@ impl Toolshed {
         let Some(resource) = p.resource.as_deref() else {
             return Err(redirect(OAuthError::InvalidTarget("name the MCP endpoint the token is for (resource, RFC 8707)".into())));
         };
-        let resource = Resource::parse(resource, base).map_err(redirect)?;
+        let resource = Endpoint::parse(resource, base).map_err(redirect)?;
         Ok(AuthorizationRequest { client, redirect_uri, state: p.state.clone(), scope, code_challenge, resource })
     }
 
-    /// The person allowed the request (with `scope`, at most what was asked):
-    /// a grant and a one-use code for it. The listing must be one they may see.
-    pub async fn approve(&self, user: &User, req: &AuthorizationRequest, scope: Scope, base: &str) -> Result<String, ToolError> {
-        let listing = self.listing_by_slug(user, req.resource.kind, &req.resource.department, &req.resource.name).await?;
+    /// The listing a request's endpoint serves, as `user` may see it
+    /// (published; a pinned version must exist); `None` for the personal endpoint.
+    pub async fn granted_listing(&self, user: &User, endpoint: &Endpoint) -> Result<Option<Tool>, ToolError> {
+        let Endpoint::Listing(r) = endpoint else { return Ok(None) };
+        let listing = self.listing_by_slug(user, r.kind, &r.department, &r.name).await?;
         if listing.published_version.is_none() {
             return Err(ToolError::NotPublished);
         }
-        let listing = match req.resource.version {
+        Ok(Some(match r.version {
             Some(n) => self.pinned(user, listing, n).await?,
             None => listing,
-        };
+        }))
+    }
+
+    /// The person allowed the request (with `scope`, at most what was asked):
+    /// a grant and a one-use code for it. A listing must be one they may see.
+    pub async fn approve(&self, user: &User, req: &AuthorizationRequest, scope: Scope, base: &str) -> Result<String, ToolError> {
+        let listing = self.granted_listing(user, &req.resource).await?;
         let scope = if scope.within(req.scope) { scope } else { req.scope };
         let code = random_token("tsx_");
         let now = now_ms();
@@ -603,7 +647,7 @@ impl Toolshed {
         )
         .bind(user.id.0)
         .bind(&req.client.id)
-        .bind(listing.id.0)
+        .bind(listing.as_ref().map(|l| l.id.0))
         .bind(req.resource.url(base))
         .bind(scope.as_string())
         .bind(now)
@@ -618,7 +662,8 @@ impl Toolshed {
             .bind(now + CODE_LIFETIME_MS)
             .execute(&mut *tx)
             .await?;
-        let after = serde_json::json!({"client": req.client.name, "client_id": req.client.id, "listing": listing.slug(), "scope": scope.as_string()});
+        let granted = listing.map_or_else(|| req.resource.label(), |l| l.slug());
+        let after = serde_json::json!({"client": req.client.name, "client_id": req.client.id, "listing": granted, "scope": scope.as_string()});
         audit::record(&mut tx, Some(user.id), "oauth.granted", &format!("oauth_grant:{grant}"), None, Some(after)).await?;
         tx.commit().await?;
         Ok(code)
@@ -795,7 +840,7 @@ impl Toolshed {
         }
         let grant = AccessGrant {
             id: row.try_get("grant_id")?,
-            listing_id: ToolId(row.try_get("listing_id")?),
+            listing_id: row.try_get::<Option<i64>, _>("listing_id")?.map(ToolId),
             scope: Scope::parse(Some(&row.try_get::<String, _>("grant_scope")?)).unwrap_or(Scope { call: false }),
             client_name: row.try_get("client_name")?,
         };
@@ -810,8 +855,8 @@ impl Toolshed {
     pub async fn grants(&self, user: &User) -> Result<Vec<GrantInfo>, StoreError> {
         let rows = sqlx::query(
             "SELECT g.id, c.name AS client_name, d.name AS department, t.name AS listing, t.kind, g.scope, g.created_at, g.last_used_at \
-             FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id JOIN tools t ON t.id = g.listing_id \
-             JOIN departments d ON d.id = t.department_id WHERE g.user_id = $1 AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC",
+             FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id LEFT JOIN tools t ON t.id = g.listing_id \
+             LEFT JOIN departments d ON d.id = t.department_id WHERE g.user_id = $1 AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC",
         )
         .bind(user.id.0)
         .fetch_all(self.db.pool())
@@ -821,8 +866,13 @@ impl Toolshed {
                 Ok(GrantInfo {
                     id: r.try_get("id")?,
                     client_name: r.try_get("client_name")?,
-                    listing: format!("{}/{}", r.try_get::<String, _>("department")?, r.try_get::<String, _>("listing")?),
-                    kind: ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool),
+                    listing: match (r.try_get::<Option<String>, _>("department")?, r.try_get::<Option<String>, _>("listing")?) {
+                        (Some(department), Some(name)) => {
+                            let kind = ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool);
+                            Some((kind, format!("{department}/{name}")))
+                        }
+                        _ => None,
+                    },
                     scope: Scope::parse(Some(&r.try_get::<String, _>("scope")?)).unwrap_or(Scope { call: false }),
                     created_at: r.try_get("created_at")?,
                     last_used_at: r.try_get("last_used_at")?,
@@ -931,6 +981,19 @@ mod tests {
             "https://toolshed.example.com/api/v1/tools",
         ] {
             assert!(matches!(Resource::parse(wrong, BASE), Err(OAuthError::InvalidTarget(_))), "{wrong}");
+        }
+    }
+
+    #[test]
+    fn the_personal_endpoint_is_a_resource_of_its_own() {
+        for me in ["https://toolshed.example.com/mcp/me", "https://toolshed.example.com/mcp/me/", "https://toolshed.example.com/mcp/me/sse"] {
+            assert_eq!(Endpoint::parse(me, BASE).unwrap(), Endpoint::Me, "{me}");
+        }
+        assert_eq!(Endpoint::Me.url(BASE), "https://toolshed.example.com/mcp/me");
+        let echo = Endpoint::parse("https://toolshed.example.com/mcp/tools/demo/echo@v2", BASE).unwrap();
+        assert_eq!(echo.label(), "demo/echo@v2");
+        for wrong in ["https://toolshed.example.com/mcp/me/x", "https://toolshed.example.com/mcp/mee", "https://evil.example.com/mcp/me"] {
+            assert!(matches!(Endpoint::parse(wrong, BASE), Err(OAuthError::InvalidTarget(_))), "{wrong}");
         }
     }
 

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::{Tool, ToolError};
+use super::{ListingKind, Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::schema::{ArgDef, ArgType};
@@ -41,6 +41,11 @@ pub struct PublishImpact {
 impl PublishImpact {
     pub fn breaking(&self) -> bool {
         self.changes.iter().any(|c| c.breaking)
+    }
+
+    /// The breaking changes as people read them: `path: what`.
+    pub fn breaking_changes(&self) -> Vec<String> {
+        self.changes.iter().filter(|c| c.breaking).map(|c| format!("{}: {}", c.path, c.what)).collect()
     }
 }
 
@@ -164,6 +169,19 @@ impl Toolshed {
             .await?
             .try_get("n")?;
         Ok(PublishImpact { from: tool.published_version, to: n, changes, following_bundles, recent_callers })
+    }
+
+    /// Publishes (or rolls back to) version `n` of listing `id`, unless it is a
+    /// tool's version that may break calls made to the published one and
+    /// `breaking_confirmed` is false: then [`ToolError::Breaking`] says why.
+    pub async fn publish_compatible(&self, user: &User, id: ToolId, n: i64, breaking_confirmed: bool) -> Result<Tool, ToolError> {
+        if !breaking_confirmed && self.tool(user, id).await?.kind == ListingKind::Tool {
+            let breaking = self.publish_impact(user, id, n).await?.breaking_changes();
+            if !breaking.is_empty() {
+                return Err(ToolError::Breaking(breaking));
+            }
+        }
+        self.publish(user, id, n).await
     }
 }
 

@@ -247,6 +247,9 @@ pub enum ToolError {
     BadArguments(String),
     #[error("The sandbox is busy; try again in a moment.")]
     Busy,
+    /// A publish that may break callers' calls, not confirmed: the changes, `path: what`.
+    #[error("This version may break calls made to the published version ({}); confirm to publish it.", .0.join("; "))]
+    Breaking(Vec<String>),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -71,6 +71,9 @@ pub enum PushOutcome {
     PendingReview,
     /// A test case failed: the version was saved, not published.
     TestsFailed,
+    /// The version may break calls made to the published one, and the push did
+    /// not confirm that: saved and tested, not published (`breaking` says why).
+    Breaking,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +86,9 @@ pub struct PushReport {
     pub new_version: bool,
     pub outcome: PushOutcome,
     pub test_results: Vec<TestCaseResult>,
+    /// With [`PushOutcome::Breaking`]: the changes that may break calls, `path: what`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaking: Vec<String>,
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> ToolError {
@@ -101,8 +107,9 @@ fn parse_arguments(raw: Option<Value>) -> Result<Vec<ArgDef>, ToolError> {
 
 impl Toolshed {
     /// Creates or updates the tool `file` describes in `user`'s department,
-    /// saves its version, runs its test cases and publishes it if they all pass.
-    pub async fn push_tool(&self, user: &User, file: ToolFile) -> Result<PushReport, ToolError> {
+    /// saves its version, runs its test cases and publishes it if they all pass
+    /// and it breaks no call made to the published version (or `breaking_confirmed`).
+    pub async fn push_tool(&self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
         let tags = file.tags.as_ref().map(|t| Tags::parse(&t.join(" "))).transpose()?;
         let (tool, created) = match self.listing_by_slug(user, ListingKind::Tool, &user.department.name, &file.name).await {
@@ -133,17 +140,23 @@ impl Toolshed {
             self.save_test_case(user, tool.id, &case.name, case.args, case.expected).await?;
         }
         let test_results = self.run_test_cases(user, tool.id, RunSource::Version(version)).await?;
+        let mut breaking = Vec::new();
         let outcome = if !test_results.iter().all(|r| r.passed) {
             PushOutcome::TestsFailed
         } else if tool.published_version == Some(version) {
             PushOutcome::Published
         } else {
-            match self.publish(user, tool.id, version).await?.published_version {
-                Some(p) if p == version => PushOutcome::Published,
-                _ => PushOutcome::PendingReview,
+            match self.publish_compatible(user, tool.id, version, breaking_confirmed).await {
+                Ok(t) if t.published_version == Some(version) => PushOutcome::Published,
+                Ok(_) => PushOutcome::PendingReview,
+                Err(ToolError::Breaking(changes)) => {
+                    breaking = changes;
+                    PushOutcome::Breaking
+                }
+                Err(e) => return Err(e),
             }
         };
-        Ok(PushReport { tool: tool.slug(), created, version, new_version, outcome, test_results })
+        Ok(PushReport { tool: tool.slug(), created, version, new_version, outcome, test_results, breaking })
     }
 
     /// Applies the file's title, description, tags and visibility where given

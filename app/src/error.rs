@@ -77,9 +77,7 @@ mod from_domain {
                 | ToolError::BadArguments(_)
                 | ToolError::NoSuchVersion(_)
                 | ToolError::UnknownTool(_)
-                | ToolError::Breaking(_) => {
-                    AppError::Invalid(e.to_string())
-                }
+                | ToolError::Breaking(_) => AppError::Invalid(e.to_string()),
                 ToolError::NotFound => AppError::NotFound,
                 ToolError::Forbidden => AppError::Forbidden,
                 ToolError::NotAnAuthor => AppError::Refused(e.to_string()),

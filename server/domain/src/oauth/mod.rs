@@ -663,7 +663,8 @@ impl Toolshed {
             .execute(&mut *tx)
             .await?;
         let granted = listing.map_or_else(|| req.resource.label(), |l| l.slug());
-        let after = serde_json::json!({"client": req.client.name, "client_id": req.client.id, "listing": granted, "scope": scope.as_string()});
+        let after =
+            serde_json::json!({"client": req.client.name, "client_id": req.client.id, "listing": granted, "scope": scope.as_string()});
         audit::record(&mut tx, Some(user.id), "oauth.granted", &format!("oauth_grant:{grant}"), None, Some(after)).await?;
         tx.commit().await?;
         Ok(code)
@@ -986,7 +987,8 @@ mod tests {
 
     #[test]
     fn the_personal_endpoint_is_a_resource_of_its_own() {
-        for me in ["https://toolshed.example.com/mcp/me", "https://toolshed.example.com/mcp/me/", "https://toolshed.example.com/mcp/me/sse"] {
+        for me in ["https://toolshed.example.com/mcp/me", "https://toolshed.example.com/mcp/me/", "https://toolshed.example.com/mcp/me/sse"]
+        {
             assert_eq!(Endpoint::parse(me, BASE).unwrap(), Endpoint::Me, "{me}");
         }
         assert_eq!(Endpoint::Me.url(BASE), "https://toolshed.example.com/mcp/me");

@@ -83,11 +83,15 @@ pub async fn browse_listings(
     kind: String,
     sort: String,
     page: String,
+    #[server(default)] can: String,
 ) -> Result<BrowseView, AppError> {
-    use toolshed_domain::market::BrowseQuery;
+    use toolshed_domain::market::{BrowseQuery, PermissionFilter};
     let user = server::require_user().await?;
-    let query =
-        BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
+    let query = BrowseQuery {
+        permissions: PermissionFilter::parse(&can).map_err(invalid)?,
+        ..BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(invalid)?
+    };
     let found = server::toolshed()?.browse(&user, &query).await.map_err(server::fail)?;
     let page_count = found.page_count();
     Ok(BrowseView { cards: found.cards.into_iter().map(card).collect(), total: found.total, page: found.page, page_count })

@@ -111,6 +111,19 @@ pub struct ToolInfo {
     pub in_bundles: Vec<LinkView>,
     /// The user starred it: their personal endpoint (`/mcp/me`) lists it directly.
     pub favourite: bool,
+    /// What a tool can do, as Toolshed knows and enforces it; `None` for a bundle.
+    pub permissions: Option<PermissionsView>,
+}
+
+/// A tool's permissions label (`toolshed_domain::tools::Permissions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionsView {
+    /// Hosts its `$fetch` may reach; empty: no network.
+    pub hosts: Vec<String>,
+    /// Its secret variables' names.
+    pub secrets: Vec<String>,
+    /// It may send more than GET and HEAD.
+    pub writes: bool,
 }
 
 impl ToolInfo {
@@ -271,6 +284,13 @@ mod convert {
         let forks = ts.forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
         let in_bundles = ts.bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
         let favourite = ts.is_favourite(user, t.id).await.map_err(server::fail)?;
+        let permissions = match t.kind {
+            tools::ListingKind::Tool => {
+                let p = ts.permissions(&t).await.map_err(server::fail)?;
+                Some(PermissionsView { hosts: p.hosts, secrets: p.secrets, writes: p.writes })
+            }
+            tools::ListingKind::Bundle => None,
+        };
         let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
         let endpoint = format!("{base}/mcp/{}/{}", t.kind.plural(), t.slug());
         Ok(ToolInfo {
@@ -280,6 +300,7 @@ mod convert {
             forks,
             in_bundles,
             favourite,
+            permissions,
             department: t.department.clone(),
             name: t.name.clone(),
             title: t.title.clone(),

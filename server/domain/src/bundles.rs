@@ -237,19 +237,24 @@ impl Toolshed {
             }
         };
         let mut defs = Vec::new();
+        let policy = if own.is_empty() { Default::default() } else { self.policy().await? };
         for s in own {
             let v = self.version_row(s.tool.id, s.version).await?;
+            let permissions = self.permissions_under(&s.tool, &policy).await?;
             defs.push(ToolDef {
                 name: s.name,
                 title: s.tool.title,
                 description: s.tool.description,
                 input_schema: crate::schema::to_json_schema(&v.args),
                 output_schema: v.output_schema,
-                read_only: s.tool.read_only_hint,
-                destructive: s.tool.destructive_hint,
+                // Enforced: a read-only tool's `$fetch` sends nothing but GET and HEAD.
+                read_only: !permissions.writes,
+                destructive: permissions.writes && s.tool.destructive_hint,
+                permissions: Some(permissions),
             });
         }
         defs.extend(external.into_iter().map(|e| ToolDef {
+            permissions: None,
             read_only: e.tool.hint("readOnlyHint"),
             destructive: e.tool.hint("destructiveHint"),
             name: e.name,

@@ -355,6 +355,7 @@ fn catalog_tool_defs() -> Vec<ToolDef> {
         output_schema: None,
         read_only: true,
         destructive: false,
+        permissions: None,
     };
     vec![
         def(

@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::accounts::{AccountError, Registration};
 use crate::bundles::MemberSpec;
-use crate::names::Invalid;
+use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
-use crate::tools::{NewTool, Source, ToolError};
+use crate::tools::{NewTool, Source, ToolError, ToolSettings, Visibility};
 use crate::{passwords, Toolshed};
 
 struct DemoTool {
@@ -105,6 +105,19 @@ impl Toolshed {
         let mut text_tools = Vec::new();
         for t in demo_tools() {
             let tool = self.create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
+            // The demo tools only compute: held to reading, and labelled so.
+            let settings = ToolSettings {
+                title: Title::parse(t.title)?,
+                description: Description::parse(t.description)?,
+                tags: Tags::parse(t.tags)?,
+                visibility: Visibility::Everyone,
+                read_only_hint: true,
+                destructive_hint: false,
+                fetch_allow: Vec::new(),
+                timeout_ms: tool.timeout_ms,
+                memory_mib: tool.memory_mib,
+            };
+            let tool = self.update_tool_settings(&owner, tool.id, settings).await?;
             let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
             let version = self.save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
             self.publish(&owner, tool.id, version).await?;

@@ -175,9 +175,14 @@ fn mcp_tool(t: ToolDef) -> McpTool {
         serde_json::Value::Object(map) => map,
         _ => Default::default(),
     };
-    let mut tool = McpTool::new(t.name, t.description, Arc::new(schema))
-        .with_title(t.title)
-        .with_annotations(ToolAnnotations::new().read_only(t.read_only).destructive(t.destructive));
+    let mut annotations = ToolAnnotations::new().read_only(t.read_only).destructive(t.destructive);
+    if let Some(p) = &t.permissions {
+        annotations = annotations.open_world(p.open_world());
+    }
+    let mut tool = McpTool::new(t.name, t.description, Arc::new(schema)).with_title(t.title).with_annotations(annotations);
+    if let Some(serde_json::Value::Object(meta)) = t.permissions.as_ref().map(|p| p.meta()) {
+        tool.meta = Some(rmcp::model::MetaObject(meta));
+    }
     if let Some(serde_json::Value::Object(out)) = t.output_schema {
         tool = tool.with_raw_output_schema(Arc::new(out));
     }

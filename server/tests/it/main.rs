@@ -15,6 +15,7 @@ mod me;
 mod membership;
 mod moderation;
 mod oauth;
+mod permissions;
 mod playground;
 mod publish_api;
 mod registry;

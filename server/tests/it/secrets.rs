@@ -20,14 +20,14 @@ type Seen = Arc<Mutex<Vec<String>>>;
 /// the request line and headers as the body, the Authorization header in
 /// `x-echo`. `/hop/{port}` redirects to `127.0.0.1:{port}/landing` with its
 /// own query, as an API that echoes its input into a redirect does.
-struct Recorder {
-    base: String,
-    port: u16,
+pub(crate) struct Recorder {
+    pub(crate) base: String,
+    pub(crate) port: u16,
     seen: Seen,
 }
 
 impl Recorder {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let seen = Seen::default();
         let app = axum::Router::new().fallback(record_and_echo).with_state(seen.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -36,7 +36,7 @@ impl Recorder {
         Self { base: format!("http://127.0.0.1:{port}"), port, seen }
     }
 
-    fn received(&self) -> String {
+    pub(crate) fn received(&self) -> String {
         self.seen.lock().unwrap().join("\n")
     }
 }

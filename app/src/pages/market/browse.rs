@@ -20,17 +20,34 @@ struct BrowseParams {
     kind: String,
     sort: String,
     page: String,
+    /// What the listings may do: blank, `read_only` or `offline`.
+    can: String,
 }
 
 impl BrowseParams {
     fn from_query(query: &ParamsMap) -> Self {
         let get = |k: &str| query.get(k).unwrap_or_default();
-        Self { q: get("q"), department: get("department"), tag: get("tag"), kind: get("kind"), sort: get("sort"), page: get("page") }
+        Self {
+            q: get("q"),
+            department: get("department"),
+            tag: get("tag"),
+            kind: get("kind"),
+            sort: get("sort"),
+            page: get("page"),
+            can: get("can"),
+        }
     }
 
     /// This search at page `page`, as a link.
     fn href(&self, page: i64) -> String {
-        let fields = [("q", &self.q), ("department", &self.department), ("tag", &self.tag), ("kind", &self.kind), ("sort", &self.sort)];
+        let fields = [
+            ("q", &self.q),
+            ("department", &self.department),
+            ("tag", &self.tag),
+            ("kind", &self.kind),
+            ("sort", &self.sort),
+            ("can", &self.can),
+        ];
         page_href("/browse", &fields, page)
     }
 }
@@ -45,6 +62,7 @@ pub(crate) fn page_href(path: &str, fields: &[(&str, &String)], page: i64) -> St
 const SORTS: [(&str, &str); 4] =
     [("relevance", "Best match"), ("most_used", "Most used (30 days)"), ("newest", "Newest"), ("updated", "Recently updated")];
 const KINDS: [(&str, &str); 3] = [("", "Tools and bundles"), ("tool", "Tools"), ("bundle", "Bundles")];
+const CAN: [(&str, &str); 3] = [("", "Any permissions"), ("read_only", "Read-only"), ("offline", "Read-only, no network")];
 
 #[component]
 fn SearchForm(params: BrowseParams, departments: Vec<DepartmentView>) -> impl IntoView {
@@ -65,6 +83,9 @@ fn SearchForm(params: BrowseParams, departments: Vec<DepartmentView>) -> impl In
                 <input name="tag" value=params.tag.clone() placeholder="Tag" aria-label="Tag" class="tag-input" />
                 <select name="kind" aria-label="Kind">
                     {KINDS.iter().map(|(v, l)| option(&params.kind, v, (*l).into())).collect_view()}
+                </select>
+                <select name="can" aria-label="Permissions">
+                    {CAN.iter().map(|(v, l)| option(&params.can, v, (*l).into())).collect_view()}
                 </select>
                 <select name="sort" aria-label="Sort">
                     {SORTS.iter().map(|(v, l)| option(&params.sort, v, (*l).into())).collect_view()}
@@ -106,7 +127,7 @@ fn Results(params: BrowseParams, found: BrowseView) -> impl IntoView {
 pub fn Browse() -> impl IntoView {
     let query = use_query_map();
     let params = Memo::new(move |_| query.with(BrowseParams::from_query));
-    let found = Resource::new(move || params.get(), |p| browse_listings(p.q, p.department, p.tag, p.kind, p.sort, p.page));
+    let found = Resource::new(move || params.get(), |p| browse_listings(p.q, p.department, p.tag, p.kind, p.sort, p.page, p.can));
     let departments = Resource::new(|| (), |_| departments());
     view! {
         <Title text="Browse" />

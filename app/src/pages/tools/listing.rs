@@ -16,8 +16,8 @@ use super::run_panel::RunPanel;
 use super::versions::VersionDiff;
 use super::{ago, now_ms};
 use crate::api::{
-    listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, ReportListing, RunTarget, SetFavourite, ToolInfo,
-    UsageView,
+    listing_api, listing_usage, tool_detail, ForkListing, ListingApiView, Moderate, PermissionsView, ReportListing, RunTarget,
+    SetFavourite, ToolInfo, UsageView,
 };
 use crate::args::{ArgDef, ArgType};
 use crate::components::{FormError, RequireUser};
@@ -171,6 +171,7 @@ pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
                     {tool.published_version.map(|v| format!(" · v{v} published"))}
                 </p>
                 <div class="tags">{tool.tags.iter().map(|t| view! { <span class="tag">{t.clone()}</span> }).collect_view()}</div>
+                {tool.permissions.clone().map(|permissions| view! { <PermissionBadges permissions /> })}
             </div>
             <div class="head-actions">
                 {(tool.kind == "tool" && tool.published_version.is_some()).then(|| view! { <FavouriteButton tool=tool.id starred=tool.favourite /> })}
@@ -178,6 +179,27 @@ pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
             </div>
         </div>
         <ModerationNotice tool=tool.clone() />
+    }
+}
+
+/// The tool's permissions label: computed by Toolshed from its settings, not
+/// claimed by its author, and enforced (a read-only tool's `$fetch` sends only
+/// GET and HEAD).
+#[component]
+fn PermissionBadges(permissions: PermissionsView) -> impl IntoView {
+    let network = if permissions.hosts.is_empty() { "No network".to_owned() } else { format!("Reaches {}", permissions.hosts.join(", ")) };
+    view! {
+        <ul class="permissions" aria-label="What this tool can do, as Toolshed enforces it">
+            {if permissions.writes {
+                view! { <li class="pill warn">"May write"</li> }.into_any()
+            } else {
+                view! { <li class="pill good" title="Its $fetch sends only GET and HEAD requests">"Read-only"</li> }.into_any()
+            }}
+            <li class=if permissions.hosts.is_empty() { "pill good" } else { "pill neutral" }>{network}</li>
+            {(!permissions.secrets.is_empty()).then(|| view! {
+                <li class="pill neutral">{format!("Secrets: {}", permissions.secrets.join(", "))}</li>
+            })}
+        </ul>
     }
 }
 

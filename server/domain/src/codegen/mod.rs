@@ -25,6 +25,9 @@ pub struct ToolDef {
     pub output_schema: Option<Value>,
     pub read_only: bool,
     pub destructive: bool,
+    /// What the platform knows a Toolshed tool can do (`None`: an external
+    /// server's tool, or one made here such as `run_code`).
+    pub permissions: Option<crate::tools::Permissions>,
 }
 
 /// The plain MCP `tools/list` result for `tools`, compact as it travels.
@@ -41,6 +44,10 @@ pub fn tools_list_json(tools: &[ToolDef]) -> String {
             });
             if let Some(out) = &t.output_schema {
                 tool["outputSchema"] = out.clone();
+            }
+            if let Some(p) = &t.permissions {
+                tool["annotations"]["openWorldHint"] = p.open_world().into();
+                tool["_meta"] = p.meta();
             }
             tool
         })
@@ -76,6 +83,7 @@ pub fn run_code_def(slug: &str, tools: &[ToolDef]) -> ToolDef {
         output_schema: None,
         read_only: tools.iter().all(|t| t.read_only),
         destructive: tools.iter().any(|t| t.destructive),
+        permissions: None,
     }
 }
 
@@ -124,6 +132,7 @@ pub(crate) fn sample(name: &str, input: Value, output: Option<Value>) -> ToolDef
         output_schema: output,
         read_only: true,
         destructive: false,
+        permissions: None,
     }
 }
 

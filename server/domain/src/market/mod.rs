@@ -56,6 +56,30 @@ impl BrowseSort {
     }
 }
 
+/// Listings by what they can do (their permissions label, `tools::Permissions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionFilter {
+    #[default]
+    Any,
+    /// Tools held to reading: their `$fetch` sends only GET and HEAD.
+    ReadOnly,
+    /// Read-only tools that reach no network at all.
+    Offline,
+}
+
+impl PermissionFilter {
+    /// The browse form's `can` field; blank means any.
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw.trim() {
+            "" => Ok(PermissionFilter::Any),
+            "read_only" => Ok(PermissionFilter::ReadOnly),
+            "offline" => Ok(PermissionFilter::Offline),
+            _ => Err(Invalid { field: "Permissions", reason: "must be read_only or offline".into() }),
+        }
+    }
+}
+
 /// One browse or search request, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrowseQuery {
@@ -71,6 +95,7 @@ pub struct BrowseQuery {
     pub featured_only: bool,
     /// Only these `department/name` listings (a scoped token's); empty: any.
     pub within: Vec<String>,
+    pub permissions: PermissionFilter,
     /// From 1.
     pub page: i64,
     pub per_page: i64,
@@ -87,6 +112,7 @@ impl Default for BrowseQuery {
             sort: BrowseSort::Relevance,
             featured_only: false,
             within: Vec::new(),
+            permissions: PermissionFilter::Any,
             page: 1,
             per_page: Self::PER_PAGE,
         }
@@ -265,6 +291,11 @@ impl Toolshed {
         if query.featured_only {
             filters.push("l.featured = 1".into());
         }
+        match query.permissions {
+            PermissionFilter::Any => {}
+            PermissionFilter::ReadOnly => filters.push("l.kind = 'tool' AND l.read_only_hint = 1".into()),
+            PermissionFilter::Offline => filters.push("l.kind = 'tool' AND l.read_only_hint = 1 AND l.fetch_allow = ''".into()),
+        }
         if let Some(d) = &query.department {
             let p = st.bind(Value::Text(d.as_str().to_owned()));
             filters.push(format!("l.department_id = (SELECT id FROM departments WHERE name = {p})"));
@@ -335,7 +366,7 @@ impl Toolshed {
         };
         format!(
             "SELECT t.kind, t.id, t.department_id, t.owner_id, t.visibility, t.status, t.published_version, \
-             t.tags, t.featured, t.created_at, t.updated_at, {rank} AS rank, {} AS calls_30d \
+             t.tags, t.featured, t.read_only_hint, t.fetch_allow, t.created_at, t.updated_at, {rank} AS rank, {} AS calls_30d \
              FROM tools t {text_join} {kind}",
             calls_since("t", &since)
         )

@@ -105,6 +105,7 @@ impl<'js> HostCalls<'js> {
                 allow: req.fetch_allow.clone(),
                 internal: req.internal_hosts.clone(),
                 secrets: Secrets::new(req.outbound_secrets.clone()),
+                read_only: req.read_only,
             }),
             limits: req.limits.clone(),
             tools: req.tools.clone(),

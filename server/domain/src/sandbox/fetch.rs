@@ -51,6 +51,8 @@ pub(super) struct Reach {
     pub allow: Vec<String>,
     pub internal: InternalHosts,
     pub secrets: Secrets,
+    /// The tool is read-only: only GET and HEAD go out.
+    pub read_only: bool,
 }
 
 /// An entry names a host (exact, or `*.example.com` for any subdomain of
@@ -167,6 +169,9 @@ pub(super) fn request(
     limits: &Limits,
     req: FetchRequest,
 ) -> Result<impl Future<Output = Result<FetchResponse, String>> + Send + 'static, String> {
+    if reach.read_only && !crate::tools::read_only_method(req.method.as_str()) {
+        return Err(format!("this tool is read-only: $fetch sends only GET and HEAD requests, not {}", req.method));
+    }
     check_target(reach, &req.url)?;
     let io = io()?;
     // Redirects are followed by hand (`send`) so that each hop is checked.

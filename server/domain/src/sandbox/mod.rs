@@ -96,6 +96,8 @@ pub struct RunRequest {
     /// Hosts `$fetch` may reach: exact names or `*.example.com` wildcards,
     /// each with `:port` (none: 80 and 443).
     pub fetch_allow: Vec<String>,
+    /// The tool is read-only: `$fetch` refuses methods other than GET and HEAD.
+    pub read_only: bool,
     /// Internal hosts the operator lets requests reach (none by default).
     #[serde(skip)]
     pub internal_hosts: crate::outbound::InternalHosts,

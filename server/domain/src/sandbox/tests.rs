@@ -293,6 +293,27 @@ fn fetch_to_an_allowed_host_returns_status_and_body() {
 }
 
 #[test]
+fn a_read_only_tools_fetch_sends_get_and_head_and_refuses_the_rest() {
+    let port = http_server(2, |path| http_response("200 OK", "", path));
+    let mut req = loopback(
+        port,
+        format!(
+            "const base = 'http://127.0.0.1:{port}';\n\
+         const got = await (await $fetch(base + '/get')).text();\n\
+         const head = (await $fetch(base + '/head', {{ method: 'HEAD' }})).status;\n\
+         let post;\n\
+         try {{ await $fetch(base + '/post', {{ method: 'post', body: 'x' }}); post = 'sent'; }} catch (e) {{ post = e.message; }}\n\
+         return [got, head, post];"
+        ),
+    );
+    req.read_only = true;
+    assert_eq!(
+        run_blocking(req).result,
+        Ok(ToolValue::Json(json!(["/get", 200, "this tool is read-only: $fetch sends only GET and HEAD requests, not POST"])))
+    );
+}
+
+#[test]
 fn fetch_enforces_its_timeout_response_size_and_concurrency() {
     let port = http_server(3, |path| match path {
         "/big" => http_response("200 OK", "", &"x".repeat(2048)),

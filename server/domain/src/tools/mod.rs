@@ -4,6 +4,7 @@
 mod compat;
 mod env;
 mod fork;
+mod permissions;
 mod push;
 mod runs;
 mod test_cases;
@@ -16,6 +17,7 @@ pub use compat::{schema_changes, PublishImpact, SchemaChange};
 pub(crate) use env::Env;
 pub use env::{EnvKind, EnvVar, SecretHosts};
 pub use fork::Upstream;
+pub use permissions::{read_only_method, Permissions, META_KEY as PERMISSIONS_META_KEY};
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
 pub use runs::{RunReport, RunSource, Via};

@@ -163,6 +163,7 @@ impl Toolshed {
             env,
             context,
             fetch_allow,
+            read_only: tool.read_only_hint,
             internal_hosts,
             outbound_secrets: Vec::new(),
             limits,

@@ -1,0 +1,86 @@
+//! What a tool can do, as the platform knows it rather than as its author
+//! says: the hosts its `$fetch` may reach (its allow-list within the admins'
+//! policy), the secrets it holds, and whether it may write. A tool marked
+//! read-only is held to it: its `$fetch` sends only GET and HEAD
+//! (`sandbox::fetch`). MCP clients get the label as tool annotations and in
+//! `_meta`; the listing page shows it; browse filters by it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sqlx::Row;
+
+use super::{ListingKind, Tool, ToolError};
+use crate::policy::Policy;
+use crate::Toolshed;
+
+/// Where MCP's `_meta` carries the label.
+pub const META_KEY: &str = "toolshed/permissions";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permissions {
+    /// Hosts `$fetch` may reach (allow-list entries the policy permits); empty: no network.
+    pub hosts: Vec<String>,
+    /// Names of its secret variables, of either kind (never their values).
+    pub secrets: Vec<String>,
+    /// `$fetch` may send methods other than GET and HEAD.
+    pub writes: bool,
+}
+
+/// Methods a read-only tool's `$fetch` may send.
+pub fn read_only_method(method: &str) -> bool {
+    method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
+}
+
+impl Permissions {
+    /// What `tool` can do under `policy`, with `secrets` its secret variables' names.
+    pub fn of(tool: &Tool, policy: &Policy, secrets: Vec<String>) -> Self {
+        Permissions {
+            hosts: tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect(),
+            secrets,
+            writes: !tool.read_only_hint,
+        }
+    }
+
+    /// It may reach the network (MCP's `openWorldHint`).
+    pub fn open_world(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    /// The label as MCP's `_meta` carries it.
+    pub fn meta(&self) -> Value {
+        json!({ META_KEY: {"hosts": self.hosts, "secrets": self.secrets, "writes": self.writes} })
+    }
+}
+
+impl Toolshed {
+    /// What tool `tool` can do now (a bundle has no code, so no permissions of its own).
+    pub async fn permissions(&self, tool: &Tool) -> Result<Permissions, ToolError> {
+        let policy = self.policy().await?;
+        self.permissions_under(tool, &policy).await
+    }
+
+    pub(crate) async fn permissions_under(&self, tool: &Tool, policy: &Policy) -> Result<Permissions, ToolError> {
+        if tool.kind == ListingKind::Bundle {
+            return Ok(Permissions::default());
+        }
+        let rows = sqlx::query("SELECT name FROM tool_env WHERE tool_id = $1 AND secret = 1 ORDER BY name")
+            .bind(tool.id.0)
+            .fetch_all(self.db.pool())
+            .await?;
+        let secrets = rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>()?;
+        Ok(Permissions::of(tool, policy, secrets))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_get_and_head_are_reads() {
+        assert!(read_only_method("GET") && read_only_method("head"));
+        for m in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            assert!(!read_only_method(m), "{m}");
+        }
+    }
+}

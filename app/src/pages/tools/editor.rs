@@ -412,7 +412,7 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                             <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
                         </label>
                         <div class="row">
-                            <label class="inline"><input type="checkbox" name="read_only_hint" value="true" checked=t.read_only_hint /> "Read-only (hint for clients)"</label>
+                            <label class="inline"><input type="checkbox" name="read_only_hint" value="true" checked=t.read_only_hint /> "Read-only: its $fetch sends only GET and HEAD (enforced)"</label>
                             <label class="inline"><input type="checkbox" name="destructive_hint" value="true" checked=t.destructive_hint /> "Destructive (hint for clients)"</label>
                         </div>
                     }.into_any()

@@ -183,7 +183,7 @@ fn TokensCard() -> impl IntoView {
                                             <td><strong>{t.name.clone()}</strong><br /><code class="small">{t.prefix.clone()}</code></td>
                                             <td class="small">{scope}</td>
                                             <td class="small muted">"used " {when(t.last_used_at)}<br />
-                                                {if t.revoked { "revoked".to_owned() } else { t.expires_at.map(|e| format!("expires {}", if e < now { "— expired".to_owned() } else { format!("in {} days", (e - now) / 86_400_000) })).unwrap_or_else(|| "no expiry".into()) }}
+                                                {if t.revoked { "revoked".to_owned() } else { t.expires_at.map(|e| format!("expires {}", if e < now { "— expired".to_owned() } else { crate::pages::tools::until(e, now) })).unwrap_or_else(|| "no expiry".into()) }}
                                             </td>
                                             <td>{(!t.revoked).then(|| view! {
                                                 <button type="button" class="link-button danger" on:click=move |_| { revoke.dispatch(RevokeToken { id }); }>"Revoke"</button>

@@ -31,6 +31,18 @@ pub fn ago(at_ms: i64, now_ms: i64) -> String {
     }
 }
 
+/// How far `at_ms` is ahead of `now_ms`, for people: "in 5 h", "in 1 day".
+pub fn until(at_ms: i64, now_ms: i64) -> String {
+    let s = (at_ms - now_ms).max(0) / 1000;
+    match s {
+        0..=59 => "in under a minute".into(),
+        60..=3599 => format!("in {} min", s / 60),
+        3600..=86_399 => format!("in {} h", s / 3600),
+        86_400..=172_799 => "in 1 day".into(),
+        _ => format!("in {} days", s / 86_400),
+    }
+}
+
 pub fn now_ms() -> i64 {
     #[cfg(feature = "ssr")]
     {
@@ -39,5 +51,19 @@ pub fn now_ms() -> i64 {
     #[cfg(not(feature = "ssr"))]
     {
         js_sys::Date::now() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::until;
+
+    #[test]
+    fn a_time_ahead_reads_in_the_largest_whole_unit() {
+        let now = 1_000_000_000;
+        assert_eq!(until(now + 30_000, now), "in under a minute");
+        assert_eq!(until(now + 5 * 3_600_000 + 10, now), "in 5 h");
+        assert_eq!(until(now + 86_400_000, now), "in 1 day");
+        assert_eq!(until(now + 90 * 86_400_000, now), "in 90 days");
     }
 }

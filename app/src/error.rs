@@ -77,7 +77,10 @@ mod from_domain {
                 | ToolError::BadArguments(_)
                 | ToolError::NoSuchVersion(_)
                 | ToolError::UnknownTool(_)
-                | ToolError::Breaking(_) => AppError::Invalid(e.to_string()),
+                | ToolError::Breaking(_)
+                | ToolError::TestsMissing
+                | ToolError::TestsFailed(_)
+                | ToolError::HiddenInstructions(_) => AppError::Invalid(e.to_string()),
                 ToolError::NotFound => AppError::NotFound,
                 ToolError::Forbidden => AppError::Forbidden,
                 ToolError::NotAnAuthor => AppError::Refused(e.to_string()),
@@ -122,7 +125,7 @@ mod from_domain {
                 ModerationError::Invalid(_) => AppError::Invalid(e.to_string()),
                 ModerationError::NotFound => AppError::NotFound,
                 ModerationError::Forbidden => AppError::Forbidden,
-                ModerationError::NothingToReview => AppError::Conflict(e.to_string()),
+                ModerationError::NothingToReview | ModerationError::NothingHeld => AppError::Conflict(e.to_string()),
                 ModerationError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal

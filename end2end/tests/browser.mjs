@@ -82,7 +82,7 @@ export async function furnish(page) {
   for (const code of ['return $text;', 'return $loud ? $text.toUpperCase() : $text;']) {
     await call(page, 'tools/save_version', { tool: tool.id, code, args, changelog: code }, true);
   }
-  await call(page, 'tools/test_case/save', { tool: String(tool.id), name: 'hello', args: '{"text": "hello"}', expected: 'hello' });
+  await call(page, 'tools/test_case/save', { tool: String(tool.id), name: 'hello', args: '{"text": "hello"}', check: 'equals', expected: 'hello' });
   await call(page, 'servers/register', {
     department: me.department, name: unique('srv'), url: 'http://127.0.0.1:9/mcp', transport: 'streamable_http',
     credential_kind: 'none', credential_name: '', credential_value: '', timeout_ms: '1000',

@@ -60,6 +60,9 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         let mark = if r["passed"] == true { "pass" } else { "FAIL" };
         println!("  {mark} {} ({:.0} ms)", r["name"].as_str().unwrap_or_default(), r["duration_ms"].as_f64().unwrap_or_default());
         if r["passed"] != true {
+            if let Some(reason) = r["reason"].as_str() {
+                println!("       why:      {reason}");
+            }
             if let Some(expected) = r["expected"].as_str() {
                 println!("       expected: {expected}");
             }

@@ -48,6 +48,14 @@ pub enum ApiError {
     #[error("{failed} of {total} test cases failed; version {} was saved but not published.", .report.version)]
     TestsFailed { failed: usize, total: usize, report: Box<PushReport> },
     #[error(
+        "Version {} was saved but not published: this department requires at least one passing test case before a publish; \
+         add test_cases to the tool file.", .0.version
+    )]
+    TestsMissing(Box<PushReport>),
+    /// The scan found hidden instructions; the version was saved and waits for an admin.
+    #[error("{0}")]
+    HiddenInstructions(String),
+    #[error(
         "Version {} was saved but not published: it may break calls made to the published version ({}). \
          Push again with confirm_breaking=true (toolshed push --allow-breaking) to publish it.",
         .0.version, .0.breaking.join("; ")
@@ -66,7 +74,7 @@ impl ApiError {
             ApiError::MissingScope | ApiError::OutOfScope(_) | ApiError::Forbidden(_) | ApiError::Disabled => StatusCode::FORBIDDEN,
             ApiError::InvalidFile(_) => StatusCode::BAD_REQUEST,
             ApiError::NameTaken(_) | ApiError::Conflict(_) | ApiError::Breaking(_) => StatusCode::CONFLICT,
-            ApiError::TestsFailed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TestsFailed { .. } | ApiError::TestsMissing(_) | ApiError::HiddenInstructions(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -83,6 +91,8 @@ impl ApiError {
             ApiError::NameTaken(_) => "name_taken",
             ApiError::Conflict(_) => "conflict",
             ApiError::TestsFailed { .. } => "tests_failed",
+            ApiError::TestsMissing(_) => "tests_missing",
+            ApiError::HiddenInstructions(_) => "hidden_instructions",
             ApiError::Breaking(_) => "breaking_change",
             ApiError::Busy => "busy",
             ApiError::Internal => "internal",
@@ -100,10 +110,13 @@ impl From<ToolError> for ApiError {
             ToolError::Conflict(m) => ApiError::Conflict(m),
             ToolError::Disabled => ApiError::Disabled,
             ToolError::Busy => ApiError::Busy,
+            ToolError::HiddenInstructions(_) => ApiError::HiddenInstructions(e.to_string()),
             ToolError::NoSuchVersion(_)
             | ToolError::NotPublished
             | ToolError::UnknownTool(_)
             | ToolError::Breaking(_)
+            | ToolError::TestsMissing
+            | ToolError::TestsFailed(_)
             | ToolError::Store(_) => {
                 tracing::error!(error = %e, "push failed");
                 ApiError::Internal
@@ -115,7 +128,7 @@ impl From<ToolError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({"error": {"code": self.code(), "message": self.to_string()}});
-        if let ApiError::TestsFailed { report, .. } | ApiError::Breaking(report) = &self {
+        if let ApiError::TestsFailed { report, .. } | ApiError::TestsMissing(report) | ApiError::Breaking(report) = &self {
             // The results are the point of the answer: beside the error, as on success.
             if let (Some(b), Ok(serde_json::Value::Object(r))) = (body.as_object_mut(), serde_json::to_value(report)) {
                 b.extend(r);
@@ -156,7 +169,8 @@ struct PushQuery {
 
 /// `POST /api/v1/tools[?confirm_breaking=true]`: a tool file in, the push
 /// report out (200 when published or waiting for review, 422 with the results
-/// when a test failed, 409 with the changes when it may break callers).
+/// when a test failed or the department requires tests and the file has none,
+/// 409 with the changes when it may break callers).
 async fn push_tool(
     State(ts): State<Toolshed>,
     Query(query): Query<PushQuery>,
@@ -179,6 +193,7 @@ async fn push_tool(
             Err(ApiError::TestsFailed { failed, total: report.test_results.len(), report: Box::new(report) })
         }
         PushOutcome::Breaking => Err(ApiError::Breaking(Box::new(report))),
+        PushOutcome::TestsMissing => Err(ApiError::TestsMissing(Box::new(report))),
         PushOutcome::Published | PushOutcome::PendingReview => Ok(Json(report)),
     }
 }

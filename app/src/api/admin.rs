@@ -169,6 +169,7 @@ pub struct DepartmentAdminView {
     pub name: String,
     pub title: String,
     pub review_required: bool,
+    pub tests_required: bool,
     pub members: i64,
 }
 
@@ -178,7 +179,13 @@ pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
     let rows = server::toolshed()?.admin_departments(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
-        .map(|d| DepartmentAdminView { name: d.name, title: d.title, review_required: d.review_required, members: d.members })
+        .map(|d| DepartmentAdminView {
+            name: d.name,
+            title: d.title,
+            review_required: d.review_required,
+            tests_required: d.tests_required,
+            members: d.members,
+        })
         .collect())
 }
 
@@ -205,11 +212,21 @@ pub async fn set_department_review(name: String, review: String) -> Result<(), A
     server::toolshed()?.set_review_required(&user, &name, review == "required").await.map_err(server::fail)
 }
 
+/// `tests`: `required` or `off` (a plain form's select). Admins, or the
+/// department's maintainers (the domain decides).
+#[server(endpoint = "departments/tests")]
+pub async fn set_department_tests(name: String, tests: String) -> Result<(), AppError> {
+    let user = server::require_user().await?;
+    let name = department_name(&name)?;
+    server::toolshed()?.set_tests_required(&user, &name, tests == "required").await.map_err(server::fail)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyView {
     pub max_timeout_ms: i64,
     pub max_memory_mib: i64,
     pub fetch_hosts: Vec<String>,
+    pub tests_required: bool,
 }
 
 #[server(endpoint = "admin/policy")]
@@ -219,15 +236,27 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
         tracing::error!(error = %e, "policy");
         server::fail(AppError::Internal)
     })?;
-    Ok(PolicyView { max_timeout_ms: p.max_timeout_ms, max_memory_mib: p.max_memory_mib, fetch_hosts: p.fetch_hosts })
+    Ok(PolicyView {
+        max_timeout_ms: p.max_timeout_ms,
+        max_memory_mib: p.max_memory_mib,
+        fetch_hosts: p.fetch_hosts,
+        tests_required: p.tests_required,
+    })
 }
 
+/// A plain form: the checkbox arrives only when ticked.
 #[server(endpoint = "admin/policy/set")]
-pub async fn set_admin_policy(max_timeout_ms: i64, max_memory_mib: i64, fetch_hosts: String) -> Result<(), AppError> {
+pub async fn set_admin_policy(
+    max_timeout_ms: i64,
+    max_memory_mib: i64,
+    fetch_hosts: String,
+    tests_required: Option<bool>,
+) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let fetch_hosts =
         toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts };
+    let tests_required = tests_required.unwrap_or(false);
+    let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts, tests_required };
     server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)
 }
 

@@ -27,6 +27,29 @@ pub struct QueueItemView {
     pub published_version: Option<i64>,
     pub pending_version: Option<i64>,
     pub reports: Vec<ReportView>,
+    pub held: Option<HeldView>,
+    /// What approving would change: in what models read (title, description,
+    /// arguments' schema) and in the code, as unified diffs.
+    pub review: Option<(String, String)>,
+    /// A new title and description wait (with or without a version).
+    pub text_waiting: bool,
+}
+
+/// A publish held for what the scan found in the texts models read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldView {
+    pub version: i64,
+    pub requested_by: String,
+    pub at_ms: i64,
+    pub findings: Vec<FindingView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingView {
+    pub field: String,
+    /// What kind of hiding, for people: "invisible character", "addressed to the model".
+    pub kind: String,
+    pub excerpt: String,
 }
 
 #[cfg(feature = "ssr")]
@@ -63,6 +86,18 @@ pub async fn moderation_queue() -> Result<Vec<QueueItemView>, AppError> {
             published_version: i.tool.published_version,
             pending_version: i.tool.pending_version,
             reports: i.reports.into_iter().map(|r| ReportView { reporter: r.reporter, reason: r.reason, at_ms: r.at_ms }).collect(),
+            review: i.review.map(|r| (r.texts, r.code)),
+            text_waiting: i.tool.pending_text.is_some(),
+            held: i.held.map(|h| HeldView {
+                version: h.version,
+                requested_by: h.requested_by,
+                at_ms: h.at_ms,
+                findings: h
+                    .findings
+                    .into_iter()
+                    .map(|f| FindingView { field: f.field, kind: f.kind.label().to_owned(), excerpt: f.excerpt })
+                    .collect(),
+            }),
         })
         .collect())
 }
@@ -74,6 +109,16 @@ pub async fn moderate(tool: i64, action: String, note: String) -> Result<(), App
     let action = toolshed_domain::moderation::Action::parse(&action).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let note = self::note(&note)?;
     server::toolshed()?.moderate(&user, tool_id(tool), action, &note).await.map_err(server::fail)?;
+    Ok(())
+}
+
+/// Accepts what the scan found in a held publish (its author may then publish
+/// it), with a required note.
+#[server(endpoint = "moderation/accept_findings")]
+pub async fn accept_findings(tool: i64, note: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let note = self::note(&note)?;
+    server::toolshed()?.accept_findings(&user, tool_id(tool), &note).await.map_err(server::fail)?;
     Ok(())
 }
 

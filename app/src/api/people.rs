@@ -52,6 +52,9 @@ pub struct PeopleView {
     pub requests: Vec<JoinRequestView>,
     /// Departments the viewer may invite to.
     pub departments: Vec<String>,
+    /// The viewer's own department and whether its publishes need passing test
+    /// cases, where the viewer maintains it.
+    pub own_tests_required: Option<(String, bool)>,
 }
 
 #[server(endpoint = "people")]
@@ -61,12 +64,18 @@ pub async fn people() -> Result<PeopleView, AppError> {
     let people = ts.people(&user).await.map_err(server::fail)?;
     let invites = ts.open_invites(&user).await.map_err(server::fail)?;
     let requests = ts.join_requests(&user).await.map_err(server::fail)?;
+    let own = toolshed_domain::names::DepartmentName::parse(&user.department.name).ok();
+    let own_tests_required = match own {
+        Some(name) => ts.department_settings(&user, &name).await.ok().map(|d| (d.name, d.tests_required)),
+        None => None,
+    };
     let departments = if user.is_admin {
         ts.departments().await.map_err(server::fail)?.into_iter().map(|d| d.name).collect()
     } else {
         vec![user.department.name.clone()]
     };
     Ok(PeopleView {
+        own_tests_required,
         people: people
             .into_iter()
             .map(|p| PersonView {

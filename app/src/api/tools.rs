@@ -35,6 +35,8 @@ pub struct Moderation {
     pub pending_version: Option<i64>,
     /// Why the last version waiting for review was turned down.
     pub review_note: Option<String>,
+    /// A new title and description waiting for review (what models read is the approved one).
+    pub pending_text: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +152,7 @@ pub struct TestCaseView {
     pub id: i64,
     pub name: String,
     pub args: String,
+    /// What the check expects, as people read it; `None`: a run without an error.
     pub expected: Option<String>,
 }
 
@@ -200,6 +203,8 @@ pub struct TestResultView {
     pub passed: bool,
     pub actual: String,
     pub expected: Option<String>,
+    /// Why it failed, in a sentence.
+    pub reason: Option<String>,
     pub duration_ms: f64,
 }
 
@@ -266,7 +271,12 @@ mod convert {
 
     /// Shown to those who may edit the tool (its authors, admins).
     fn moderation(t: &Tool) -> Moderation {
-        Moderation { note: t.moderation_note.clone(), pending_version: t.pending_version, review_note: t.review_note.clone() }
+        Moderation {
+            note: t.moderation_note.clone(),
+            pending_version: t.pending_version,
+            review_note: t.review_note.clone(),
+            pending_text: t.pending_text.clone().map(|p| (p.title, p.description)),
+        }
     }
 
     pub async fn detail(ts: &toolshed_domain::Toolshed, user: &User, t: Tool) -> Result<ToolInfo, AppError> {
@@ -334,6 +344,26 @@ mod convert {
                 .map(|v| VersionRow { version: v.version, changelog: v.changelog, created_by: v.created_by, created_at: v.created_at })
                 .collect(),
         })
+    }
+
+    pub fn test_case(c: tools::TestCase) -> TestCaseView {
+        TestCaseView {
+            id: c.id,
+            name: c.name,
+            args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
+            expected: c.check.describe(),
+        }
+    }
+
+    pub fn test_result(r: tools::TestCaseResult) -> TestResultView {
+        TestResultView {
+            name: r.name,
+            passed: r.passed,
+            actual: r.actual,
+            expected: r.expected,
+            reason: r.reason,
+            duration_ms: r.duration_ms,
+        }
     }
 
     pub fn run_view(report: RunReport) -> RunView {
@@ -467,15 +497,7 @@ pub async fn editor_data(department: String, name: String) -> Result<EditorState
             autosaved_at: draft.autosaved_at,
             base_version: draft.base_version,
         },
-        test_cases: cases
-            .into_iter()
-            .map(|c| TestCaseView {
-                id: c.id,
-                name: c.name,
-                args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
-                expected: c.expected,
-            })
-            .collect(),
+        test_cases: cases.into_iter().map(convert::test_case).collect(),
     })
 }
 
@@ -520,27 +542,38 @@ pub struct SchemaChangeView {
     pub what: String,
 }
 
-/// What publishing a version would change for the tool's callers, and who they are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What publishing a version would change for the tool's callers, and who
+/// they are; where tests are required, how its test cases did against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImpactView {
     pub from: Option<i64>,
     pub to: i64,
     pub changes: Vec<SchemaChangeView>,
     pub following_bundles: Vec<String>,
     pub recent_callers: i64,
+    /// `None`: no tests required here.
+    pub tests: Option<Vec<TestResultView>>,
 }
 
 impl ImpactView {
     pub fn breaking(&self) -> bool {
         self.changes.iter().any(|c| c.breaking)
     }
+
+    /// Whether the required tests (if any) let the version be published.
+    pub fn tests_pass(&self) -> bool {
+        self.tests.as_ref().is_none_or(|t| !t.is_empty() && t.iter().all(|r| r.passed))
+    }
 }
 
 #[server(endpoint = "tools/publish_impact")]
 pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, AppError> {
     let user = server::require_user().await?;
-    let i = server::toolshed()?.publish_impact(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let ts = server::toolshed()?;
+    let i = ts.publish_impact(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let tests = ts.tests_before_publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
     Ok(ImpactView {
+        tests: tests.map(|t| t.into_iter().map(convert::test_result).collect()),
         from: i.from,
         to: i.to,
         changes: i.changes.into_iter().map(|c| SchemaChangeView { path: c.path, breaking: c.breaking, what: c.what }).collect(),
@@ -555,7 +588,7 @@ pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, Ap
 pub async fn publish(tool: i64, version: i64, #[server(default)] confirm_breaking: bool) -> Result<ToolInfo, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let t = ts.publish_compatible(&user, tool_id(tool), version, confirm_breaking).await.map_err(server::fail)?;
+    let t = ts.publish_compatible(&user, tool_id(tool), version, confirm_breaking, None).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
 
@@ -606,11 +639,22 @@ pub async fn mock_arguments(args: Vec<ArgDef>) -> Result<String, AppError> {
     Ok(serde_json::to_string_pretty(&toolshed_domain::schema::mock_arguments(&args)).unwrap_or_default())
 }
 
+/// `check`: `succeeds`, `equals`, `contains`, `json_path` (with `path`) or
+/// `schema`; `expected` is the text, the value at the path, or the schema.
 #[server(endpoint = "tools/test_case/save")]
-pub async fn save_test_case(tool: i64, name: String, args: String, expected: Option<String>) -> Result<(), AppError> {
+pub async fn save_test_case(
+    tool: i64,
+    name: String,
+    args: String,
+    check: String,
+    path: Option<String>,
+    expected: Option<String>,
+) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let args = convert::parse_json("Arguments", &args)?;
-    server::toolshed()?.save_test_case(&user, tool_id(tool), &name, args, expected).await.map_err(server::fail)
+    let check = toolshed_domain::tools::Check::parse(&check, path.as_deref(), expected.as_deref())
+        .map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    server::toolshed()?.save_test_case(&user, tool_id(tool), &name, args, check).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/test_case/delete")]
@@ -623,25 +667,14 @@ pub async fn delete_test_case(tool: i64, case: i64) -> Result<(), AppError> {
 pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
     let user = server::require_user().await?;
     let cases = server::toolshed()?.test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
-    Ok(cases
-        .into_iter()
-        .map(|c| TestCaseView {
-            id: c.id,
-            name: c.name,
-            args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
-            expected: c.expected,
-        })
-        .collect())
+    Ok(cases.into_iter().map(convert::test_case).collect())
 }
 
 #[server(endpoint = "tools/test_cases/run", input = server_fn::codec::Json)]
 pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
     let user = server::require_user().await?;
     let results = server::toolshed()?.run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
-    Ok(results
-        .into_iter()
-        .map(|r| TestResultView { name: r.name, passed: r.passed, actual: r.actual, expected: r.expected, duration_ms: r.duration_ms })
-        .collect())
+    Ok(results.into_iter().map(convert::test_result).collect())
 }
 
 /// The settings form (a plain form: checkboxes arrive only when ticked).

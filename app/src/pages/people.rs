@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, SetDepartmentRole, WithdrawInvite};
+use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, SetDepartmentRole, SetDepartmentTests, WithdrawInvite};
 use crate::components::{first_error, RequireUser};
 use crate::pages::tools::{ago, now_ms};
 
@@ -87,8 +87,9 @@ fn PeopleCards(
     set_role: ServerAction<SetDepartmentRole>,
 ) -> impl IntoView {
     let now = now_ms();
-    let PeopleView { people, invites, requests, departments } = data;
+    let PeopleView { people, invites, requests, departments, own_tests_required } = data;
     view! {
+        {own_tests_required.map(|(department, required)| view! { <DepartmentTestsCard department required /> })}
         <section class="card invite">
             <h2>"Invite someone"</h2>
             <p class="muted small">
@@ -178,6 +179,32 @@ fn PeopleCards(
                     }).collect_view()}
                 </tbody>
             </table>
+        </section>
+    }
+}
+
+/// Whether the department's tools publish only with passing test cases: its
+/// maintainers decide (admins, for any department, on the Admin page).
+#[component]
+fn DepartmentTestsCard(department: String, required: bool) -> impl IntoView {
+    let set = ServerAction::<SetDepartmentTests>::new();
+    view! {
+        <section class="card department-tests">
+            <h2>"Before publishing"</h2>
+            <ActionForm action=set attr:class="inline-form">
+                <input type="hidden" name="name" value=department.clone() />
+                <label>{format!("Tools of {department} publish only with test cases that all pass")}
+                    <select name="tests">
+                        <option value="off" selected=!required>"not required"</option>
+                        <option value="required" selected=required>"required"</option>
+                    </select>
+                </label>
+                <button type="submit" class="button secondary small">"Save"</button>
+            </ActionForm>
+            {move || set.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="alert ok" role="status">"Saved: it applies to the next publish."</p> }.into_any(),
+                Err(e) => view! { <p class="alert error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
         </section>
     }
 }

@@ -60,6 +60,8 @@ pub struct DepartmentRow {
     pub name: String,
     pub title: String,
     pub review_required: bool,
+    /// Publishes need test cases, all passing.
+    pub tests_required: bool,
     pub members: i64,
 }
 
@@ -316,7 +318,7 @@ impl Toolshed {
     pub async fn admin_departments(&self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
         require_admin(admin)?;
         let rows = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d ORDER BY d.name",
         )
         .fetch_all(self.db.pool())
@@ -354,6 +356,39 @@ impl Toolshed {
         Ok(())
     }
 
+    /// A department's settings, for its maintainers and admins.
+    pub async fn department_settings(&self, actor: &User, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
+        let own = actor.department.name == name.as_str();
+        if !crate::membership::may_maintain(actor, if own { actor.department.id.0 } else { -1 }) {
+            return Err(AdminError::Forbidden);
+        }
+        self.department_row(name).await
+    }
+
+    /// Whether publishing the department's tools needs test cases that all
+    /// pass: its maintainers' decision, or an admin's.
+    pub async fn set_tests_required(&self, actor: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
+        let row = sqlx::query("SELECT id, tests_required FROM departments WHERE name = $1")
+            .bind(name.as_str())
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
+        if !crate::membership::may_maintain(actor, row.try_get("id")?) {
+            return Err(AdminError::Forbidden);
+        }
+        let before = row.try_get::<i64, _>("tests_required")? != 0;
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE departments SET tests_required = $1 WHERE name = $2")
+            .bind(i64::from(required))
+            .bind(name.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let (b, a) = (serde_json::json!({"tests_required": before}), serde_json::json!({"tests_required": required}));
+        audit::record(&mut tx, Some(actor.id), "department.tests_changed", &format!("department:{name}"), Some(b), Some(a)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Whether publishes in the department wait for an admin's review.
     pub async fn set_review_required(&self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
         require_admin(admin)?;
@@ -372,7 +407,7 @@ impl Toolshed {
 
     async fn department_row(&self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
         let row = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d WHERE d.name = $1",
         )
         .bind(name.as_str())
@@ -388,6 +423,7 @@ fn department_from_row(r: &sqlx::any::AnyRow) -> Result<DepartmentRow, sqlx::Err
         name: r.try_get("name")?,
         title: r.try_get("title")?,
         review_required: r.try_get::<i64, _>("review_required")? != 0,
+        tests_required: r.try_get::<i64, _>("tests_required")? != 0,
         members: r.try_get("members")?,
     })
 }

@@ -8,7 +8,7 @@ use crate::accounts::{AccountError, Registration};
 use crate::bundles::MemberSpec;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
-use crate::tools::{NewTool, Source, ToolError, ToolSettings, Visibility};
+use crate::tools::{Check, NewTool, Source, ToolError, ToolSettings, Visibility};
 use crate::{passwords, Toolshed};
 
 struct DemoTool {
@@ -120,11 +120,15 @@ impl Toolshed {
             let tool = self.update_tool_settings(&owner, tool.id, settings).await?;
             let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
             let version = self.save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
-            self.publish(&owner, tool.id, version).await?;
             for (name, args, expected) in t.test_cases {
                 let args = serde_json::from_str(args).expect("demo test cases are JSON");
-                self.save_test_case(&owner, tool.id, name, args, expected.map(str::to_owned)).await?;
+                let check = match expected {
+                    Some(text) => Check::Equals { expected: (*text).to_owned() },
+                    None => Check::Succeeds,
+                };
+                self.save_test_case(&owner, tool.id, name, args, check).await?;
             }
+            self.publish(&owner, tool.id, version).await?;
             if ["echo", "word_stats", "table"].contains(&t.name) {
                 text_tools.push(MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() });
             }

@@ -27,6 +27,7 @@ pub mod passwords;
 pub mod playground;
 pub mod policy;
 pub mod sandbox;
+pub mod scan;
 pub mod schema;
 pub mod secrets;
 pub mod sessions;

@@ -19,6 +19,8 @@ use sqlx::Row;
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::{Invalid, ModerationNote, ReportReason};
+use crate::scan::{self, Finding};
+use crate::schema::{ArgDef, ArgType};
 use crate::store::StoreError;
 use crate::tools::{Status, Tool, ToolError};
 use crate::{audit, now_ms, Toolshed};
@@ -34,6 +36,8 @@ pub enum ModerationError {
     Forbidden,
     #[error("No version of this listing is waiting for review.")]
     NothingToReview,
+    #[error("No publish of this listing is held for findings.")]
+    NothingHeld,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -127,12 +131,49 @@ pub struct Report {
     pub at_ms: i64,
 }
 
-/// A listing that needs an admin: its open reports, and a version waiting for review.
+/// A publish held for what the scan found in the texts models read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldPublish {
+    pub version: i64,
+    pub findings: Vec<Finding>,
+    pub requested_by: String,
+    pub at_ms: i64,
+}
+
+/// A listing that needs an admin: its open reports, a version waiting for
+/// review, a publish held for findings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueItem {
     pub tool: Tool,
     /// Oldest first.
     pub reports: Vec<Report>,
+    pub held: Option<HeldPublish>,
+    /// What approving the waiting version or text would change.
+    pub review: Option<ReviewDiff>,
+}
+
+/// What models read of a tool: its title, description, and each argument's
+/// description and listed values (nested ones by path).
+fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
+    fn walk(args: &[ArgDef], path: &str, out: &mut Vec<(String, String)>) {
+        for a in args {
+            let at = if path.is_empty() { a.name.clone() } else { format!("{path}.{}", a.name) };
+            out.push((format!("argument {at}"), a.description.clone()));
+            if !a.enum_values.is_empty() {
+                out.push((format!("values of {at}"), a.enum_values.join("\n")));
+            }
+            let mut ty = &a.ty;
+            while let ArgType::Array { items } = ty {
+                ty = items;
+            }
+            if let ArgType::Object { fields } = ty {
+                walk(fields, &at, out);
+            }
+        }
+    }
+    let mut out = vec![("title".to_owned(), tool.title.clone()), ("description".to_owned(), tool.description.clone())];
+    walk(args, "", &mut out);
+    out
 }
 
 impl Toolshed {
@@ -188,8 +229,12 @@ impl Toolshed {
                 at_ms: r.try_get("created_at")?,
             });
         }
-        let pending =
-            sqlx::query("SELECT id FROM tools WHERE pending_version IS NOT NULL ORDER BY updated_at").fetch_all(self.db.pool()).await?;
+        let pending = sqlx::query(
+            "SELECT id FROM tools WHERE pending_version IS NOT NULL OR pending_title IS NOT NULL \
+             UNION SELECT tool_id AS id FROM publish_findings WHERE accepted_at IS NULL",
+        )
+        .fetch_all(self.db.pool())
+        .await?;
         for r in &pending {
             let id: i64 = r.try_get("id")?;
             if !reports.contains_key(&id) {
@@ -199,7 +244,12 @@ impl Toolshed {
         let mut items = Vec::with_capacity(order.len());
         for id in order {
             if let Some(tool) = self.tool_row(ToolId(id)).await? {
-                items.push(QueueItem { reports: reports.remove(&id).unwrap_or_default(), tool });
+                let held = self.held_publish(ToolId(id)).await?;
+                let review = match tool.pending_version.is_some() || tool.pending_text.is_some() {
+                    true => Some(self.review_diff(&tool).await?),
+                    false => None,
+                };
+                items.push(QueueItem { reports: reports.remove(&id).unwrap_or_default(), tool, held, review });
             }
         }
         Ok(items)
@@ -250,51 +300,157 @@ impl Toolshed {
         Ok(self.tool(admin, id).await?)
     }
 
-    /// Serves the version waiting for review. Admins only.
+    /// Serves what waits for review: the version, and the new title and
+    /// description. Admins only.
     pub async fn approve_version(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
         let tool = self.tool(admin, id).await?;
-        let n = tool.pending_version.ok_or(ModerationError::NothingToReview)?;
-        let action = tool.publish_action(n);
+        if tool.pending_version.is_none() && tool.pending_text.is_none() {
+            return Err(ModerationError::NothingToReview);
+        }
+        let action = match tool.pending_version {
+            Some(n) => tool.publish_action(n),
+            // New text alone: a settings change taking effect (sessions hear of it).
+            None => tool.action("settings_changed"),
+        };
         let mut tx = self.begin().await?;
-        // Only the version the admin reviewed: a newer request since is not approved by this.
-        let done = sqlx::query(
-            "UPDATE tools SET published_version = pending_version, pending_version = NULL, review_note = NULL, updated_at = $1 \
-             WHERE id = $2 AND pending_version = $3",
-        )
+        let done = sqlx::query(&format!(
+            "UPDATE tools SET published_version = COALESCE(pending_version, published_version), pending_version = NULL, \
+             title = COALESCE(pending_title, title), description = COALESCE(pending_description, description), \
+             pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1 WHERE id = $2 AND {REVIEWED}"
+        ))
         .bind(now_ms())
         .bind(id.0)
-        .bind(n)
+        .bind(tool.pending_version.unwrap_or(-1))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.title.as_str()))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.description.as_str()))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
             return Err(ModerationError::NothingToReview);
         }
-        crate::tools::mark_published(&mut tx, id, n).await?;
-        let before = serde_json::json!({"version": tool.published_version});
-        let after = serde_json::json!({"version": n, "approved": true, "note": note.as_str()});
+        if let Some(n) = tool.pending_version {
+            crate::tools::mark_published(&mut tx, id, n).await?;
+        }
+        let before = serde_json::json!({"version": tool.published_version, "title": tool.title});
+        let after = serde_json::json!({
+            "version": tool.pending_version.or(tool.published_version),
+            "title": tool.pending_text.as_ref().map_or(&tool.title, |p| &p.title),
+            "approved": true,
+            "note": note.as_str(),
+        });
         audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
         Ok(self.tool(admin, id).await?)
     }
 
-    /// Turns down the version waiting for review; the endpoint keeps its version
+    /// Turns down what waits for review; the listing keeps its version and text,
     /// and the author reads the note. Admins only.
     pub async fn reject_version(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
         let tool = self.tool(admin, id).await?;
-        let n = tool.pending_version.ok_or(ModerationError::NothingToReview)?;
+        if tool.pending_version.is_none() && tool.pending_text.is_none() {
+            return Err(ModerationError::NothingToReview);
+        }
         let mut tx = self.begin().await?;
-        sqlx::query("UPDATE tools SET pending_version = NULL, review_note = $1, updated_at = $2 WHERE id = $3 AND pending_version = $4")
-            .bind(note.as_str())
-            .bind(now_ms())
-            .bind(id.0)
-            .bind(n)
-            .execute(&mut *tx)
-            .await?;
-        let before = serde_json::json!({"pending_version": n});
+        sqlx::query(&format!(
+            "UPDATE tools SET pending_version = NULL, pending_title = NULL, pending_description = NULL, review_note = $1, updated_at = $2 \
+             WHERE id = $6 AND {REVIEWED}"
+        ))
+        .bind(note.as_str())
+        .bind(now_ms())
+        .bind(tool.pending_version.unwrap_or(-1))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.title.as_str()))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.description.as_str()))
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await?;
+        let before =
+            serde_json::json!({"pending_version": tool.pending_version, "pending_title": tool.pending_text.as_ref().map(|p| &p.title)});
         let after = serde_json::json!({"pending_version": null, "note": note.as_str()});
         audit::record(&mut tx, Some(admin.id), &tool.action("review_rejected"), &tool.audit_target(), Some(before), Some(after)).await?;
+        tx.commit().await?;
+        Ok(self.tool(admin, id).await?)
+    }
+
+    /// Scans what models would read once `tool` serves these arguments (with
+    /// `tool`'s title and description): findings an admin has not accepted for
+    /// exactly these texts hold the change, wait in the queue, and are the error.
+    pub(crate) async fn screen(&self, user: &User, tool: &Tool, args: &[ArgDef], version: i64) -> Result<(), ToolError> {
+        let (findings, fingerprint) = scan::scan_all(&model_texts(tool, args));
+        if findings.is_empty() {
+            return Ok(());
+        }
+        let row = sqlx::query("SELECT accepted_at FROM publish_findings WHERE tool_id = $1 AND fingerprint = $2")
+            .bind(tool.id.0)
+            .bind(&fingerprint)
+            .fetch_optional(self.db.pool())
+            .await?;
+        if let Some(r) = &row {
+            if r.try_get::<Option<i64>, _>("accepted_at")?.is_some() {
+                return Ok(());
+            }
+        }
+        let json = serde_json::to_string(&findings).expect("findings serialize");
+        let mut tx = self.begin().await?;
+        // One open hold per listing: the newest attempt replaces an older one.
+        sqlx::query("DELETE FROM publish_findings WHERE tool_id = $1 AND accepted_at IS NULL").bind(tool.id.0).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO publish_findings (tool_id, version, fingerprint, findings_json, requested_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(tool.id.0)
+        .bind(version)
+        .bind(&fingerprint)
+        .bind(&json)
+        .bind(user.id.0)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        let after = serde_json::json!({"version": version, "findings": findings});
+        audit::record(&mut tx, Some(user.id), &tool.action("publish_held"), &tool.audit_target(), None, Some(after)).await?;
+        tx.commit().await?;
+        tracing::warn!(listing = %tool.audit_target(), version, findings = findings.len(), "publish held for hidden instructions");
+        Err(ToolError::HiddenInstructions(findings))
+    }
+
+    /// The publish of `id` held for findings, if one waits.
+    pub async fn held_publish(&self, id: ToolId) -> Result<Option<HeldPublish>, StoreError> {
+        let row = sqlx::query(
+            "SELECT f.version, f.findings_json, u.username, f.created_at FROM publish_findings f JOIN users u ON u.id = f.requested_by \
+             WHERE f.tool_id = $1 AND f.accepted_at IS NULL",
+        )
+        .bind(id.0)
+        .fetch_optional(self.db.pool())
+        .await?;
+        row.map(|r| {
+            Ok(HeldPublish {
+                version: r.try_get("version")?,
+                findings: serde_json::from_str(&r.try_get::<String, _>("findings_json")?).unwrap_or_default(),
+                requested_by: r.try_get("username")?,
+                at_ms: r.try_get("created_at")?,
+            })
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| e.into())
+    }
+
+    /// Accepts what the scan found in the held publish of `id`: the same texts
+    /// pass from now on, and its author may publish again. Admins only.
+    pub async fn accept_findings(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
+        require_admin(admin)?;
+        let tool = self.tool(admin, id).await?;
+        let held = self.held_publish(id).await?.ok_or(ModerationError::NothingHeld)?;
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE publish_findings SET accepted_by = $1, accepted_at = $2, note = $3 WHERE tool_id = $4 AND accepted_at IS NULL")
+            .bind(admin.id.0)
+            .bind(now_ms())
+            .bind(note.as_str())
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await?;
+        let after = serde_json::json!({"version": held.version, "findings": held.findings, "note": note.as_str()});
+        audit::record(&mut tx, Some(admin.id), &tool.action("findings_accepted"), &tool.audit_target(), None, Some(after)).await?;
         tx.commit().await?;
         Ok(self.tool(admin, id).await?)
     }
@@ -326,6 +482,53 @@ impl Toolshed {
         audit::record(&mut tx, Some(user.id), &tool.action("publish_requested"), &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
         self.tool(user, tool.id).await
+    }
+}
+
+/// Only what the admin reviewed ($3 version or -1, $4 title, $5 description,
+/// or ''): a newer request since is not decided by this.
+const REVIEWED: &str = "COALESCE(pending_version, -1) = $3 AND COALESCE(pending_title, '') = $4 AND COALESCE(pending_description, '') = $5";
+
+/// What approving a review changes in what models read (title, description,
+/// the arguments' JSON Schema) and in the code, as unified diffs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewDiff {
+    pub texts: String,
+    pub code: String,
+}
+
+fn model_text(title: &str, description: &str, args: &[ArgDef]) -> String {
+    format!("title: {title}\n\ndescription:\n{description}\n\narguments:\n{}", crate::tools::schema_text(args))
+}
+
+impl Toolshed {
+    /// The diff an admin reviews for `tool`: served now against what waits.
+    async fn review_diff(&self, tool: &Tool) -> Result<ReviewDiff, ToolError> {
+        let served = match tool.published_version {
+            Some(n) => Some(self.version_row(tool.id, n).await?),
+            None => None,
+        };
+        let waiting = match tool.pending_version {
+            Some(n) => Some(self.version_row(tool.id, n).await?),
+            None => served.clone(),
+        };
+        let (args_now, code_now) = served.as_ref().map_or((&[][..], ""), |v| (&v.args[..], v.code.as_str()));
+        let (args_then, code_then) = waiting.as_ref().map_or((&[][..], ""), |v| (&v.args[..], v.code.as_str()));
+        let text = tool
+            .pending_text
+            .clone()
+            .unwrap_or(crate::tools::PendingText { title: tool.title.clone(), description: tool.description.clone() });
+        let now_label = tool.published_version.map_or_else(|| "nothing served".to_owned(), |n| format!("served (v{n})"));
+        let then_label = tool.pending_version.map_or_else(|| "waiting for review".to_owned(), |n| format!("waiting for review (v{n})"));
+        Ok(ReviewDiff {
+            texts: crate::tools::unified_diff(
+                &model_text(&tool.title, &tool.description, args_now),
+                &model_text(&text.title, &text.description, args_then),
+                &now_label,
+                &then_label,
+            ),
+            code: crate::tools::unified_diff(code_now, code_then, &now_label, &then_label),
+        })
     }
 }
 

@@ -14,6 +14,9 @@ pub struct Policy {
     pub max_memory_mib: i64,
     /// Host patterns any tool's allow-list must stay within; empty: no restriction.
     pub fetch_hosts: Vec<String>,
+    /// Every department's tools need passing test cases before a publish.
+    #[serde(default)]
+    pub tests_required: bool,
 }
 
 /// Hard ceilings, whatever an admin sets.
@@ -22,7 +25,7 @@ pub const CEILING_MEMORY_MIB: i64 = 1024;
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { max_timeout_ms: 30_000, max_memory_mib: 256, fetch_hosts: Vec::new() }
+        Self { max_timeout_ms: 30_000, max_memory_mib: 256, fetch_hosts: Vec::new(), tests_required: false }
     }
 }
 
@@ -36,6 +39,7 @@ impl Policy {
             "policy.max_timeout_ms" => self.max_timeout_ms = value.parse().unwrap_or(self.max_timeout_ms),
             "policy.max_memory_mib" => self.max_memory_mib = value.parse().unwrap_or(self.max_memory_mib),
             "policy.fetch_hosts" => self.fetch_hosts = value.lines().map(str::to_owned).collect(),
+            "policy.tests_required" => self.tests_required = value == "1",
             _ => {}
         }
     }
@@ -83,6 +87,7 @@ impl Toolshed {
             ("policy.max_timeout_ms", p.max_timeout_ms.to_string()),
             ("policy.max_memory_mib", p.max_memory_mib.to_string()),
             ("policy.fetch_hosts", p.fetch_hosts.join("\n")),
+            ("policy.tests_required", if p.tests_required { "1" } else { "0" }.to_owned()),
         ] {
             sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
                 .bind(key)

@@ -132,7 +132,10 @@ server_test!(departments_are_created_and_retitled_but_keep_their_slug, |srv: Tes
     assert_eq!(status, 200);
     let (_, list) = srv.call(&admin, "admin/departments", &[]).await;
     let dept = list.as_array().unwrap().iter().find(|d| d["name"] == "legal-ops").unwrap().clone();
-    assert_eq!(dept, json!({"name": "legal-ops", "title": "Legal & compliance", "review_required": false, "members": 0}));
+    assert_eq!(
+        dept,
+        json!({"name": "legal-ops", "title": "Legal & compliance", "review_required": false, "tests_required": false, "members": 0})
+    );
     let (status, _) = srv.call(&admin, "admin/departments/rename", &[("name", "nowhere"), ("title", "x")]).await;
     assert_eq!(status, 422);
     let renamed = &audit(&srv, &admin, &[("target", "department:legal-ops"), ("action", "department.renamed")]).await["entries"][0];

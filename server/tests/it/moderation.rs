@@ -136,7 +136,11 @@ server_test!(a_disabled_listing_stays_visible_but_its_endpoint_and_run_panel_ref
     assert_eq!(search(&srv, &bob, "fx").await["total"], 0, "a disabled listing is not offered in browse");
     let (status, body) = detail(&srv, &bob).await;
     assert_eq!((status, body["status"].clone()), (200, json!("disabled")), "but its page still opens");
-    assert_eq!(body["moderation"], json!({"note": null, "pending_version": null, "review_note": null}), "the note is for its authors");
+    assert_eq!(
+        body["moderation"],
+        json!({"note": null, "pending_version": null, "review_note": null, "pending_text": null}),
+        "the note is for its authors"
+    );
     for token in [&bob_token, &alice_token] {
         let (status, text) = endpoint(&srv, "finance/fx_rate", token).await;
         assert_eq!((status, text.as_str()), (403, "This listing has been disabled by an administrator.\n"));
@@ -204,7 +208,10 @@ server_test!(in_a_review_department_a_publish_waits_and_the_endpoint_keeps_the_a
         srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "reject"), ("note", "Hard-codes a password.")]).await;
     assert_eq!(status, 200);
     let (_, info) = detail(&srv, &alice).await;
-    assert_eq!(info["moderation"], json!({"note": null, "pending_version": null, "review_note": "Hard-codes a password."}));
+    assert_eq!(
+        info["moderation"],
+        json!({"note": null, "pending_version": null, "review_note": "Hard-codes a password.", "pending_text": null})
+    );
     assert_eq!(served().await, "one", "rejection leaves the endpoint as it was");
     let (status, _) = srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "approve"), ("note", "ok")]).await;
     assert_eq!(status, 409, "nothing waits any more");

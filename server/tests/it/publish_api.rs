@@ -85,7 +85,10 @@ server_test!(a_failing_test_case_saves_the_version_but_does_not_publish_it, |srv
     assert_eq!(body["outcome"], "tests_failed");
     let mut result = body["test_results"][0].clone();
     result.as_object_mut().unwrap().remove("duration_ms");
-    assert_eq!(result, json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO"}));
+    assert_eq!(
+        result,
+        json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO", "reason": "the result is not the one expected"})
+    );
     assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
 });
 
@@ -207,4 +210,47 @@ server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |sr
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.matches("  pass ").count(), 3, "{stdout}");
     assert!(stdout.ends_with("research/slugify v1: created, version saved; published.\n"), "{stdout}");
+});
+
+server_test!(where_a_department_requires_tests_a_push_publishes_only_with_passing_checks, |srv: TestServer| async move {
+    let carol = srv.member("carol", "research").await;
+    let admin = srv.admin().await;
+    let token = srv.publish_token("carol");
+    // Only an admin or the department's maintainer decides.
+    let (status, _) = srv.call(&carol, "departments/tests", &[("name", "research"), ("tests", "required")]).await;
+    assert_eq!(status, 403);
+    let (status, body) = srv.call(&admin, "departments/tests", &[("name", "research"), ("tests", "required")]).await;
+    assert_eq!(status, 200, "{body}");
+
+    let file = |cases: Value| {
+        json!({
+            "name": "count", "visibility": "everyone",
+            "code": "return { words: $text.split(' ').length, text: $text };",
+            "arguments": [{"name": "text", "type": {"kind": "string"}, "required": true}],
+            "test_cases": cases,
+        })
+        .to_string()
+    };
+    let (status, body) = push(&srv, Some(&token), &file(json!([]))).await;
+    assert_eq!((status, &body["error"]["code"], &body["outcome"]), (422, &json!("tests_missing"), &json!("tests_missing")), "{body}");
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol")).await, 404, "nothing is served");
+
+    let failing = json!([{"name": "two words", "args": {"text": "a b"}, "json_path": "$.words", "equals": 3}]);
+    let (status, body) = push(&srv, Some(&token), &file(failing)).await;
+    assert_eq!((status, &body["error"]["code"]), (422, &json!("tests_failed")), "{body}");
+    assert_eq!(body["test_results"][0]["reason"], "$.words is 2, expected 3");
+
+    let passing = json!([
+        {"name": "two words", "args": {"text": "a b"}, "json_path": "$.words", "equals": 2},
+        {"name": "keeps the text", "args": {"text": "a b"}, "contains": "\"text\":\"a b\""},
+        {"name": "shape", "args": {"text": "x"}, "schema": {"type": "object", "required": ["words", "text"]}},
+    ]);
+    let (status, body) = push(&srv, Some(&token), &file(passing)).await;
+    assert_eq!((status, &body["outcome"]), (200, &json!("published")), "{body}");
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol")).await, 200);
+
+    let ambiguous = json!([{"name": "both", "args": {}, "contains": "a", "schema": {"type": "object"}}]);
+    let (status, body) = push(&srv, Some(&token), &file(ambiguous)).await;
+    assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_file")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("more than one check"), "{body}");
 });

@@ -3,14 +3,18 @@
 
 use leptos::prelude::*;
 
-use crate::api::{admin_departments, CreateDepartment, RenameDepartment, SetDepartmentReview};
+use crate::api::{admin_departments, CreateDepartment, RenameDepartment, SetDepartmentReview, SetDepartmentTests};
 
 #[component]
 pub fn DepartmentsCard() -> impl IntoView {
     let create = ServerAction::<CreateDepartment>::new();
     let rename = ServerAction::<RenameDepartment>::new();
     let review = ServerAction::<SetDepartmentReview>::new();
-    let list = Resource::new(move || (create.version().get(), rename.version().get(), review.version().get()), |_| admin_departments());
+    let tests = ServerAction::<SetDepartmentTests>::new();
+    let list = Resource::new(
+        move || (create.version().get(), rename.version().get(), review.version().get(), tests.version().get()),
+        |_| admin_departments(),
+    );
     let (new_name, new_title) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
     let notice = RwSignal::new(None::<&'static str>);
     Effect::new(move |_| {
@@ -30,11 +34,17 @@ pub fn DepartmentsCard() -> impl IntoView {
             notice.set(Some("Review setting saved."));
         }
     });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = tests.value().get() {
+            notice.set(Some("Test setting saved."));
+        }
+    });
     let error = move || {
         super::first_error([
             create.value().get().and_then(Result::err),
             rename.value().get().and_then(Result::err),
             review.value().get().and_then(Result::err),
+            tests.value().get().and_then(Result::err),
         ])
     };
     view! {
@@ -48,10 +58,10 @@ pub fn DepartmentsCard() -> impl IntoView {
                     let rows = list.await.unwrap_or_default();
                     view! {
                         <table class="admin-table">
-                            <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th></tr></thead>
+                            <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th><th>"Tests before publish"</th></tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|d| {
-                                    let (for_rename, for_review, title) = (d.name.clone(), d.name.clone(), d.title.clone());
+                                    let (for_rename, for_review, for_tests, title) = (d.name.clone(), d.name.clone(), d.name.clone(), d.title.clone());
                                     view! {
                                     <tr data-department=d.name.clone()>
                                         <td><code>{d.name.clone()}</code></td>
@@ -69,6 +79,16 @@ pub fn DepartmentsCard() -> impl IntoView {
                                                 <select name="review" aria-label="Review before publish">
                                                     <option value="off" selected=!d.review_required>"off"</option>
                                                     <option value="required" selected=d.review_required>"required"</option>
+                                                </select>
+                                                <button type="submit" class="link-button">"Save"</button>
+                                            </ActionForm>
+                                        </td>
+                                        <td>
+                                            <ActionForm action=tests attr:class="inline-form">
+                                                <input type="hidden" name="name" value=for_tests />
+                                                <select name="tests" aria-label="Tests before publish">
+                                                    <option value="off" selected=!d.tests_required>"off"</option>
+                                                    <option value="required" selected=d.tests_required>"required"</option>
                                                 </select>
                                                 <button type="submit" class="link-button">"Save"</button>
                                             </ActionForm>

@@ -61,6 +61,8 @@ fn PolicyCard() -> impl IntoView {
                             <label>"Hosts tools may reach with $fetch (one per line, *.example.com allowed; empty: any host a tool lists)"
                                 <textarea name="fetch_hosts" rows="3" class="mono">{p.fetch_hosts.join("\n")}</textarea>
                             </label>
+                            <label class="inline"><input type="checkbox" name="tests_required" value="true" checked=p.tests_required />
+                                " Every department: a tool is published only with test cases that all pass"</label>
                             <button type="submit" class="button secondary">"Save limits"</button>
                         </ActionForm>
                     })

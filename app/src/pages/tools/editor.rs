@@ -8,7 +8,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::args_editor::ArgsEditor;
 use super::run_panel::RunPanel;
-use super::versions::VersionsPanel;
+use super::versions::{TestResultItem, VersionsPanel};
 use super::{ago, now_ms};
 use crate::api::{
     editor_data, env_vars, DeleteEnvVar, DeleteTestCase, EditorState, EnvKindView, EnvVarView, LoadVersion, Publish, RowsFromSchema,
@@ -200,6 +200,8 @@ fn Editor(data: EditorState) -> impl IntoView {
     let cases = RwSignal::new(test_cases);
     let case_name = RwSignal::new(String::new());
     let case_expected = RwSignal::new(String::new());
+    let case_check = RwSignal::new("succeeds".to_owned());
+    let case_path = RwSignal::new(String::new());
     let save_case = ServerAction::<SaveTestCase>::new();
     let delete_case = ServerAction::<DeleteTestCase>::new();
     let list_cases = ServerAction::<TestCases>::new();
@@ -316,11 +318,39 @@ fn Editor(data: EditorState) -> impl IntoView {
                     <div class="stack tight">
                         <input placeholder="Name these arguments" aria-label="Test case name" maxlength="80" prop:value=move || case_name.get()
                             on:input=move |ev| case_name.set(event_target_value(&ev)) />
-                        <input placeholder="Expected result (optional)" aria-label="Expected result (optional)" prop:value=move || case_expected.get()
-                            on:input=move |ev| case_expected.set(event_target_value(&ev)) />
+                        <label class="small">"Check"
+                            <select aria-label="Check" prop:value=move || case_check.get() on:change=move |ev| case_check.set(event_target_value(&ev))>
+                                <option value="succeeds">"runs without an error"</option>
+                                <option value="equals">"result equals"</option>
+                                <option value="contains">"result contains"</option>
+                                <option value="json_path">"value at a JSON path equals"</option>
+                                <option value="schema">"result matches a JSON Schema"</option>
+                            </select>
+                        </label>
+                        <Show when=move || case_check.get() == "json_path">
+                            <input class="mono" placeholder="$.total" aria-label="JSON path" prop:value=move || case_path.get()
+                                on:input=move |ev| case_path.set(event_target_value(&ev)) />
+                        </Show>
+                        <Show when=move || case_check.get() != "succeeds">
+                            <textarea class="mono" rows="2" aria-label=move || match case_check.get().as_str() {
+                                    "contains" => "Text the result contains",
+                                    "json_path" => "Value expected at the path (JSON)",
+                                    "schema" => "JSON Schema the result matches",
+                                    _ => "Expected result",
+                                }
+                                placeholder=move || match case_check.get().as_str() {
+                                    "contains" => "text the result contains",
+                                    "json_path" => "3, \"text\" or [1, 2]",
+                                    "schema" => "{\"type\": \"object\", \"required\": [\"total\"]}",
+                                    _ => "the whole result",
+                                }
+                                prop:value=move || case_expected.get() on:input=move |ev| case_expected.set(event_target_value(&ev))></textarea>
+                        </Show>
                         <button type="button" class="button secondary small" on:click=move |_| {
-                            let expected = Some(case_expected.get_untracked()).filter(|e| !e.is_empty());
-                            save_case.dispatch(SaveTestCase { tool: id, name: case_name.get_untracked(), args: run_input.get_untracked(), expected });
+                            let check = case_check.get_untracked();
+                            let expected = Some(case_expected.get_untracked()).filter(|e| !e.is_empty() && check != "succeeds");
+                            let path = Some(case_path.get_untracked()).filter(|p| !p.is_empty() && check == "json_path");
+                            save_case.dispatch(SaveTestCase { tool: id, name: case_name.get_untracked(), args: run_input.get_untracked(), check, path, expected });
                         }>"Save the Run arguments as a test case"</button>
                         {move || save_case.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
                     </div>
@@ -348,15 +378,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                             view! {
                                 <p class=if passed == total { "alert ok" } else { "alert error" }>{format!("{passed} of {total} passed")}</p>
                                 <ul class="test-results">
-                                    {results.into_iter().map(|r| view! {
-                                        <li class:pass=r.passed class:fail=!r.passed>
-                                            {if r.passed { "✓ " } else { "✗ " }} <strong>{r.name}</strong>
-                                            <span class="muted small">{format!(" {:.1} ms", r.duration_ms)}</span>
-                                            {(!r.passed).then(|| view! {
-                                                <div class="small mono">"got: " {r.actual.clone()} {r.expected.clone().map(|e| format!("  expected: {e}"))}</div>
-                                            })}
-                                        </li>
-                                    }).collect_view()}
+                                    {results.into_iter().map(|r| view! { <TestResultItem result=r /> }).collect_view()}
                                 </ul>
                             }.into_any()
                         }
@@ -380,14 +402,17 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
         }
     });
     let t = tool.get_untracked();
+    // A text waiting for review is what the author is working on: the form
+    // shows it, and sending it again keeps it waiting.
+    let (title, description) = t.moderation.pending_text.clone().unwrap_or_else(|| (t.title.clone(), t.description.clone()));
     view! {
         <section class="card">
             <h2>"Settings"</h2>
             <ActionForm action=update attr:class="stack">
                 <input type="hidden" name="tool" value=t.id />
-                <label>"Title" <input name="title" value=t.title.clone() required maxlength="120" /></label>
+                <label>"Title" <input name="title" value=title required maxlength="120" /></label>
                 <label>"Description (Markdown; models read it)"
-                    <textarea name="description" rows="5" maxlength="20000">{t.description.clone()}</textarea>
+                    <textarea name="description" rows="5" maxlength="20000">{description}</textarea>
                 </label>
                 <div class="row">
                     <label>"Tags" <input name="tags" value=t.tags.join(", ") /></label>

@@ -105,6 +105,9 @@ pub fn ModerationNotice(tool: ToolInfo) -> impl IntoView {
                 {match tool.published_version { Some(p) => format!("the endpoint serves v{p} until then."), None => "nothing is served until then.".to_owned() }}
             </p>
         })}
+        {m.pending_text.is_some().then(|| view! {
+            <p class="alert warn review-notice">"A new title and description wait for an administrator’s review; models read the approved ones until then."</p>
+        })}
         {m.review_note.clone().map(|n| view! { <p class="alert error review-notice">"The last version sent for review was not approved: " {n}</p> })}
     }
 }

@@ -18,7 +18,7 @@ pub use listing::{Lineage, ListingActions, ListingHead, ListingPage, ModerationN
 pub use mcp_debugger::ConnectPanel;
 pub use new::{NewBundle, NewTool};
 pub use run_panel::ConsoleLines;
-pub use versions::VersionsPanel;
+pub use versions::{DiffText, VersionsPanel};
 
 /// "3 minutes ago"-style text for a Unix-ms time, against `now_ms`.
 pub fn ago(at_ms: i64, now_ms: i64) -> String {

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::{ago, now_ms};
-use crate::api::{DiffVersions, DiffView, ImpactOfPublish, ImpactView, Publish, ToolInfo};
+use crate::api::{DiffVersions, DiffView, ImpactOfPublish, ImpactView, Publish, TestResultView, ToolInfo};
 
 /// The versions table with Publish / Roll back / Load buttons, and a diff of any two.
 #[component]
@@ -22,7 +22,7 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
     let checking = RwSignal::new(None::<ImpactView>);
     Effect::new(move |_| {
         if let Some(Ok(found)) = impact.value().get() {
-            if found.changes.is_empty() {
+            if found.changes.is_empty() && found.tests_pass() {
                 publish.dispatch(Publish { tool: id, version: found.to, confirm_breaking: false });
             } else {
                 checking.set(Some(found));
@@ -102,10 +102,12 @@ pub fn VersionsPanel(tool: RwSignal<ToolInfo>, publish: ServerAction<Publish>, l
 }
 
 /// What publishing a version changes for the tool's callers, argument by
-/// argument, and who they are; Publish, once a breaking change is confirmed.
+/// argument, and who they are, and how its required test cases did; Publish,
+/// once a breaking change is confirmed and the required tests pass.
 #[component]
 fn PublishCheck(impact: ImpactView, publish: ServerAction<Publish>, tool: i64, checking: RwSignal<Option<ImpactView>>) -> impl IntoView {
     let breaking = impact.breaking();
+    let tests_pass = impact.tests_pass();
     let confirmed = RwSignal::new(!breaking);
     let to = impact.to;
     let against = impact.from.map_or_else(|| "nothing published".to_owned(), |f| format!("v{f}, published now"));
@@ -118,30 +120,73 @@ fn PublishCheck(impact: ImpactView, publish: ServerAction<Publish>, tool: i64, c
         1 => "1 person called it in the last 30 days.".to_owned(),
         n => format!("{n} people called it in the last 30 days."),
     };
+    let changes = (!impact.changes.is_empty()).then(|| view! {
+        <h4>{format!("Publishing v{to} changes what callers send (against {against})")}</h4>
+        <ul class="schema-changes">
+            {impact.changes.into_iter().map(|c| view! {
+                <li class:breaking=c.breaking>
+                    <span class=if c.breaking { "pill bad" } else { "pill good" }>{if c.breaking { "breaking" } else { "compatible" }}</span>
+                    " " <code>{c.path}</code> " " {c.what}
+                </li>
+            }).collect_view()}
+        </ul>
+        <p class="small">{format!("{bundles}; {callers}")}</p>
+    });
     view! {
-        <section class="publish-check" class:breaking=breaking aria-live="polite">
-            <h4>{format!("Publishing v{to} changes what callers send (against {against})")}</h4>
-            <ul class="schema-changes">
-                {impact.changes.into_iter().map(|c| view! {
-                    <li class:breaking=c.breaking>
-                        <span class=if c.breaking { "pill bad" } else { "pill good" }>{if c.breaking { "breaking" } else { "compatible" }}</span>
-                        " " <code>{c.path}</code> " " {c.what}
-                    </li>
-                }).collect_view()}
-            </ul>
-            <p class="small">{format!("{bundles}; {callers}")}</p>
+        <section class="publish-check" class:breaking=breaking || !tests_pass aria-live="polite">
+            {changes}
+            {impact.tests.map(|results| view! { <RequiredTests version=to results /> })}
             {breaking.then(|| view! {
                 <label class="inline"><input type="checkbox" name="confirm_breaking" on:change=move |ev| confirmed.set(event_target_checked(&ev)) />
                     " I understand that calls made the way the published version expects may fail"</label>
             })}
             <div class="row">
-                <button type="button" class="button publish-confirm" disabled=move || !confirmed.get()
+                <button type="button" class="button publish-confirm" disabled=move || !confirmed.get() || !tests_pass
                     on:click=move |_| { publish.dispatch(Publish { tool, version: to, confirm_breaking: breaking }); checking.set(None); }>
                     {format!("Publish v{to}")}
                 </button>
                 <button type="button" class="button secondary" on:click=move |_| checking.set(None)>"Cancel"</button>
             </div>
         </section>
+    }
+}
+
+/// The test cases a publish here needs, as they did against the version.
+#[component]
+fn RequiredTests(version: i64, results: Vec<TestResultView>) -> impl IntoView {
+    let failed = results.iter().filter(|r| !r.passed).count();
+    let summary = match (results.len(), failed) {
+        (0, _) => {
+            "Publishing here needs at least one test case, and this tool has none: save the Run arguments as a test case first.".to_owned()
+        }
+        (n, 0) => format!("Test cases: all {n} pass against v{version}."),
+        (n, f) => format!("Test cases: {f} of {n} fail against v{version}; publishing here needs every one to pass."),
+    };
+    view! {
+        <div class="required-tests">
+            <h4>"Tests required before publishing"</h4>
+            <p class=if failed == 0 && !results.is_empty() { "alert ok" } else { "alert error" } role="status">{summary}</p>
+            <ul class="test-results">
+                {results.into_iter().map(|r| view! { <TestResultItem result=r /> }).collect_view()}
+            </ul>
+        </div>
+    }
+}
+
+/// One test case's outcome: its name and time, and for a failure why, what
+/// was expected and what came back.
+#[component]
+pub fn TestResultItem(result: TestResultView) -> impl IntoView {
+    let r = result;
+    view! {
+        <li class:pass=r.passed class:fail=!r.passed>
+            {if r.passed { "✓ " } else { "✗ " }} <strong>{r.name}</strong>
+            <span class="muted small">{format!(" {:.1} ms", r.duration_ms)}</span>
+            {(!r.passed).then(|| view! {
+                <div class="small">{r.reason.clone()}</div>
+                <div class="small mono">"got: " {r.actual.clone()} {r.expected.clone().map(|e| format!("  expected: {e}"))}</div>
+            })}
+        </li>
     }
 }
 
@@ -164,7 +209,7 @@ pub fn VersionDiff(diff: DiffView, bundle: bool) -> impl IntoView {
 
 /// A unified diff, lines coloured by what happened to them.
 #[component]
-fn DiffText(text: String) -> impl IntoView {
+pub fn DiffText(text: String) -> impl IntoView {
     if text.trim().is_empty() {
         return view! { <p class="muted small">"No differences."</p> }.into_any();
     }

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::{ListingKind, Tool, ToolError};
+use super::{ListingKind, TestCaseResult, Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::schema::{ArgDef, ArgType};
@@ -174,14 +174,22 @@ impl Toolshed {
     /// Publishes (or rolls back to) version `n` of listing `id`, unless it is a
     /// tool's version that may break calls made to the published one and
     /// `breaking_confirmed` is false: then [`ToolError::Breaking`] says why.
-    pub async fn publish_compatible(&self, user: &User, id: ToolId, n: i64, breaking_confirmed: bool) -> Result<Tool, ToolError> {
+    /// `tested`: the tool's test results against `n`, when the caller has them.
+    pub async fn publish_compatible(
+        &self,
+        user: &User,
+        id: ToolId,
+        n: i64,
+        breaking_confirmed: bool,
+        tested: Option<Vec<TestCaseResult>>,
+    ) -> Result<Tool, ToolError> {
         if !breaking_confirmed && self.tool(user, id).await?.kind == ListingKind::Tool {
             let breaking = self.publish_impact(user, id, n).await?.breaking_changes();
             if !breaking.is_empty() {
                 return Err(ToolError::Breaking(breaking));
             }
         }
-        self.publish(user, id, n).await
+        self.publish_tested(user, id, n, tested).await
     }
 }
 

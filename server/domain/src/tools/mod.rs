@@ -21,8 +21,8 @@ pub use permissions::{read_only_method, Permissions, META_KEY as PERMISSIONS_MET
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
 pub use runs::{RunReport, RunSource, Via};
-pub use test_cases::{TestCase, TestCaseResult};
-pub(crate) use versions::{insert_version, mark_published, parse_changelog};
+pub use test_cases::{Check, TestCase, TestCaseResult};
+pub(crate) use versions::{insert_version, mark_published, parse_changelog, schema_text, unified_diff};
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
@@ -160,6 +160,9 @@ pub struct Tool {
     pub published_version: Option<i64>,
     /// Published by an editor, waiting for an admin's review (departments that require it).
     pub pending_version: Option<i64>,
+    /// A new title and description waiting for an admin's review (departments
+    /// that require it): models read `title` and `description` until approved.
+    pub pending_text: Option<PendingText>,
     /// Why the last version waiting for review was rejected.
     pub review_note: Option<String>,
     /// The admin's note on the last moderation action (hide, disable, …), for the author.
@@ -252,6 +255,18 @@ pub enum ToolError {
     /// A publish that may break callers' calls, not confirmed: the changes, `path: what`.
     #[error("This version may break calls made to the published version ({}); confirm to publish it.", .0.join("; "))]
     Breaking(Vec<String>),
+    /// Tests are required before a publish, and the tool has none.
+    #[error("Publishing here needs at least one test case that passes: add one under Test cases, then publish.")]
+    TestsMissing,
+    /// Tests are required before a publish, and these failed against the version.
+    #[error("Publishing here needs every test case to pass; {} failed: {}.", .0.len(),
+        .0.iter().map(|r| format!("“{}”: {}", r.name, r.reason.as_deref().unwrap_or("failed"))).collect::<Vec<_>>().join("; "))]
+    TestsFailed(Vec<TestCaseResult>),
+    /// What models would read holds text a person would not see, or text
+    /// addressed to the model: held until an admin accepts it.
+    #[error("Held for an administrator: what models read of this tool has {}. An administrator has been asked to look; once they accept it, publish again, or change the text.",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    HiddenInstructions(Vec<crate::scan::Finding>),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -260,6 +275,13 @@ impl From<sqlx::Error> for ToolError {
     fn from(e: sqlx::Error) -> Self {
         ToolError::Store(e.into())
     }
+}
+
+/// A listing's new title and description, waiting for review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingText {
+    pub title: String,
+    pub description: String,
 }
 
 /// What the "New tool" form sends, parsed.
@@ -303,7 +325,7 @@ pub const STARTER_CODE: &str = "// The body of an async function. Arguments are 
 
 const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept, t.name, t.title, t.description, t.tags, t.visibility, t.status, \
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
-     t.pending_version, t.review_note, t.moderation_note, \
+     t.pending_version, t.pending_title, t.pending_description, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
      t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
@@ -332,6 +354,10 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         published_version: r.try_get("published_version")?,
         pending_version: r.try_get("pending_version")?,
         review_note: r.try_get("review_note")?,
+        pending_text: match (r.try_get::<Option<String>, _>("pending_title")?, r.try_get::<Option<String>, _>("pending_description")?) {
+            (Some(title), Some(description)) => Some(PendingText { title, description }),
+            _ => None,
+        },
         moderation_note: r.try_get("moderation_note")?,
         latest_version: r.try_get("latest_version")?,
         read_only_hint: r.try_get::<i64, _>("read_only_hint")? != 0,
@@ -514,13 +540,32 @@ impl Toolshed {
             }
             .into());
         }
+        // Models read the new title and description at once where a version is
+        // served: they are scanned, and in a department that requires review an
+        // editor's wait for an admin like a version (the form sends the waiting
+        // text back; sending the approved one withdraws it).
+        let texts_changed = s.title.as_str() != before.title || s.description.as_str() != before.description;
+        let mut held = None;
+        if let (true, Some(n)) = (texts_changed, before.published_version) {
+            let args = self.version_row(id, n).await?.args;
+            let renamed = Tool { title: s.title.as_str().to_owned(), description: s.description.as_str().to_owned(), ..before.clone() };
+            self.screen(user, &renamed, &args, n).await?;
+            if !user.is_admin && self.review_required(before.department_id).await? {
+                held = Some(PendingText { title: s.title.as_str().to_owned(), description: s.description.as_str().to_owned() });
+            }
+        }
+        let (title, description) = match held {
+            Some(_) => (before.title.as_str(), before.description.as_str()),
+            None => (s.title.as_str(), s.description.as_str()),
+        };
         let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
-             fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10 WHERE id = $11",
+             fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13 \
+             WHERE id = $11",
         )
-        .bind(s.title.as_str())
-        .bind(s.description.as_str())
+        .bind(title)
+        .bind(description)
         .bind(s.tags.joined())
         .bind(s.visibility.as_str())
         .bind(i64::from(s.read_only_hint))
@@ -530,15 +575,18 @@ impl Toolshed {
         .bind(s.memory_mib)
         .bind(now_ms())
         .bind(id.0)
+        .bind(held.as_ref().map(|p| p.title.as_str()))
+        .bind(held.as_ref().map(|p| p.description.as_str()))
         .execute(&mut *tx)
         .await?;
+        let pending_title = held.as_ref().map(|p| p.title.as_str());
         audit::record(
             &mut tx,
             Some(user.id),
             &before.action("settings_changed"),
             &before.audit_target(),
             Some(serde_json::json!({"title": before.title, "visibility": before.visibility})),
-            Some(serde_json::json!({"title": s.title.as_str(), "visibility": s.visibility})),
+            Some(serde_json::json!({"title": title, "visibility": s.visibility, "title_waiting_for_review": pending_title})),
         )
         .await?;
         tx.commit().await?;

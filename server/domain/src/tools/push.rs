@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ListingKind, NewTool, RunSource, Source, TestCaseResult, Tool, ToolError, ToolSettings, Visibility};
+use super::{Check, ListingKind, NewTool, RunSource, Source, TestCaseResult, Tool, ToolError, ToolSettings, Visibility};
 use crate::accounts::User;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
@@ -52,9 +52,48 @@ pub struct FileTestCase {
     pub name: String,
     #[serde(default = "empty_object")]
     pub args: Value,
-    /// The result text expected (JSON results compare as compact JSON); absent: any success.
+    /// The result text expected (a JSON result equals it as JSON).
     #[serde(default)]
     pub expected: Option<String>,
+    /// Text the result must contain.
+    #[serde(default)]
+    pub contains: Option<String>,
+    /// A JSONPath into the JSON result; `equals` is the value expected there.
+    #[serde(default)]
+    pub json_path: Option<String>,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    /// A JSON Schema the result must match.
+    #[serde(default)]
+    pub schema: Option<Value>,
+}
+
+impl FileTestCase {
+    /// The one check the case names (none of them: the run must succeed).
+    pub fn check(&self) -> Result<Check, Invalid> {
+        // A blank `expected` has always meant "any success".
+        let expected = self.expected.as_deref().filter(|e| !e.trim().is_empty());
+        let given = [expected.is_some(), self.contains.is_some(), self.json_path.is_some(), self.schema.is_some()];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(Invalid {
+                field: "test_cases",
+                reason: format!(
+                    "“{}” names more than one check: give one of expected, contains, json_path (with equals) or schema",
+                    self.name
+                ),
+            });
+        }
+        if self.equals.is_some() != self.json_path.is_some() {
+            return Err(Invalid { field: "test_cases", reason: format!("“{}”: json_path and equals go together", self.name) });
+        }
+        match (expected, &self.contains, &self.json_path, &self.schema) {
+            (Some(text), ..) => Check::parse("equals", None, Some(text)),
+            (_, Some(text), ..) => Check::parse("contains", None, Some(text)),
+            (_, _, Some(path), _) => Check::parse("json_path", Some(path), self.equals.as_ref().map(Value::to_string).as_deref()),
+            (_, _, _, Some(schema)) => Check::parse("schema", None, Some(&schema.to_string())),
+            _ => Ok(Check::Succeeds),
+        }
+    }
 }
 
 fn empty_object() -> Value {
@@ -71,6 +110,9 @@ pub enum PushOutcome {
     PendingReview,
     /// A test case failed: the version was saved, not published.
     TestsFailed,
+    /// The department requires test cases before a publish, and the tool has
+    /// none: the version was saved, not published.
+    TestsMissing,
     /// The version may break calls made to the published one, and the push did
     /// not confirm that: saved and tested, not published (`breaking` says why).
     Breaking,
@@ -111,6 +153,7 @@ impl Toolshed {
     /// and it breaks no call made to the published version (or `breaking_confirmed`).
     pub async fn push_tool(&self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
+        let checks = file.test_cases.iter().map(FileTestCase::check).collect::<Result<Vec<_>, _>>()?;
         let tags = file.tags.as_ref().map(|t| Tags::parse(&t.join(" "))).transpose()?;
         let (tool, created) = match self.listing_by_slug(user, ListingKind::Tool, &user.department.name, &file.name).await {
             Ok(tool) => (self.update_from_file(user, tool, &file, tags).await?, false),
@@ -136,8 +179,8 @@ impl Toolshed {
             Some(v) => (v.version, false),
             None => (self.save_version(user, tool.id, source, &file.changelog).await?, true),
         };
-        for case in file.test_cases {
-            self.save_test_case(user, tool.id, &case.name, case.args, case.expected).await?;
+        for (case, check) in file.test_cases.into_iter().zip(checks) {
+            self.save_test_case(user, tool.id, &case.name, case.args, check).await?;
         }
         let test_results = self.run_test_cases(user, tool.id, RunSource::Version(version)).await?;
         let mut breaking = Vec::new();
@@ -146,13 +189,14 @@ impl Toolshed {
         } else if tool.published_version == Some(version) {
             PushOutcome::Published
         } else {
-            match self.publish_compatible(user, tool.id, version, breaking_confirmed).await {
+            match self.publish_compatible(user, tool.id, version, breaking_confirmed, Some(test_results.clone())).await {
                 Ok(t) if t.published_version == Some(version) => PushOutcome::Published,
                 Ok(_) => PushOutcome::PendingReview,
                 Err(ToolError::Breaking(changes)) => {
                     breaking = changes;
                     PushOutcome::Breaking
                 }
+                Err(ToolError::TestsMissing) => PushOutcome::TestsMissing,
                 Err(e) => return Err(e),
             }
         };

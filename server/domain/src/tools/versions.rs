@@ -238,9 +238,25 @@ impl Toolshed {
     /// Serves version `n` from now on. Publishing an older version is a roll back.
     /// In a department that requires review, an editor's publish waits for an
     /// admin instead (`pending_version`) and the endpoint keeps its version.
+    /// Where the department (or the instance) requires tests, a tool's version
+    /// is published only if it has test cases and they all pass against it.
     pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
+        self.publish_tested(user, id, n, None).await
+    }
+
+    /// [`Toolshed::publish`], given the results of the tool's test cases
+    /// against `n` when the caller has just run them (a push does anyway).
+    pub(crate) async fn publish_tested(
+        &self,
+        user: &User,
+        id: ToolId,
+        n: i64,
+        tested: Option<Vec<super::TestCaseResult>>,
+    ) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
-        self.version_row(id, n).await?;
+        let version = self.version_row(id, n).await?;
+        super::test_cases::gate_passed(self.test_gate(user, &tool, n, tested).await?)?;
+        self.screen(user, &tool, &version.args, n).await?;
         if !user.is_admin && self.review_required(tool.department_id).await? {
             return self.request_review(user, &tool, n).await;
         }
@@ -275,12 +291,20 @@ impl Toolshed {
         if tool.kind == super::ListingKind::Bundle {
             (a.code, b.code) = (self.member_lines(user, id, from).await?, self.member_lines(user, id, to).await?);
         }
-        let unified = |x: &str, y: &str| {
-            similar::TextDiff::from_lines(x, y).unified_diff().context_radius(3).header(&format!("v{from}"), &format!("v{to}")).to_string()
-        };
-        let pretty = |args: &[ArgDef]| serde_json::to_string_pretty(&crate::schema::to_json_schema(args)).unwrap_or_default() + "\n";
-        Ok(VersionDiff { from, to, code: unified(&a.code, &b.code), args: unified(&pretty(&a.args), &pretty(&b.args)) })
+        let (x, y) = (format!("v{from}"), format!("v{to}"));
+        let code = unified_diff(&a.code, &b.code, &x, &y);
+        Ok(VersionDiff { from, to, code, args: unified_diff(&schema_text(&a.args), &schema_text(&b.args), &x, &y) })
     }
+}
+
+/// A unified diff of two texts, three lines of context.
+pub(crate) fn unified_diff(a: &str, b: &str, from: &str, to: &str) -> String {
+    similar::TextDiff::from_lines(a, b).unified_diff().context_radius(3).header(from, to).to_string()
+}
+
+/// Argument rows as the JSON Schema clients see, pretty.
+pub(crate) fn schema_text(args: &[ArgDef]) -> String {
+    serde_json::to_string_pretty(&crate::schema::to_json_schema(args)).unwrap_or_default() + "\n"
 }
 
 /// Saves `source` as the tool's next version (1, 2, …) and returns its number.

@@ -6,7 +6,7 @@ use serde_json::json;
 use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::market::{BrowseQuery, ListingKind};
 use toolshed_domain::names::ToolName;
-use toolshed_domain::tools::{EnvKind, NewTool, RunSource, Source, Tool, ToolError};
+use toolshed_domain::tools::{Check, EnvKind, NewTool, RunSource, Source, Tool, ToolError};
 use toolshed_domain::{Db, Toolshed, User};
 
 /// A tool with one version per body in `codes`, each published in turn (so
@@ -48,7 +48,7 @@ async fn served(ts: &Toolshed, user: &User, b: &Tool) -> Vec<String> {
 store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_department, |db: Db| async move {
     let (ts, alice, _, carol) = world(db).await;
     let src = tool(&ts, &alice, "shout", "everyone", &["return $text;", "return $text.toUpperCase();"]).await;
-    ts.save_test_case(&alice, src.id, "hello", json!({"text": "hi"}), Some("HI".into())).await.unwrap();
+    ts.save_test_case(&alice, src.id, "hello", json!({"text": "hi"}), Check::Equals { expected: "HI".into() }).await.unwrap();
     ts.set_env_var(&alice, src.id, "API_KEY", "s3cret", EnvKind::Secret).await.unwrap();
     // A newer saved version that is not published is not what a fork copies.
     ts.save_version(&alice, src.id, Source::parse("return 'draft';", text_arg(), None).unwrap(), "wip").await.unwrap();
@@ -239,7 +239,7 @@ store_test!(a_version_never_served_reaches_only_the_tools_editors, |db: Db| asyn
 store_test!(a_disabled_listing_refuses_runs_by_version_number_too, |db: Db| async move {
     let (ts, alice, _, carol) = world(db).await;
     let t = tool(&ts, &alice, "calc", "everyone", &["return 'v1';"]).await;
-    ts.save_test_case(&alice, t.id, "one", json!({"text": "x"}), None).await.unwrap();
+    ts.save_test_case(&alice, t.id, "one", json!({"text": "x"}), Check::Succeeds).await.unwrap();
     let root = User { is_admin: true, ..alice.clone() };
     let note = toolshed_domain::names::ModerationNote::parse("Leaks data.").unwrap();
     ts.moderate(&root, t.id, toolshed_domain::moderation::Action::Disable, &note).await.unwrap();

@@ -32,6 +32,10 @@ pub struct ArgDef {
     pub enum_values: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example: Option<Value>,
+    /// Its value is redacted wherever Toolshed keeps a call (failed calls):
+    /// JSON Schema's `writeOnly`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
 }
 
 /// One row of the visual editor: everything as typed, so a half-typed value
@@ -51,6 +55,8 @@ pub struct Row {
     /// Comma-separated, for enums.
     pub enum_values: String,
     pub example: String,
+    /// Redacted from kept calls (see `ArgDef::sensitive`).
+    pub sensitive: bool,
     /// Fields of an object, or of the objects in an array.
     pub children: Vec<Row>,
 }
@@ -76,6 +82,7 @@ impl Row {
             default: String::new(),
             enum_values: String::new(),
             example: String::new(),
+            sensitive: false,
             children: Vec::new(),
         }
     }
@@ -114,6 +121,7 @@ pub fn to_rows(defs: &[ArgDef]) -> Vec<Row> {
             row.required = d.required;
             row.default = value_text(&d.default);
             row.example = value_text(&d.example);
+            row.sensitive = d.sensitive;
             row.enum_values = d.enum_values.join(", ");
             match &d.ty {
                 ArgType::String => row.ty = "string".into(),
@@ -180,6 +188,7 @@ pub fn to_defs(rows: &[Row]) -> Vec<ArgDef> {
                     Vec::new()
                 },
                 example: typed_value(&r.example, &r.ty),
+                sensitive: r.sensitive,
                 ty,
             }
         })
@@ -231,6 +240,7 @@ mod tests {
                             default: Some(Value::from(3)),
                             enum_values: vec![],
                             example: None,
+                            sensitive: false,
                         }],
                     }),
                 },
@@ -239,6 +249,7 @@ mod tests {
                 default: None,
                 enum_values: vec![],
                 example: None,
+                sensitive: true,
             },
             ArgDef {
                 name: "unit".into(),
@@ -248,6 +259,7 @@ mod tests {
                 default: Some(Value::from("kg")),
                 enum_values: vec!["kg".into(), "lb".into()],
                 example: None,
+                sensitive: false,
             },
         ];
         assert_eq!(to_defs(&to_rows(&defs)), defs);

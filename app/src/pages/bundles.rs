@@ -40,6 +40,7 @@ fn served_tools(info: &BundleInfo) -> Vec<(String, Vec<ArgDef>)> {
         default: None,
         enum_values: Vec::new(),
         example: None,
+        sensitive: false,
     };
     let run_code = ("run_code".to_owned(), vec![code]);
     match info.listing.code_mode.as_str() {

@@ -61,6 +61,7 @@ struct Inner {
     usage: UsageRecorder,
     changes: ListingChanges,
     runnables: tools::RunnableCache,
+    failure_budget: tools::FailureBudget,
     calls: cache::CallCache,
     /// Moved after every write commits (here) or is seen (the change feed).
     epoch: cache::Epoch,
@@ -121,7 +122,19 @@ impl Toolshed {
         let epoch = cache::Epoch::default();
         let changes = ListingChanges::start(db.clone(), epoch.clone());
         let calls = cache::CallCache::new(&epoch);
-        Self { db, inner: Arc::new(Inner { settings, sandbox, usage, changes, runnables: Default::default(), calls, epoch }) }
+        Self {
+            db,
+            inner: Arc::new(Inner {
+                settings,
+                sandbox,
+                usage,
+                changes,
+                runnables: Default::default(),
+                failure_budget: Default::default(),
+                calls,
+                epoch,
+            }),
+        }
     }
 
     /// A write transaction: its commit empties the call cache.
@@ -140,6 +153,10 @@ impl Toolshed {
 
     pub(crate) fn runnables(&self) -> &tools::RunnableCache {
         &self.inner.runnables
+    }
+
+    pub(crate) fn failure_budget(&self) -> &tools::FailureBudget {
+        &self.inner.failure_budget
     }
 
     pub(crate) fn call_cache(&self) -> &cache::CallCache {

@@ -39,6 +39,10 @@ pub struct ArgDef {
     pub enum_values: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example: Option<Value>,
+    /// Its value is redacted wherever Toolshed keeps a call (failed calls):
+    /// JSON Schema's `writeOnly`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
 }
 
 /// Why rows or a schema were refused; names the path (`rows.items.name`).
@@ -71,6 +75,7 @@ pub fn starter_args() -> Vec<ArgDef> {
         default: None,
         enum_values: vec![],
         example: Some(json!("world")),
+        sensitive: false,
     }]
 }
 
@@ -162,6 +167,10 @@ fn object_schema(args: &[ArgDef]) -> Map<String, Value> {
         if let Some(e) = &a.example {
             p.insert("examples".into(), json!([e]));
         }
+        if a.sensitive {
+            // JSON Schema's word for a value that is sent but never shown back.
+            p.insert("writeOnly".into(), true.into());
+        }
         properties.insert(a.name.clone(), Value::Object(p));
     }
     let required: Vec<Value> = args.iter().filter(|a| a.required).map(|a| a.name.clone().into()).collect();
@@ -187,8 +196,20 @@ pub fn from_json_schema(schema: &Value) -> Result<Vec<ArgDef>, SchemaError> {
     Ok(defs)
 }
 
-const SUPPORTED: [&str; 11] =
-    ["type", "properties", "required", "description", "default", "examples", "enum", "items", "additionalProperties", "title", "$schema"];
+const SUPPORTED: [&str; 12] = [
+    "type",
+    "properties",
+    "required",
+    "description",
+    "default",
+    "examples",
+    "enum",
+    "items",
+    "additionalProperties",
+    "title",
+    "$schema",
+    "writeOnly",
+];
 
 fn object_fields(schema: &Value, path: &str) -> Result<Vec<ArgDef>, SchemaError> {
     let obj = schema.as_object().ok_or_else(|| err(path, "must be a JSON object"))?;
@@ -214,6 +235,7 @@ fn object_fields(schema: &Value, path: &str) -> Result<Vec<ArgDef>, SchemaError>
                 default: p.get("default").cloned(),
                 enum_values,
                 example: p.get("examples").and_then(Value::as_array).and_then(|e| e.first()).cloned(),
+                sensitive: p.get("writeOnly") == Some(&Value::Bool(true)),
             })
         })
         .collect()
@@ -323,7 +345,16 @@ mod tests {
     use super::*;
 
     fn arg(name: &str, ty: ArgType, required: bool) -> ArgDef {
-        ArgDef { name: name.into(), ty, description: String::new(), required, default: None, enum_values: vec![], example: None }
+        ArgDef {
+            name: name.into(),
+            ty,
+            description: String::new(),
+            required,
+            default: None,
+            enum_values: vec![],
+            example: None,
+            sensitive: false,
+        }
     }
 
     fn sample() -> Vec<ArgDef> {

@@ -1,6 +1,7 @@
 //! Usage records: one per tool call. Calls hand records to a channel and move
 //! on; one task writes them in batches (a transaction per batch), and a flush
-//! at shutdown writes whatever is still queued.
+//! at shutdown writes whatever is still queued. Failed calls kept for replay
+//! (`tools::failures`) travel the same way.
 //!
 //! Bounded both ways: while the database refuses writes (a full disk, an
 //! outage) records wait, up to [`QUEUE`] + [`BATCH`] of them, then new ones
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::Db;
+use crate::tools::FailureRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,6 +61,7 @@ pub struct UsageRecord {
 
 enum Msg {
     Record(UsageRecord),
+    Failure(Box<FailureRecord>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -101,7 +104,16 @@ impl UsageRecorder {
     }
 
     pub fn record(&self, record: UsageRecord) {
-        match self.tx.try_send(Msg::Record(record)) {
+        self.send(Msg::Record(record));
+    }
+
+    /// A failed call to keep for its editors (written with the usage records).
+    pub fn record_failure(&self, record: FailureRecord) {
+        self.send(Msg::Failure(Box::new(record)));
+    }
+
+    fn send(&self, msg: Msg) {
+        match self.tx.try_send(msg) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
                 let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -137,10 +149,16 @@ async fn write_batches(db: Db, mut rx: mpsc::Receiver<Msg>) {
     loop {
         tokio::select! {
             // While a full batch waits for the database, the channel holds the rest.
-            msg = rx.recv(), if pending.batch.len() < BATCH => match msg {
+            msg = rx.recv(), if pending.len() < BATCH => match msg {
                 Some(Msg::Record(r)) => {
                     pending.batch.push(r);
-                    if pending.batch.len() >= BATCH {
+                    if pending.len() >= BATCH {
+                        pending.write(&db).await;
+                    }
+                }
+                Some(Msg::Failure(f)) => {
+                    pending.failed_calls.push(*f);
+                    if pending.len() >= BATCH {
                         pending.write(&db).await;
                     }
                 }
@@ -162,17 +180,23 @@ async fn write_batches(db: Db, mut rx: mpsc::Receiver<Msg>) {
 #[derive(Default)]
 struct Pending {
     batch: Vec<UsageRecord>,
+    failed_calls: Vec<FailureRecord>,
     failures: u32,
 }
 
 impl Pending {
+    fn len(&self) -> usize {
+        self.batch.len() + self.failed_calls.len()
+    }
+
     async fn write(&mut self, db: &Db) {
-        if self.batch.is_empty() {
+        if self.len() == 0 {
             return;
         }
-        match insert(db, &self.batch).await {
+        match insert(db, &self.batch, &self.failed_calls).await {
             Ok(()) => {
                 self.batch.clear();
+                self.failed_calls.clear();
                 self.failures = 0;
             }
             Err(e) => {
@@ -182,9 +206,15 @@ impl Pending {
                     // The rows, not the database, are the problem: keep those it takes.
                     let mut lost = 0;
                     for r in self.batch.drain(..) {
-                        if let Err(e) = insert(db, std::slice::from_ref(&r)).await {
+                        if let Err(e) = insert(db, std::slice::from_ref(&r), &[]).await {
                             lost += 1;
                             tracing::error!(error = %e, record = ?r, "dropped a usage record the database refuses");
+                        }
+                    }
+                    for f in self.failed_calls.drain(..) {
+                        if let Err(e) = insert(db, &[], std::slice::from_ref(&f)).await {
+                            lost += 1;
+                            tracing::error!(error = %e, tool = f.tool_id, "dropped a failed call the database refuses");
                         }
                     }
                     tracing::warn!(lost, "wrote a refused usage batch row by row");
@@ -201,7 +231,7 @@ fn refused_rows(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if !matches!(d.kind(), sqlx::error::ErrorKind::Other))
 }
 
-async fn insert(db: &Db, records: &[UsageRecord]) -> Result<(), sqlx::Error> {
+async fn insert(db: &Db, records: &[UsageRecord], failed_calls: &[FailureRecord]) -> Result<(), sqlx::Error> {
     let mut tx = db.pool().begin().await?;
     // Many rows per statement: each statement is a round trip to the database.
     // (Written out because sqlx's QueryBuilder gives `Any` `?` placeholders,
@@ -227,6 +257,9 @@ async fn insert(db: &Db, records: &[UsageRecord]) -> Result<(), sqlx::Error> {
                 .bind(r.upstream_tool.as_deref());
         }
         insert.execute(&mut *tx).await?;
+    }
+    if !failed_calls.is_empty() {
+        crate::tools::insert_failed_calls(&mut tx, failed_calls).await?;
     }
     tx.commit().await
 }

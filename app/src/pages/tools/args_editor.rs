@@ -1,4 +1,4 @@
-//! The visual argument editor: rows of name, type, description, required,
+//! The visual argument editor: rows of name, type, description, required, sensitive,
 //! default, enum values and example; nested rows for objects. Rows can be
 //! added, removed and moved. Keyed rendering keeps focus while typing.
 
@@ -146,6 +146,11 @@ fn RowEditor(rows: RwSignal<Vec<Row>>, key: u64, depth: usize) -> impl IntoView 
                 <label class="inline">
                     <input type="checkbox" checked=initial.required on:change=move |ev| edit(rows, key, |r| r.required = event_target_checked(&ev)) />
                     "required"
+                </label>
+                <label class="inline" title="Redacted wherever a call is kept (failed calls); writeOnly in the JSON Schema">
+                    <input type="checkbox" checked=initial.sensitive aria-label=move || format!("{} is sensitive", label.get())
+                        on:change=move |ev| edit(rows, key, |r| r.sensitive = event_target_checked(&ev)) />
+                    "sensitive"
                 </label>
                 <span class="row-actions">
                     <button type="button" title="Move up" aria-label=move || format!("Move {} up", label.get()) on:click=move |_| move_row(rows, key, -1)>"↑"</button>

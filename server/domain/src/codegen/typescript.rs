@@ -225,7 +225,16 @@ mod tests {
     use crate::schema::{to_json_schema, ArgDef, ArgType};
 
     fn arg(name: &str, ty: ArgType, required: bool, description: &str) -> ArgDef {
-        ArgDef { name: name.into(), ty, description: description.into(), required, default: None, enum_values: vec![], example: None }
+        ArgDef {
+            name: name.into(),
+            ty,
+            description: description.into(),
+            required,
+            default: None,
+            enum_values: vec![],
+            example: None,
+            sensitive: false,
+        }
     }
 
     #[test]

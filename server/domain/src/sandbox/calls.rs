@@ -13,7 +13,9 @@ use std::time::Instant;
 use rquickjs::{Ctx, Exception, Function, IntoJs, Value};
 use tokio::task::{self, JoinSet};
 
-use super::fetch::{io, request, response_object, FetchRequest, FetchResponse, Reach};
+use super::fetch::{
+    check_method, io, replayed, request, response_object, FetchExchange, FetchRequest, FetchResponse, Reach, RECORDED_BYTES,
+};
 use super::globals::json_to_js;
 use super::secrets::Secrets;
 use super::{Limits, RunOutcome, RunRequest, ToolValue};
@@ -88,7 +90,18 @@ pub(super) struct HostCalls<'js> {
     tool_calls: u32,
     waiting: HashMap<task::Id, Settle<'js>>,
     tasks: JoinSet<Reply>,
+    /// Every `$fetch` of the run, in the order the code made them.
+    recorded: Vec<FetchExchange>,
+    /// Which exchange each request in flight answers.
+    recording: HashMap<task::Id, usize>,
+    /// Bytes of bodies the recording may still keep.
+    budget: usize,
+    /// A replay: the recorded exchanges answer `$fetch`, and which were served.
+    replay: Option<(Arc<Vec<FetchExchange>>, Vec<bool>)>,
 }
+
+/// Refusals are recorded too, but a loop of them only this far.
+const MAX_RECORDED: usize = 100;
 
 pub(super) enum Wait<'js> {
     /// A call finished; settle its promise with [`settle`].
@@ -113,19 +126,64 @@ impl<'js> HostCalls<'js> {
             tool_calls: 0,
             waiting: HashMap::new(),
             tasks: JoinSet::new(),
+            recorded: Vec::new(),
+            recording: HashMap::new(),
+            budget: RECORDED_BYTES,
+            replay: req.replay.clone().map(|tape| {
+                let served = vec![false; tape.len()];
+                (tape, served)
+            }),
         }
     }
 
-    /// Starts a request, returning the error to reject with if it cannot start.
+    /// Starts a request, returning the error to reject with if it cannot
+    /// start. Either way the request is recorded.
     pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
-        let request = request(&self.reach, &self.limits, req)?;
+        let mut exchange = FetchExchange::of(&req);
+        let started = match self.fetch(req) {
+            Ok(answer) => io().map(|io| self.tasks.spawn_on(async move { Reply::Fetch(answer.await) }, io.runtime.handle())),
+            Err(message) => Err(message),
+        };
+        match started {
+            Ok(task) => {
+                self.waiting.insert(task.id(), settle);
+                self.recording.insert(task.id(), self.recorded.len());
+                self.recorded.push(exchange);
+                Ok(())
+            }
+            Err(message) => {
+                if self.recorded.len() < MAX_RECORDED {
+                    exchange.answered(&Err(message.clone()), &mut self.budget);
+                    self.recorded.push(exchange);
+                }
+                Err(message)
+            }
+        }
+    }
+
+    /// The answer to `req`: from the network, or from the recording in a replay.
+    fn fetch(&mut self, req: FetchRequest) -> Result<Pin<Box<dyn Future<Output = Result<FetchResponse, String>> + Send>>, String> {
         if self.fetches >= self.limits.fetch_requests {
             return Err(format!("too many $fetch calls (limit {} per run)", self.limits.fetch_requests));
         }
+        let answer: Pin<Box<dyn Future<Output = _> + Send>> = match &mut self.replay {
+            None => Box::pin(request(&self.reach, &self.limits, req)?),
+            Some((tape, served)) => {
+                check_method(&self.reach, &req)?;
+                match replayed(tape, served, &req)? {
+                    Some(answer) => Box::pin(std::future::ready(answer)),
+                    // It had no answer before that call ended: nor has it now.
+                    None => Box::pin(std::future::pending()),
+                }
+            }
+        };
         self.fetches += 1;
-        let task = self.tasks.spawn_on(async move { Reply::Fetch(request.await) }, io()?.runtime.handle());
-        self.waiting.insert(task.id(), settle);
-        Ok(())
+        Ok(answer)
+    }
+
+    /// The run's `$fetch` exchanges, in order.
+    pub(super) fn take_recording(&mut self) -> Vec<FetchExchange> {
+        std::mem::take(&mut self.recorded)
     }
 
     /// Starts preparing a tool call, returning the error to reject with if it cannot start.
@@ -161,6 +219,9 @@ impl<'js> HostCalls<'js> {
                 // Tasks are only aborted by `clear`, so this is a panic inside the call.
                 Ok(Some(Err(e))) => (e.id(), Reply::Failed(format!("host call failed: {e}"))),
             };
+            if let (Some(i), Reply::Fetch(answer)) = (self.recording.remove(&id), &reply) {
+                self.recorded[i].answered(answer, &mut self.budget);
+            }
             if let Some(settle) = self.waiting.remove(&id) {
                 return Wait::Done(settle, reply);
             }

@@ -12,7 +12,7 @@ use rquickjs::{Coerced, Context, Ctx, Runtime, Value};
 use super::alloc::{CappedAllocator, MemoryStats};
 use super::calls::{settle, HostCalls, Reply, Settled, ToolCall, Wait};
 use super::globals::{display, install, Host, Needs};
-use super::{Limits, RunError, RunOutcome, RunRequest, ToolValue, KIB, MIB};
+use super::{FetchExchange, Limits, RunError, RunOutcome, RunRequest, ToolValue, KIB, MIB};
 
 /// Always added to the base objects: compiling, JSON and async functions.
 /// Date, RegExp and Map/Set are added when the code names them (see
@@ -58,14 +58,15 @@ fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
         stats: stats.clone(),
     };
     let needs = Needs::of(&req.code, req.tools.is_some());
-    let (result, context) = match guard.start(&needs) {
+    let (result, fetches, context) = match guard.start(&needs) {
         Ok(context) => {
-            let result = context.with(|ctx| execute(&ctx, &req, &needs, &host, &guard));
-            (result, Some(context))
+            let (result, fetches) = context.with(|ctx| execute(&ctx, &req, &needs, &host, &guard));
+            (result, fetches, Some(context))
         }
-        Err(error) => (Err(error), None),
+        Err(error) => (Err(error), Vec::new(), None),
     };
-    let outcome = RunOutcome { result, console: host.take_console(), duration: started.elapsed(), peak_memory_bytes: stats.peak() };
+    let outcome =
+        RunOutcome { result, console: host.take_console(), fetches, duration: started.elapsed(), peak_memory_bytes: stats.peak() };
     (outcome, context)
 }
 
@@ -201,11 +202,21 @@ impl Guard {
     }
 }
 
-fn execute<'js>(ctx: &Ctx<'js>, req: &RunRequest, needs: &Needs, host: &Rc<Host>, guard: &Guard) -> Result<ToolValue, RunError> {
+/// The run's result, and its `$fetch` exchanges.
+fn execute<'js>(
+    ctx: &Ctx<'js>,
+    req: &RunRequest,
+    needs: &Needs,
+    host: &Rc<Host>,
+    guard: &Guard,
+) -> (Result<ToolValue, RunError>, Vec<FetchExchange>) {
     let calls = Rc::new(RefCell::new(HostCalls::new(req)));
     let _clear = ClearOnDrop(&calls);
-    install(ctx, req, needs, host.clone(), calls.clone()).map_err(|e| guard.failure(ctx, e))?;
-    drive(ctx, &req.code, &calls, guard)
+    let result = install(ctx, req, needs, host.clone(), calls.clone())
+        .map_err(|e| guard.failure(ctx, e))
+        .and_then(|()| drive(ctx, &req.code, &calls, guard));
+    let fetches = calls.borrow_mut().take_recording();
+    (result, fetches)
 }
 
 /// Runs even when unwinding: JS values left in the queue would outlive the

@@ -17,6 +17,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, IntoJs, Object, Promise, Value};
+use serde::{Deserialize, Serialize};
 
 use super::calls::HostCalls;
 use super::secrets::Secrets;
@@ -92,12 +93,145 @@ pub(super) struct FetchRequest {
     body: Option<String>,
 }
 
-pub(super) struct FetchResponse {
-    status: u16,
-    status_text: String,
-    url: String,
-    headers: Vec<(String, String)>,
-    body: String,
+/// A response as `$fetch` hands it to the code (and as a replay serves it back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchResponse {
+    pub status: u16,
+    pub status_text: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// One `$fetch` of a run, as recorded: what the code asked for (secrets as
+/// their placeholders, credential headers redacted) and what it got back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchExchange {
+    pub method: String,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_headers: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<String>,
+    /// The response, or the message `$fetch` rejected with; `None`: no
+    /// answer came before the call ended.
+    pub response: Option<Result<FetchResponse, String>>,
+    /// A body was cut to keep the recording small (see [`RECORDED_BODY_BYTES`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Of each body, a recording keeps this much; of all a run's bodies, [`RECORDED_BYTES`].
+pub const RECORDED_BODY_BYTES: usize = 256 * 1024;
+pub const RECORDED_BYTES: usize = 1024 * 1024;
+/// What stands in a recording for a value it must not keep.
+pub const REDACTED: &str = "[redacted]";
+/// How `$env` secrets are blanked out of outcomes (`tools::env`).
+const ENV_MASK: &str = "••••••";
+
+/// Headers that carry credentials whatever the tool's settings say.
+fn credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "cookie", "set-cookie", "token", "secret", "password", "api-key", "apikey", "auth"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+impl FetchExchange {
+    /// The recording of a request; its answer follows with [`FetchExchange::answered`].
+    pub(super) fn of(req: &FetchRequest) -> Self {
+        Self {
+            method: req.method.to_string(),
+            url: req.url.to_string(),
+            request_headers: redact_headers(&req.headers),
+            request_body: req.body.clone(),
+            response: None,
+            truncated: false,
+        }
+    }
+
+    /// Keeps `answer`, each body cut to what `budget` (bytes left for the run's recording) allows.
+    pub(super) fn answered(&mut self, answer: &Result<FetchResponse, String>, budget: &mut usize) {
+        let mut cut = |text: &mut String| {
+            let keep = text.len().min(RECORDED_BODY_BYTES).min(*budget);
+            if keep < text.len() {
+                let mut at = keep;
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.truncate(at);
+                self.truncated = true;
+            }
+            *budget -= text.len();
+        };
+        if let Some(body) = &mut self.request_body {
+            cut(body);
+        }
+        self.response = Some(answer.clone().map(|mut r| {
+            r.headers = redact_headers(&r.headers);
+            cut(&mut r.body);
+            r
+        }));
+    }
+
+    /// Applies `clean` to every text of the exchange (to redact values out of it).
+    pub fn clean_texts(&mut self, mut clean: impl FnMut(&mut String)) {
+        clean(&mut self.url);
+        self.request_headers.iter_mut().for_each(|(_, v)| clean(v));
+        self.request_body.iter_mut().for_each(&mut clean);
+        match &mut self.response {
+            Some(Ok(r)) => {
+                clean(&mut r.url);
+                r.headers.iter_mut().for_each(|(_, v)| clean(v));
+                clean(&mut r.body);
+            }
+            Some(Err(message)) => clean(message),
+            None => {}
+        }
+    }
+}
+
+fn redact_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers.iter().map(|(name, value)| (name.clone(), if credential_header(name) { REDACTED.to_owned() } else { value.clone() })).collect()
+}
+
+/// Whether `url` is the recorded one, where a redacted part of the
+/// recording stands for any text (the editor may fill the real value in).
+fn same_url(recorded: &str, url: &str) -> bool {
+    if !recorded.contains(REDACTED) && !recorded.contains(ENV_MASK) {
+        return recorded == url;
+    }
+    let recorded = recorded.replace(ENV_MASK, REDACTED);
+    let mut parts = recorded.split(REDACTED);
+    let Some(mut rest) = url.strip_prefix(parts.next().unwrap_or_default()) else { return false };
+    let mut parts = parts.peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// What a replay answers a request with: the first recorded exchange with
+/// the same method and URL not served yet (the last one again once all
+/// were), never the network. `Err`: the recording has no such request.
+pub(super) fn replayed(
+    tape: &[FetchExchange],
+    served: &mut [bool],
+    req: &FetchRequest,
+) -> Result<Option<Result<FetchResponse, String>>, String> {
+    let (method, url) = (req.method.as_str(), req.url.as_str());
+    let same: Vec<usize> = (0..tape.len()).filter(|&i| tape[i].method == method && same_url(&tape[i].url, url)).collect();
+    let Some(&i) = same.iter().find(|&&i| !served[i]).or(same.last()) else {
+        return Err(format!("replay: the recorded call sent no {method} {url} (a replay answers $fetch from the recording only)"));
+    };
+    served[i] = true;
+    Ok(tape[i].response.clone())
 }
 
 async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
@@ -163,15 +297,21 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
     Err(format!("too many redirects (more than {MAX_REDIRECTS})"))
 }
 
+/// Refuses what a read-only tool may not send.
+pub(super) fn check_method(reach: &Reach, req: &FetchRequest) -> Result<(), String> {
+    if reach.read_only && !crate::tools::read_only_method(req.method.as_str()) {
+        return Err(format!("this tool is read-only: $fetch sends only GET and HEAD requests, not {}", req.method));
+    }
+    Ok(())
+}
+
 /// The request as a future for the fetch runtime, or why it may not start.
 pub(super) fn request(
     reach: &Arc<Reach>,
     limits: &Limits,
     req: FetchRequest,
 ) -> Result<impl Future<Output = Result<FetchResponse, String>> + Send + 'static, String> {
-    if reach.read_only && !crate::tools::read_only_method(req.method.as_str()) {
-        return Err(format!("this tool is read-only: $fetch sends only GET and HEAD requests, not {}", req.method));
-    }
+    check_method(reach, &req)?;
     check_target(reach, &req.url)?;
     let io = io()?;
     // Redirects are followed by hand (`send`) so that each hop is checked.
@@ -300,7 +440,18 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::{host_allowed, split_port};
+    use super::{host_allowed, same_url, split_port};
+
+    #[test]
+    fn a_redacted_part_of_a_recorded_url_matches_any_value() {
+        assert!(same_url("http://h/a?x=1", "http://h/a?x=1"));
+        assert!(!same_url("http://h/a?x=1", "http://h/a?x=2"));
+        assert!(same_url("http://h/a?key=[redacted]&x=1", "http://h/a?key=k-123&x=1"));
+        assert!(same_url("http://h/a?key=[redacted]&x=1", "http://h/a?key=[redacted]&x=1"));
+        assert!(same_url("http://h/[redacted]/b?t=••••••", "http://h/u1/b?t=s3cret"));
+        assert!(!same_url("http://h/a?key=[redacted]&x=1", "http://h/a?key=k-123&x=2"));
+        assert!(!same_url("http://h/a?key=[redacted]", "http://other/a?key=k"));
+    }
 
     #[test]
     fn allow_list_matches_exact_hosts_and_subdomain_wildcards() {

@@ -34,6 +34,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
+pub use fetch::{FetchExchange, FetchResponse, REDACTED};
 pub use pool::{Lane, Sandbox, SandboxConfig, SandboxError};
 pub use secrets::{placeholder, OutboundSecret};
 
@@ -113,6 +114,9 @@ pub struct RunRequest {
     /// code gets neither `$fetch` nor `$env`: it reaches out only through tools.
     #[serde(skip)]
     pub tools: Option<CodeTools>,
+    /// A replay: `$fetch` answers from these recorded exchanges, never the network.
+    #[serde(skip)]
+    pub replay: Option<std::sync::Arc<Vec<FetchExchange>>>,
 }
 
 impl RunRequest {
@@ -159,6 +163,9 @@ pub enum RunEvent {
 pub struct RunOutcome {
     pub result: Result<ToolValue, RunError>,
     pub console: Vec<ConsoleLine>,
+    /// Every `$fetch` the code made, as recorded (see [`FetchExchange`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fetches: Vec<FetchExchange>,
     pub duration: Duration,
     pub peak_memory_bytes: usize,
 }

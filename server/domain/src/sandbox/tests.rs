@@ -580,3 +580,55 @@ fn errors_of_a_request_carrying_the_value_name_only_its_placeholder() {
     let Ok(ToolValue::Text(message)) = outcome.result else { panic!("{:?}", outcome.result) };
     assert!(!message.contains(VALUE) && !message.contains("0123456789"), "{message}");
 }
+
+#[test]
+fn a_run_records_its_fetches_and_a_replay_answers_from_the_recording_without_the_network() {
+    let (port, heads) = recording_server(10, |head| match head.split(' ').nth(1) {
+        Some("/a") => http_response("200 OK", "Set-Cookie: session=s3cr3t\r\n", r#"{"n":1}"#),
+        _ => http_response("500 Internal Server Error", "", "down"),
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    let fetch_both = format!(
+        "const a = await (await $fetch('{base}/a', {{ headers: {{ authorization: 'Bearer abc', 'x-a': '1' }} }})).json();\n\
+         const b = await $fetch('{base}/b');\n"
+    );
+    let broken = format!("{fetch_both}if (!b.ok) throw new Error('b is ' + await b.text());\nreturn a;");
+    let first = run_blocking(loopback(port, broken.clone()));
+    assert_eq!(first.result.as_ref().unwrap_err().to_string(), "Error: b is down (line 3)");
+    assert_eq!(first.fetches.len(), 2);
+    let a = &first.fetches[0];
+    assert_eq!((a.method.as_str(), a.url.as_str()), ("GET", format!("{base}/a").as_str()));
+    assert!(a.request_headers.contains(&("authorization".into(), "[redacted]".into())), "{:?}", a.request_headers);
+    assert!(a.request_headers.contains(&("x-a".into(), "1".into())));
+    let response = a.response.clone().unwrap().unwrap();
+    assert_eq!((response.status, response.body.as_str()), (200, r#"{"n":1}"#));
+    assert!(response.headers.contains(&("set-cookie".into(), "[redacted]".into())), "{:?}", response.headers);
+    assert_eq!(heads.try_iter().count(), 2);
+
+    // Nothing is allowed to go out now: only the recording can answer.
+    let replay = |code: &str| {
+        let mut req = RunRequest::new(code);
+        req.replay = Some(std::sync::Arc::new(first.fetches.clone()));
+        run_blocking(req)
+    };
+    let again = replay(&broken);
+    assert_eq!(again.result, first.result, "the failure reproduces");
+    assert_eq!(again.fetches.len(), 2, "a replay records what it served");
+    let fixed = replay(&format!("{fetch_both}return {{ a, b: b.status }};"));
+    assert_eq!(fixed.result, Ok(ToolValue::Json(json!({"a": {"n": 1}, "b": 500}))));
+    let elsewhere = replay(&format!("return (await $fetch('{base}/c')).status"));
+    let message = elsewhere.result.unwrap_err().to_string();
+    assert!(message.contains(&format!("replay: the recorded call sent no GET {base}/c")), "{message}");
+    assert_eq!(heads.try_iter().count(), 0, "a replay never touches the network");
+}
+
+#[test]
+fn a_recording_keeps_bodies_within_its_budget() {
+    let big = "x".repeat(300 * 1024);
+    let port = http_server(1, move |_| http_response("200 OK", "", &big));
+    let outcome = run_blocking(loopback(port, format!("return (await (await $fetch('http://127.0.0.1:{port}/')).text()).length")));
+    assert_eq!(outcome.result, Ok(ToolValue::Json(json!(300 * 1024))), "the code gets the whole body");
+    let recorded = &outcome.fetches[0];
+    assert!(recorded.truncated);
+    assert_eq!(recorded.response.as_ref().unwrap().as_ref().unwrap().body.len(), fetch::RECORDED_BODY_BYTES);
+}

@@ -198,7 +198,16 @@ mod tests {
     use super::*;
 
     fn arg(name: &str, ty: ArgType, required: bool) -> ArgDef {
-        ArgDef { name: name.into(), ty, description: String::new(), required, default: None, enum_values: Vec::new(), example: None }
+        ArgDef {
+            name: name.into(),
+            ty,
+            description: String::new(),
+            required,
+            default: None,
+            enum_values: Vec::new(),
+            example: None,
+            sensitive: false,
+        }
     }
 
     fn summary(changes: &[SchemaChange]) -> Vec<(String, bool)> {

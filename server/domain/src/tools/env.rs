@@ -145,6 +145,9 @@ impl Env {
         for line in &mut outcome.console {
             clean(&mut line.message);
         }
+        for exchange in &mut outcome.fetches {
+            exchange.clean_texts(clean);
+        }
         match &mut outcome.result {
             Ok(ToolValue::Text(text)) => clean(text),
             Ok(ToolValue::Json(value)) => {

@@ -11,7 +11,7 @@ use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::policy::Policy;
-use crate::sandbox::{Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
+use crate::sandbox::{FetchExchange, Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
 use crate::Toolshed;
@@ -62,6 +62,10 @@ pub(crate) struct Runnable {
 }
 
 impl Runnable {
+    pub(super) fn args(&self) -> &[ArgDef] {
+        &self.args
+    }
+
     fn new(code: String, args: &[ArgDef]) -> Result<Self, ToolError> {
         let schema = CompiledSchema::new(&crate::schema::to_json_schema(args)).map_err(|e| ToolError::BadArguments(e.to_string()))?;
         Ok(Self { code, schema, args: args.to_vec() })
@@ -169,6 +173,7 @@ impl Toolshed {
             limits,
             events: None,
             tools: None,
+            replay: None,
         }
     }
 
@@ -196,11 +201,17 @@ impl Toolshed {
         via: Via<'_>,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
-        let tool = match &source {
+        let tool = self.tool_to_run(user, id, &source).await?;
+        self.run_loaded(user, &tool, source, input, via, events).await
+    }
+
+    /// The tool, if `user` may run `source` of it.
+    async fn tool_to_run(&self, user: &User, id: ToolId, source: &RunSource) -> Result<Tool, ToolError> {
+        let tool = match source {
             RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
             _ => self.tool(user, id).await?,
         };
-        if let RunSource::Version(n) = source {
+        if let RunSource::Version(n) = *source {
             // By number as by its endpoint: a disabled listing refuses calls (but an
             // admin's), and a version never served is its editors' alone.
             if tool.status == super::Status::Disabled && !user.is_admin {
@@ -210,12 +221,27 @@ impl Toolshed {
                 return Err(ToolError::NoSuchVersion(n));
             }
         }
-        self.run_loaded(user, &tool, source, input, via, events).await
+        Ok(tool)
+    }
+
+    /// Runs `source` as [`Toolshed::run_tool`] does, but `$fetch` answers
+    /// from `recording`, never the network; not recorded in usage (a replay
+    /// of a failed call, a test case made from one).
+    pub(crate) async fn run_tool_replaying(
+        &self,
+        user: &User,
+        id: ToolId,
+        source: RunSource,
+        input: serde_json::Value,
+        recording: Arc<Vec<FetchExchange>>,
+    ) -> Result<RunReport, ToolError> {
+        let tool = self.tool_to_run(user, id, &source).await?;
+        self.run_unrecorded(user, &tool, source, input, "replay", None, Some(recording)).await
     }
 
     /// Runs a tool the caller already looked up *as this user* (so visibility
     /// and, for drafts, edit rights are checked). Every run of a saved version
-    /// is recorded in usage (drafts are authors' tries).
+    /// is recorded in usage (drafts are authors' tries), and kept if it failed.
     pub async fn run_loaded(
         &self,
         user: &User,
@@ -226,10 +252,14 @@ impl Toolshed {
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
-        let record = !matches!(source, RunSource::Draft { .. });
-        let result = self.run_unrecorded(user, tool, source, input, via.transport, events).await;
-        if record {
-            self.record_run(user, tool.id, via, started, &result);
+        if matches!(source, RunSource::Draft { .. }) {
+            return self.run_unrecorded(user, tool, source, input, via.transport, events, None).await;
+        }
+        let args = input.clone();
+        let result = self.run_unrecorded(user, tool, source, input, via.transport, events, None).await;
+        self.record_run(user, tool.id, via, started, &result);
+        if let Ok(report) = &result {
+            self.keep_failure(user, tool, via, args, report).await;
         }
         result
     }
@@ -274,7 +304,7 @@ impl Toolshed {
     }
 
     /// A saved version, compiled, from the cache or the database.
-    async fn runnable(&self, id: ToolId, n: i64) -> Result<Arc<Runnable>, ToolError> {
+    pub(super) async fn runnable(&self, id: ToolId, n: i64) -> Result<Arc<Runnable>, ToolError> {
         if let Some(r) = self.runnables().get(id, n) {
             return Ok(r);
         }
@@ -284,6 +314,7 @@ impl Toolshed {
         Ok(r)
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn run_unrecorded(
         &self,
         user: &User,
@@ -292,9 +323,11 @@ impl Toolshed {
         input: serde_json::Value,
         transport: &str,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+        replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
         let PreparedRun { version, mut request, env } = self.prepare_run(user, tool, source, input, transport).await?;
         request.events = events;
+        request.replay = replay;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
         let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await.map_err(|e| match e {

@@ -11,7 +11,7 @@ use super::{ListingKind, RunSource, Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
-use crate::sandbox::ToolValue;
+use crate::sandbox::{FetchExchange, ToolValue};
 use crate::schema::CompiledSchema;
 use crate::store::StoreError;
 use crate::{now_ms, Toolshed};
@@ -166,6 +166,10 @@ pub struct TestCase {
     pub name: String,
     pub args: serde_json::Value,
     pub check: Check,
+    /// Made from a failed call: `$fetch` answers from that call's recording
+    /// (so the case runs without the network, the same every time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<Vec<FetchExchange>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,11 +197,12 @@ pub fn result_text(value: &ToolValue) -> String {
 impl Toolshed {
     pub async fn test_cases(&self, user: &User, id: ToolId) -> Result<Vec<TestCase>, ToolError> {
         self.tool(user, id).await?;
-        let rows =
-            sqlx::query("SELECT id, name, args_json, expected, check_kind, check_path FROM test_cases WHERE tool_id = $1 ORDER BY name")
-                .bind(id.0)
-                .fetch_all(self.db.pool())
-                .await?;
+        let rows = sqlx::query(
+            "SELECT id, name, args_json, expected, check_kind, check_path, fetches_json FROM test_cases WHERE tool_id = $1 ORDER BY name",
+        )
+        .bind(id.0)
+        .fetch_all(self.db.pool())
+        .await?;
         rows.iter()
             .map(|r| {
                 let (kind, path, expected): (String, Option<String>, Option<String>) =
@@ -207,6 +212,7 @@ impl Toolshed {
                     name: r.try_get("name")?,
                     args: serde_json::from_str(&r.try_get::<String, _>("args_json")?).unwrap_or_default(),
                     check: Check::from_columns(&kind, path.as_deref(), expected.as_deref()),
+                    recording: r.try_get::<Option<String>, _>("fetches_json")?.and_then(|json| serde_json::from_str(&json).ok()),
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
@@ -216,6 +222,32 @@ impl Toolshed {
     /// Creates or replaces the test case with this name.
     pub async fn save_test_case(&self, user: &User, id: ToolId, name: &str, args: Value, check: Check) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
+        self.store_test_case(id, name, args, check, None).await
+    }
+
+    /// Saves a test case whose `$fetch` answers from failed call `call`'s
+    /// recording: the fix of a replayed failure, kept.
+    pub async fn save_test_case_from_call(
+        &self,
+        user: &User,
+        id: ToolId,
+        call: i64,
+        name: &str,
+        args: Value,
+        check: Check,
+    ) -> Result<(), ToolError> {
+        let recorded = self.failed_call(user, id, call).await?;
+        self.store_test_case(id, name, args, check, Some(&recorded.fetches)).await
+    }
+
+    async fn store_test_case(
+        &self,
+        id: ToolId,
+        name: &str,
+        args: Value,
+        check: Check,
+        recording: Option<&[FetchExchange]>,
+    ) -> Result<(), ToolError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 80 {
             return Err(Invalid { field: "Test case name", reason: "must be 1 to 80 characters".into() }.into());
@@ -225,10 +257,10 @@ impl Toolshed {
         }
         let (kind, path, expected) = check.columns();
         sqlx::query(
-            "INSERT INTO test_cases (tool_id, name, args_json, expected, check_kind, check_path, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+            "INSERT INTO test_cases (tool_id, name, args_json, expected, check_kind, check_path, created_at, fetches_json) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (tool_id, name) DO UPDATE SET args_json = excluded.args_json, expected = excluded.expected, \
-             check_kind = excluded.check_kind, check_path = excluded.check_path",
+             check_kind = excluded.check_kind, check_path = excluded.check_path, fetches_json = excluded.fetches_json",
         )
         .bind(id.0)
         .bind(name)
@@ -237,6 +269,7 @@ impl Toolshed {
         .bind(kind)
         .bind(path)
         .bind(now_ms())
+        .bind(recording.map(|r| serde_json::to_string(r).unwrap_or_default()))
         .execute(self.db.pool())
         .await
         .map_err(StoreError::from)?;
@@ -255,7 +288,12 @@ impl Toolshed {
         let cases = self.test_cases(user, id).await?;
         let mut results = Vec::with_capacity(cases.len());
         for case in cases {
-            let outcome = self.run_tool(user, id, source.clone(), case.args.clone(), "test", None).await;
+            let outcome = match &case.recording {
+                None => self.run_tool(user, id, source.clone(), case.args.clone(), "test", None).await,
+                Some(recording) => {
+                    self.run_tool_replaying(user, id, source.clone(), case.args.clone(), std::sync::Arc::new(recording.clone())).await
+                }
+            };
             let (actual, duration_ms, reason) = match outcome {
                 Ok(report) => {
                     let ms = report.outcome.duration.as_secs_f64() * 1000.0;

@@ -1,0 +1,141 @@
+//! Failed calls kept for their tool's editors and replayed against their
+//! recorded `$fetch` answers, on SQLite and on PostgreSQL.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::support::user;
+use serde_json::json;
+use toolshed_domain::names::{Description, Tags, Title};
+use toolshed_domain::outbound::InternalHosts;
+use toolshed_domain::sandbox::ToolValue;
+use toolshed_domain::tools::{Check, NewTool, RunSource, Source, ToolError, ToolSettings, Visibility};
+use toolshed_domain::{Db, Settings, Toolshed};
+
+/// A rates API on loopback: `/rates` answers, `/fees` is down for
+/// maintenance. Counts the requests it gets.
+fn rates_api() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut head = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            while reader.read_line(&mut head).unwrap() > 0 && !head.ends_with("\r\n\r\n") {}
+            count.fetch_add(1, Ordering::SeqCst);
+            let (status, body) =
+                if head.starts_with("GET /rates") { ("200 OK", r#"{"EUR":2}"#) } else { ("503 Service Unavailable", "maintenance") };
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    (port, served)
+}
+
+const BROKEN: &str = "console.log('converting with key ' + $api_key);\n\
+    const rates = await (await $fetch(`${$context.base}/rates?key=${$api_key}`)).json();\n\
+    const fees = await $fetch(`${$context.base}/fees`);\n\
+    return { total: $amount * rates.EUR + (await fees.json()).fee };";
+
+const FIXED: &str = "const rates = await (await $fetch(`${$context.base}/rates?key=${$api_key}`)).json();\n\
+    const fees = await $fetch(`${$context.base}/fees`);\n\
+    const fee = fees.ok ? (await fees.json()).fee : 0;\n\
+    return { total: $amount * rates.EUR + fee };";
+
+fn source(code: &str, port: u16) -> Source {
+    let args = serde_json::from_value(json!([
+        {"name": "amount", "type": {"kind": "number"}, "required": true},
+        {"name": "api_key", "type": {"kind": "string"}, "required": true, "sensitive": true}
+    ]))
+    .unwrap();
+    // `$context` has no base URL: the code gets the port written in.
+    Source::parse(&code.replace("${$context.base}", &format!("http://127.0.0.1:{port}")), args, None).unwrap()
+}
+
+store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_network, |db: Db| async move {
+    let ts = Toolshed::new(db, Settings { internal_hosts: InternalHosts::parse("127.0.0.1"), ..Settings::default() });
+    let (alice, bob, carol) = (user(&ts, "alice", "finance").await, user(&ts, "bob", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, served) = rates_api();
+    let tool = ts.create_tool(&alice, NewTool::parse("convert", "Convert", "", "", "everyone").unwrap()).await.unwrap();
+    let settings = ToolSettings {
+        title: Title::parse("Convert").unwrap(),
+        description: Description::parse("").unwrap(),
+        tags: Tags::parse("").unwrap(),
+        visibility: Visibility::Everyone,
+        read_only_hint: true,
+        destructive_hint: false,
+        fetch_allow: vec![format!("127.0.0.1:{port}")],
+        timeout_ms: 2_000,
+        memory_mib: 32,
+    };
+    ts.update_tool_settings(&alice, tool.id, settings).await.unwrap();
+    ts.save_version(&alice, tool.id, source(BROKEN, port), "v1").await.unwrap();
+    ts.publish(&alice, tool.id, 1).await.unwrap();
+
+    let input = json!({"amount": 10, "api_key": "k-12345678"});
+    let call = ts.run_tool(&carol, tool.id, RunSource::Published, input.clone(), "mcp-http", None).await.unwrap();
+    let error = call.outcome.result.clone().unwrap_err().to_string();
+    let ok = ts.run_tool(&carol, tool.id, RunSource::Version(1), json!({"amount": 1, "api_key": "short"}), "test", None).await.unwrap();
+    assert!(ok.outcome.result.is_err(), "a test run fails too, but is not a call to keep");
+    ts.usage().flush().await;
+    assert_eq!(served.load(Ordering::SeqCst), 4);
+
+    // Kept once, for the tool's editors, with the sensitive value gone everywhere.
+    let kept = ts.failed_calls(&bob, tool.id).await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!((kept[0].caller.as_str(), kept[0].transport.as_str(), kept[0].version), ("carol", "mcp-http", 1));
+    assert_eq!(kept[0].error, error);
+    let recorded = ts.failed_call(&alice, tool.id, kept[0].id).await.unwrap();
+    assert_eq!(recorded.args, json!({"amount": 10, "api_key": "[redacted]"}));
+    assert_eq!(recorded.console[0].message, "converting with key [redacted]");
+    assert_eq!(recorded.fetches.len(), 2);
+    assert_eq!(recorded.fetches[0].url, format!("http://127.0.0.1:{port}/rates?key=[redacted]"));
+    let fees = recorded.fetches[1].response.clone().unwrap().unwrap();
+    assert_eq!((fees.status, fees.body.as_str()), (503, "maintenance"));
+    let stored: (String, String, String) =
+        sqlx::query_as("SELECT args_json, console_json, fetches_json FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();
+    assert!(!format!("{stored:?}").contains("k-12345678"), "the key is stored nowhere: {stored:?}");
+
+    // Nobody else reads them (Carol may call the tool, not edit it), nor reaches them through another tool.
+    assert!(matches!(ts.failed_calls(&carol, tool.id).await, Err(ToolError::Forbidden)));
+    assert!(matches!(ts.failed_call(&carol, tool.id, recorded.id).await, Err(ToolError::Forbidden)));
+    let other = ts.create_tool(&alice, NewTool::parse("other", "Other", "", "", "everyone").unwrap()).await.unwrap();
+    assert!(matches!(ts.failed_call(&alice, other.id, recorded.id).await, Err(ToolError::NotFound)));
+    let fixed = source(FIXED, port);
+    let draft = || RunSource::Draft { code: fixed.code.to_string(), args: fixed.args.clone() };
+    assert!(matches!(ts.replay_failed_call(&carol, tool.id, recorded.id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
+
+    // The replay reproduces the failure, then the fix passes, and the API hears nothing.
+    let again = ts.replay_failed_call(&alice, tool.id, recorded.id, RunSource::Version(1), recorded.args.clone()).await.unwrap();
+    assert_eq!(again.outcome.result.unwrap_err().to_string(), error);
+    let mended = ts.replay_failed_call(&alice, tool.id, recorded.id, draft(), input.clone()).await.unwrap();
+    assert_eq!(mended.outcome.result, Ok(ToolValue::Json(json!({"total": 20}))), "the real key matches the redacted URL");
+    assert_eq!(served.load(Ordering::SeqCst), 4, "a replay never reaches the network");
+
+    // Saved as a test case, the fix is checked against the recording, every time.
+    let check = Check::Equals { expected: r#"{"total":20}"#.into() };
+    assert!(matches!(
+        ts.save_test_case_from_call(&carol, tool.id, recorded.id, "fees down", recorded.args.clone(), check.clone()).await,
+        Err(ToolError::Forbidden)
+    ));
+    ts.save_test_case_from_call(&alice, tool.id, recorded.id, "fees down", recorded.args.clone(), check).await.unwrap();
+    ts.save_version(&alice, tool.id, fixed.clone(), "fees may be down").await.unwrap();
+    let results = ts.run_test_cases(&alice, tool.id, RunSource::Version(2)).await.unwrap();
+    assert!(results[0].passed, "{results:?}");
+    let results = ts.run_test_cases(&alice, tool.id, RunSource::Version(1)).await.unwrap();
+    assert!(!results[0].passed, "{results:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 4);
+
+    // After 14 days a failed call is gone.
+    sqlx::query("UPDATE failed_calls SET at_ms = at_ms - 15 * 86400000").execute(ts.db.pool()).await.unwrap();
+    assert!(ts.failed_calls(&alice, tool.id).await.unwrap().is_empty());
+    assert!(matches!(ts.failed_call(&alice, tool.id, recorded.id).await, Err(ToolError::NotFound)));
+    ts.run_tool(&carol, tool.id, RunSource::Version(1), input, "api", None).await.unwrap();
+    ts.usage().flush().await;
+    let rows: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();
+    assert_eq!(rows.0, 1, "the old one was pruned when the new one was written");
+});

@@ -154,6 +154,8 @@ pub struct TestCaseView {
     pub args: String,
     /// What the check expects, as people read it; `None`: a run without an error.
     pub expected: Option<String>,
+    /// Made from a failed call: `$fetch` answers from its recording.
+    pub recorded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,8 +195,42 @@ pub struct RunView {
     pub result_html: Option<String>,
     pub error: Option<RunErrorView>,
     pub console: Vec<ConsoleView>,
+    /// Every `$fetch` the code made.
+    pub fetches: Vec<FetchView>,
     pub duration_ms: f64,
     pub peak_memory_bytes: u64,
+}
+
+/// One `$fetch` of a run, as recorded (credentials redacted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchView {
+    pub method: String,
+    pub url: String,
+    /// `None` when there was no response (see `error`).
+    pub status: Option<u16>,
+    /// Why there was no response; "no answer" when none came before the call ended.
+    pub error: Option<String>,
+    pub request_body: Option<String>,
+    pub response_body: Option<String>,
+    /// A body was cut to keep the recording small.
+    pub truncated: bool,
+}
+
+/// A kept failed call, as its tool's editors see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedCallView {
+    pub id: i64,
+    pub version: i64,
+    pub caller: String,
+    pub at_ms: i64,
+    pub transport: String,
+    pub error: String,
+    /// The arguments as pretty JSON (sensitive ones redacted).
+    pub args: String,
+    /// Empty in a list: only one call, whole, carries them.
+    pub console: Vec<ConsoleView>,
+    pub fetches: Vec<FetchView>,
+    pub duration_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -352,6 +388,7 @@ mod convert {
             name: c.name,
             args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
             expected: c.check.describe(),
+            recorded: c.recording.is_some(),
         }
     }
 
@@ -391,17 +428,42 @@ mod convert {
             result,
             result_html,
             error,
-            console: o
-                .console
-                .into_iter()
-                .map(|c| ConsoleView {
-                    level: serde_json::to_value(c.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-                    message: c.message,
-                    elapsed_ms: c.elapsed_ms,
-                })
-                .collect(),
+            console: o.console.into_iter().map(console_line).collect(),
+            fetches: o.fetches.into_iter().map(fetch).collect(),
             duration_ms: o.duration.as_secs_f64() * 1000.0,
             peak_memory_bytes: o.peak_memory_bytes as u64,
+        }
+    }
+
+    fn console_line(c: toolshed_domain::sandbox::ConsoleLine) -> ConsoleView {
+        ConsoleView {
+            level: serde_json::to_value(c.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            message: c.message,
+            elapsed_ms: c.elapsed_ms,
+        }
+    }
+
+    fn fetch(f: toolshed_domain::sandbox::FetchExchange) -> FetchView {
+        let (status, error, response_body) = match f.response {
+            Some(Ok(r)) => (Some(r.status), None, Some(r.body)),
+            Some(Err(message)) => (None, Some(message), None),
+            None => (None, Some("no answer before the call ended".to_owned()), None),
+        };
+        FetchView { method: f.method, url: f.url, status, error, request_body: f.request_body, response_body, truncated: f.truncated }
+    }
+
+    pub fn failed_call(c: tools::FailedCall) -> FailedCallView {
+        FailedCallView {
+            id: c.id,
+            version: c.version,
+            caller: c.caller,
+            at_ms: c.at_ms,
+            transport: c.transport,
+            error: c.error,
+            args: serde_json::to_string_pretty(&c.args).unwrap_or_default(),
+            console: c.console.into_iter().map(console_line).collect(),
+            fetches: c.fetches.into_iter().map(fetch).collect(),
+            duration_ms: c.duration_ms,
         }
     }
 
@@ -641,6 +703,7 @@ pub async fn mock_arguments(args: Vec<ArgDef>) -> Result<String, AppError> {
 
 /// `check`: `succeeds`, `equals`, `contains`, `json_path` (with `path`) or
 /// `schema`; `expected` is the text, the value at the path, or the schema.
+/// `from_call`: a failed call whose recorded `$fetch` answers the case's runs.
 #[server(endpoint = "tools/test_case/save")]
 pub async fn save_test_case(
     tool: i64,
@@ -649,12 +712,45 @@ pub async fn save_test_case(
     check: String,
     path: Option<String>,
     expected: Option<String>,
+    from_call: Option<i64>,
 ) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let args = convert::parse_json("Arguments", &args)?;
     let check = toolshed_domain::tools::Check::parse(&check, path.as_deref(), expected.as_deref())
         .map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    server::toolshed()?.save_test_case(&user, tool_id(tool), &name, args, check).await.map_err(server::fail)
+    let ts = server::toolshed()?;
+    match from_call {
+        None => ts.save_test_case(&user, tool_id(tool), &name, args, check).await,
+        Some(call) => ts.save_test_case_from_call(&user, tool_id(tool), call, &name, args, check).await,
+    }
+    .map_err(server::fail)
+}
+
+/// The tool's failed calls of the last 14 days, newest first (its editors only).
+#[server(endpoint = "tools/failed_calls")]
+pub async fn failed_calls(tool: i64) -> Result<Vec<FailedCallView>, AppError> {
+    let user = server::require_user().await?;
+    let calls = server::toolshed()?.failed_calls(&user, tool_id(tool)).await.map_err(server::fail)?;
+    Ok(calls.into_iter().map(convert::failed_call).collect())
+}
+
+/// One failed call with its console and `$fetch` exchanges.
+#[server(endpoint = "tools/failed_call")]
+pub async fn failed_call(tool: i64, call: i64) -> Result<FailedCallView, AppError> {
+    let user = server::require_user().await?;
+    let call = server::toolshed()?.failed_call(&user, tool_id(tool), call).await.map_err(server::fail)?;
+    Ok(convert::failed_call(call))
+}
+
+/// Runs `target` (the draft) with `input` while `$fetch` answers from the
+/// failed call's recording: the network is never touched.
+#[server(endpoint = "tools/replay", input = server_fn::codec::Json)]
+pub async fn replay_failed_call(tool: i64, call: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
+    let user = server::require_user().await?;
+    let input = convert::parse_json("Arguments", &input)?;
+    let report =
+        server::toolshed()?.replay_failed_call(&user, tool_id(tool), call, convert::target(target)?, input).await.map_err(server::fail)?;
+    Ok(convert::run_view(report))
 }
 
 #[server(endpoint = "tools/test_case/delete")]

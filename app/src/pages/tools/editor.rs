@@ -7,6 +7,7 @@ use leptos_meta::{Script, Title};
 use leptos_router::hooks::use_params_map;
 
 use super::args_editor::ArgsEditor;
+use super::failed_calls::FailedCallsCard;
 use super::run_panel::RunPanel;
 use super::versions::{TestResultItem, VersionsPanel};
 use super::{ago, now_ms};
@@ -350,7 +351,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                             let check = case_check.get_untracked();
                             let expected = Some(case_expected.get_untracked()).filter(|e| !e.is_empty() && check != "succeeds");
                             let path = Some(case_path.get_untracked()).filter(|p| !p.is_empty() && check == "json_path");
-                            save_case.dispatch(SaveTestCase { tool: id, name: case_name.get_untracked(), args: run_input.get_untracked(), check, path, expected });
+                            save_case.dispatch(SaveTestCase { tool: id, name: case_name.get_untracked(), args: run_input.get_untracked(), check, path, expected, from_call: None });
                         }>"Save the Run arguments as a test case"</button>
                         {move || save_case.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
                     </div>
@@ -362,6 +363,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                                     <strong>{c.name.clone()}</strong>
                                     <code class="small">{c.args.replace('\n', " ")}</code>
                                     {c.expected.clone().map(|e| view! { <span class="muted small">" → " {e}</span> })}
+                                    {c.recorded.then(|| view! { <span class="pill" title="$fetch answers from the failed call it was made from: no network">"recorded $fetch"</span> })}
                                     <button type="button" class="link-button danger" on:click=move |_| { delete_case.dispatch(DeleteTestCase { tool: id, case: case_id }); }>"delete"</button>
                                 </li>
                             }
@@ -385,6 +387,7 @@ fn Editor(data: EditorState) -> impl IntoView {
                         Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
                     })}
                 </section>
+                <FailedCallsCard tool=id target=draft_target on_test_saved=move |_| { list_cases.dispatch(TestCases { tool: id }); } />
             </aside>
         </div>
     }

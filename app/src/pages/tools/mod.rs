@@ -4,6 +4,7 @@
 mod api_card;
 mod args_editor;
 mod editor;
+mod failed_calls;
 mod list;
 mod listing;
 mod mcp_debugger;

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::api::{ConsoleView, MockArguments, RunTarget, RunTool, RunView};
+use crate::api::{ConsoleView, FetchView, MockArguments, RunTarget, RunTool, RunView};
 use crate::args::{ArgDef, ArgType};
 
 fn parse_object(text: &str) -> Map<String, Value> {
@@ -125,6 +125,10 @@ pub fn RunResult(run: RunView) -> impl IntoView {
         }
     };
     let console = run.console.clone();
+    let fetches = (!run.fetches.is_empty()).then(|| {
+        let fetches = run.fetches.clone();
+        view! { <h4>"$fetch"</h4> <FetchList fetches /> }
+    });
     view! {
         <div class="run-result">
             <div class="run-meta">
@@ -134,9 +138,36 @@ pub fn RunResult(run: RunView) -> impl IntoView {
                 <span>{memory}</span>
             </div>
             {body}
+            {fetches}
             <h4>"Console"</h4>
             <ConsoleLines console />
         </div>
+    }
+}
+
+/// A run's `$fetch` requests and what answered them; bodies unfold.
+#[component]
+pub fn FetchList(fetches: Vec<FetchView>) -> impl IntoView {
+    view! {
+        <ol class="fetches">
+            {fetches.into_iter().map(|f| {
+                let answer = match (f.status, &f.error) {
+                    (Some(status), _) => view! { <span class=if (200..300).contains(&status) { "pill good" } else { "pill bad" }>{status}</span> }.into_any(),
+                    (None, error) => view! { <span class="pill bad" title=error.clone()>"no response"</span> }.into_any(),
+                };
+                view! {
+                    <li class="fetch">
+                        <details>
+                            <summary><span class="mono">{format!("{} {}", f.method, f.url)}</span> " " {answer}</summary>
+                            {f.request_body.map(|b| view! { <p class="small muted">"Request body"</p> <pre class="mono small">{b}</pre> })}
+                            {f.error.map(|e| view! { <p class="alert error small">{e}</p> })}
+                            {f.response_body.map(|b| view! { <p class="small muted">"Response body"</p> <pre class="mono small">{b}</pre> })}
+                            {f.truncated.then(|| view! { <p class="muted small">"Cut to keep the recording small."</p> })}
+                        </details>
+                    </li>
+                }
+            }).collect_view()}
+        </ol>
     }
 }
 

@@ -100,6 +100,9 @@ pub(super) struct HostCalls<'js> {
     replay: Option<(Arc<Vec<FetchExchange>>, Vec<bool>)>,
 }
 
+/// A `$fetch`'s response to come, from the network or a recording.
+type Answer = Pin<Box<dyn Future<Output = Result<FetchResponse, String>> + Send>>;
+
 /// Refusals are recorded too, but a loop of them only this far.
 const MAX_RECORDED: usize = 100;
 
@@ -162,11 +165,11 @@ impl<'js> HostCalls<'js> {
     }
 
     /// The answer to `req`: from the network, or from the recording in a replay.
-    fn fetch(&mut self, req: FetchRequest) -> Result<Pin<Box<dyn Future<Output = Result<FetchResponse, String>> + Send>>, String> {
+    fn fetch(&mut self, req: FetchRequest) -> Result<Answer, String> {
         if self.fetches >= self.limits.fetch_requests {
             return Err(format!("too many $fetch calls (limit {} per run)", self.limits.fetch_requests));
         }
-        let answer: Pin<Box<dyn Future<Output = _> + Send>> = match &mut self.replay {
+        let answer: Answer = match &mut self.replay {
             None => Box::pin(request(&self.reach, &self.limits, req)?),
             Some((tape, served)) => {
                 check_method(&self.reach, &req)?;

@@ -212,6 +212,14 @@ fn Editor(data: EditorState) -> impl IntoView {
             list_cases.dispatch(TestCases { tool: id });
         }
     });
+    // A saved case is in the list: the form is ready for the next one.
+    Effect::new(move |_| {
+        if let Some(Ok(())) = save_case.value().get() {
+            case_name.set(String::new());
+            case_expected.set(String::new());
+            case_path.set(String::new());
+        }
+    });
     Effect::new(move |_| {
         if let Some(Ok(list)) = list_cases.value().get() {
             cases.set(list);

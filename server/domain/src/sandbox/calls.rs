@@ -142,7 +142,7 @@ impl<'js> HostCalls<'js> {
     /// Starts a request, returning the error to reject with if it cannot
     /// start. Either way the request is recorded.
     pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
-        let mut exchange = FetchExchange::of(&req);
+        let mut exchange = FetchExchange::of(&req, &mut self.budget);
         let started = match self.fetch(req) {
             Ok(answer) => io().map(|io| self.tasks.spawn_on(async move { Reply::Fetch(answer.await) }, io.runtime.handle())),
             Err(message) => Err(message),

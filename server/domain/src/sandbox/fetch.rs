@@ -138,40 +138,33 @@ fn credential_header(name: &str) -> bool {
 }
 
 impl FetchExchange {
-    /// The recording of a request; its answer follows with [`FetchExchange::answered`].
-    pub(super) fn of(req: &FetchRequest) -> Self {
+    /// The recording of a request (its body within `budget`, the bytes left
+    /// for the run's recording); its answer follows with [`FetchExchange::answered`].
+    pub(super) fn of(req: &FetchRequest, budget: &mut usize) -> Self {
+        let mut truncated = false;
+        let request_body = req.body.as_deref().map(|body| keep(body, budget, &mut truncated));
         Self {
             method: req.method.to_string(),
             url: req.url.to_string(),
             request_headers: redact_headers(&req.headers),
-            request_body: req.body.clone(),
+            request_body,
             response: None,
-            truncated: false,
+            truncated,
         }
     }
 
-    /// Keeps `answer`, each body cut to what `budget` (bytes left for the run's recording) allows.
+    /// Keeps `answer`, its body within `budget`.
     pub(super) fn answered(&mut self, answer: &Result<FetchResponse, String>, budget: &mut usize) {
-        let mut cut = |text: &mut String| {
-            let keep = text.len().min(RECORDED_BODY_BYTES).min(*budget);
-            if keep < text.len() {
-                let mut at = keep;
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                text.truncate(at);
-                self.truncated = true;
-            }
-            *budget -= text.len();
-        };
-        if let Some(body) = &mut self.request_body {
-            cut(body);
-        }
-        self.response = Some(answer.clone().map(|mut r| {
-            r.headers = redact_headers(&r.headers);
-            cut(&mut r.body);
-            r
-        }));
+        self.response = Some(match answer {
+            Ok(r) => Ok(FetchResponse {
+                status: r.status,
+                status_text: r.status_text.clone(),
+                url: r.url.clone(),
+                headers: redact_headers(&r.headers),
+                body: keep(&r.body, budget, &mut self.truncated),
+            }),
+            Err(message) => Err(message.clone()),
+        });
     }
 
     /// Applies `clean` to every text of the exchange (to redact values out of it).
@@ -189,6 +182,18 @@ impl FetchExchange {
             None => {}
         }
     }
+}
+
+/// What a recording keeps of `text`: at most [`RECORDED_BODY_BYTES`] and what
+/// is left of `budget` (copied, never the whole of a large body first).
+fn keep(text: &str, budget: &mut usize, truncated: &mut bool) -> String {
+    let mut at = text.len().min(RECORDED_BODY_BYTES).min(*budget);
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    *truncated |= at < text.len();
+    *budget -= at;
+    text[..at].to_owned()
 }
 
 fn redact_headers(headers: &[(String, String)]) -> Vec<(String, String)> {

@@ -452,11 +452,11 @@ mod convert {
         FetchView { method: f.method, url: f.url, status, error, request_body: f.request_body, response_body, truncated: f.truncated }
     }
 
-    pub fn failed_call(c: tools::FailedCall) -> FailedCallView {
+    pub fn failed_call(tools::FailedCall { id, caller, call: c }: tools::FailedCall) -> FailedCallView {
         FailedCallView {
-            id: c.id,
+            id,
             version: c.version,
-            caller: c.caller,
+            caller,
             at_ms: c.at_ms,
             transport: c.transport,
             error: c.error,

@@ -170,7 +170,7 @@ impl ToolHost for Members {
 
 /// Prepares `tools.<name>(input)` of code mode as `callables` serve it: an
 /// external tool answered whole by the host, a Toolshed tool as a run inside
-/// the calling sandbox thread (recorded in usage when it finishes).
+/// the calling sandbox thread (recorded in usage when it finishes, and kept if it failed).
 pub(crate) async fn prepare_member(
     callables: Arc<Callables>,
     name: String,
@@ -190,7 +190,8 @@ pub(crate) async fn prepare_member(
     };
     let (toolshed, user) = (callables.toolshed(), callables.user());
     let started = Instant::now();
-    let PreparedRun { version, request, env } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
+    let given = input.clone();
+    let PreparedRun { version, request, env, runnable } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
         Ok(p) => p,
         Err(e) => {
             let message = format!("{name}: {e}");
@@ -203,7 +204,11 @@ pub(crate) async fn prepare_member(
         env.redact(&mut outcome);
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };
-        toolshed.record_run(&user, tool.id, via, started, &Ok(RunReport { version, outcome }));
+        let report = Ok(RunReport { version, outcome });
+        toolshed.record_run(&user, tool.id, via, started, &report);
+        if let Ok(report) = &report {
+            toolshed.keep_failure_of(&user, &tool, via, given, report, runnable.args());
+        }
         result
     };
     Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })

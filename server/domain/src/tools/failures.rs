@@ -31,13 +31,10 @@ pub const KEPT_PER_TOOL: i64 = 100;
 const PER_MINUTE: u32 = 20;
 const DAY_MS: i64 = 86_400_000;
 
-/// A failed call as its tool's editors see it.
+/// What is kept of a failed call, redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FailedCall {
-    pub id: i64,
+pub struct KeptCall {
     pub version: i64,
-    /// Who called (their username).
-    pub caller: String,
     pub at_ms: i64,
     /// `mcp-http`, `mcp-sse`, `api`, `ui`, ...
     pub transport: String,
@@ -49,19 +46,22 @@ pub struct FailedCall {
     pub duration_ms: i64,
 }
 
-/// What the usage writer stores (`failed_calls`): a [`FailedCall`], redacted.
+/// A failed call as its tool's editors see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedCall {
+    pub id: i64,
+    /// Who called (their username).
+    pub caller: String,
+    #[serde(flatten)]
+    pub call: KeptCall,
+}
+
+/// What the usage writer stores (`failed_calls`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailureRecord {
     pub tool_id: i64,
-    pub version: i64,
     pub user_id: i64,
-    pub at_ms: i64,
-    pub transport: String,
-    pub error: String,
-    pub args: Value,
-    pub console: Vec<ConsoleLine>,
-    pub fetches: Vec<FetchExchange>,
-    pub duration_ms: i64,
+    pub call: KeptCall,
 }
 
 /// How many failed calls each tool kept this minute (per process: a bound,
@@ -146,15 +146,17 @@ impl FailureRecord {
         fetches.iter_mut().for_each(|f| f.clean_texts(|text| mask(text, &values)));
         Some(Self {
             tool_id: tool.id.0,
-            version,
             user_id: user.id.0,
-            at_ms: now_ms(),
-            transport: via.transport.to_owned(),
-            error,
-            args,
-            console,
-            fetches,
-            duration_ms: report.outcome.duration.as_millis() as i64,
+            call: KeptCall {
+                version,
+                at_ms: now_ms(),
+                transport: via.transport.to_owned(),
+                error,
+                args,
+                console,
+                fetches,
+                duration_ms: report.outcome.duration.as_millis() as i64,
+            },
         })
     }
 }
@@ -162,14 +164,14 @@ impl FailureRecord {
 /// Writes failed calls in the usage writer's transaction, then drops what
 /// is past the retention.
 pub(crate) async fn insert(tx: &mut sqlx::Transaction<'_, sqlx::Any>, records: &[FailureRecord]) -> Result<(), sqlx::Error> {
-    for r in records {
+    for FailureRecord { tool_id, user_id, call: r } in records {
         sqlx::query(
             "INSERT INTO failed_calls (tool_id, version, user_id, at_ms, transport, error, args_json, console_json, fetches_json, duration_ms) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
-        .bind(r.tool_id)
+        .bind(tool_id)
         .bind(r.version)
-        .bind(r.user_id)
+        .bind(user_id)
         .bind(r.at_ms)
         .bind(r.transport.as_str())
         .bind(r.error.as_str())
@@ -205,15 +207,19 @@ impl Toolshed {
     /// Hands a failed run to the usage writer, if the tool's budget allows.
     /// Test runs are not calls, and are not kept.
     pub(crate) async fn keep_failure(&self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport) {
-        let Some(version) = report.version.filter(|_| report.outcome.result.is_err() && via.transport != "test") else { return };
-        if !self.failure_budget().take(tool.id.0, now_ms()) {
+        let Some(version) = report.version.filter(|_| report.outcome.result.is_err()) else { return };
+        if let Ok(runnable) = self.runnable(tool.id, version).await {
+            self.keep_failure_of(user, tool, via, args, report, runnable.args());
+        }
+    }
+
+    /// [`Toolshed::keep_failure`] with the version's arguments at hand (code
+    /// mode's member calls finish on a sandbox thread, where nothing awaits).
+    pub(crate) fn keep_failure_of(&self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport, defs: &[ArgDef]) {
+        if report.outcome.result.is_ok() || via.transport == "test" || !self.failure_budget().take(tool.id.0, now_ms()) {
             return;
         }
-        let defs = match self.runnable(tool.id, version).await {
-            Ok(runnable) => runnable.args().to_vec(),
-            Err(_) => return,
-        };
-        if let Some(record) = FailureRecord::of(tool, user, via, args, report, &defs) {
+        if let Some(record) = FailureRecord::of(tool, user, via, args, report, defs) {
             self.usage().record_failure(record);
         }
     }
@@ -263,7 +269,7 @@ impl Toolshed {
         input: Value,
     ) -> Result<RunReport, ToolError> {
         let recorded = self.failed_call(user, id, call).await?;
-        self.run_tool_replaying(user, id, source, input, Arc::new(recorded.fetches)).await
+        self.run_tool_replaying(user, id, source, input, Arc::new(recorded.call.fetches)).await
     }
 }
 
@@ -272,15 +278,17 @@ fn failed_call(r: &sqlx::any::AnyRow) -> Result<FailedCall, sqlx::Error> {
         |column: &str| -> Result<Value, sqlx::Error> { Ok(serde_json::from_str(&r.try_get::<String, _>(column)?).unwrap_or_default()) };
     Ok(FailedCall {
         id: r.try_get("id")?,
-        version: r.try_get("version")?,
         caller: r.try_get("username")?,
-        at_ms: r.try_get("at_ms")?,
-        transport: r.try_get("transport")?,
-        error: r.try_get("error")?,
-        args: json("args_json")?,
-        console: serde_json::from_value(json("console_json")?).unwrap_or_default(),
-        fetches: serde_json::from_value(json("fetches_json")?).unwrap_or_default(),
-        duration_ms: r.try_get("duration_ms")?,
+        call: KeptCall {
+            version: r.try_get("version")?,
+            at_ms: r.try_get("at_ms")?,
+            transport: r.try_get("transport")?,
+            error: r.try_get("error")?,
+            args: json("args_json")?,
+            console: serde_json::from_value(json("console_json")?).unwrap_or_default(),
+            fetches: serde_json::from_value(json("fetches_json")?).unwrap_or_default(),
+            duration_ms: r.try_get("duration_ms")?,
+        },
     })
 }
 

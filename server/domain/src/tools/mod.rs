@@ -18,7 +18,7 @@ pub use compat::{schema_changes, PublishImpact, SchemaChange};
 pub(crate) use env::Env;
 pub use env::{EnvKind, EnvVar, SecretHosts};
 pub(crate) use failures::{insert as insert_failed_calls, FailureBudget};
-pub use failures::{FailedCall, FailureRecord, KEPT_DAYS as FAILED_CALLS_KEPT_DAYS};
+pub use failures::{FailedCall, FailureRecord, KeptCall};
 pub use fork::Upstream;
 pub use permissions::{read_only_method, Permissions, META_KEY as PERMISSIONS_META_KEY};
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};

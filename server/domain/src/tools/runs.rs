@@ -51,6 +51,8 @@ pub(crate) struct PreparedRun {
     pub version: Option<i64>,
     pub request: RunRequest,
     pub env: Arc<Env>,
+    /// The code and its arguments' definitions.
+    pub runnable: Arc<Runnable>,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -62,7 +64,7 @@ pub(crate) struct Runnable {
 }
 
 impl Runnable {
-    pub(super) fn args(&self) -> &[ArgDef] {
+    pub(crate) fn args(&self) -> &[ArgDef] {
         &self.args
     }
 
@@ -325,7 +327,7 @@ impl Toolshed {
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env } = self.prepare_run(user, tool, source, input, transport).await?;
+        let PreparedRun { version, mut request, env, .. } = self.prepare_run(user, tool, source, input, transport).await?;
         request.events = events;
         request.replay = replay;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
@@ -375,6 +377,6 @@ impl Toolshed {
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
         request.outbound_secrets = env.outbound.clone();
-        Ok(PreparedRun { version, request, env })
+        Ok(PreparedRun { version, request, env, runnable })
     }
 }

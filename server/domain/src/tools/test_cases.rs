@@ -237,7 +237,7 @@ impl Toolshed {
         check: Check,
     ) -> Result<(), ToolError> {
         let recorded = self.failed_call(user, id, call).await?;
-        self.store_test_case(id, name, args, check, Some(&recorded.fetches)).await
+        self.store_test_case(id, name, args, check, Some(&recorded.call.fetches)).await
     }
 
     async fn store_test_case(

@@ -155,6 +155,15 @@ store_test!(member_failures_are_thrown_into_the_code_as_errors, |db: Db| async m
     assert_eq!(transcript(&outcome).unwrap_err(), "before\nError: fail: Error: boom: y (line 1) (line 3)");
     let outcomes: Vec<String> = usage(&ts, &db).await.into_iter().map(|u| format!("{}={}", u.0, u.3)).collect();
     assert_eq!(outcomes, ["fail=tool_error", "slow=timeout", "fail=tool_error"]);
+
+    // Kept for the members' editors to replay, like failed direct calls.
+    let kept = sqlx::query("SELECT t.name, f.args_json FROM failed_calls f JOIN tools t ON t.id = f.tool_id ORDER BY f.id")
+        .fetch_all(db.pool())
+        .await
+        .unwrap();
+    let kept: Vec<(String, String)> = kept.iter().map(|r| (r.get("name"), r.get("args_json"))).collect();
+    let expected = [("fail", r#"{"text":"x"}"#), ("slow", r#"{"text":"x"}"#), ("fail", r#"{"text":"y"}"#)];
+    assert_eq!(kept, expected.map(|(n, a)| (n.to_owned(), a.to_owned())));
 });
 
 store_test!(calling_a_tool_outside_the_bundle_or_unseen_throws_the_list_of_names, |db: Db| async move {

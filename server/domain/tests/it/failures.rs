@@ -87,9 +87,11 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     // Kept once, for the tool's editors, with the sensitive value gone everywhere.
     let kept = ts.failed_calls(&bob, tool.id).await.unwrap();
     assert_eq!(kept.len(), 1, "{kept:?}");
-    assert_eq!((kept[0].caller.as_str(), kept[0].transport.as_str(), kept[0].version), ("carol", "mcp-http", 1));
-    assert_eq!(kept[0].error, error);
+    assert_eq!((kept[0].caller.as_str(), kept[0].call.transport.as_str(), kept[0].call.version), ("carol", "mcp-http", 1));
+    assert_eq!(kept[0].call.error, error);
     let recorded = ts.failed_call(&alice, tool.id, kept[0].id).await.unwrap();
+    let id = recorded.id;
+    let recorded = recorded.call;
     assert_eq!(recorded.args, json!({"amount": 10, "api_key": "[redacted]"}));
     assert_eq!(recorded.console[0].message, "converting with key [redacted]");
     assert_eq!(recorded.fetches.len(), 2);
@@ -102,27 +104,27 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
 
     // Nobody else reads them (Carol may call the tool, not edit it), nor reaches them through another tool.
     assert!(matches!(ts.failed_calls(&carol, tool.id).await, Err(ToolError::Forbidden)));
-    assert!(matches!(ts.failed_call(&carol, tool.id, recorded.id).await, Err(ToolError::Forbidden)));
+    assert!(matches!(ts.failed_call(&carol, tool.id, id).await, Err(ToolError::Forbidden)));
     let other = ts.create_tool(&alice, NewTool::parse("other", "Other", "", "", "everyone").unwrap()).await.unwrap();
-    assert!(matches!(ts.failed_call(&alice, other.id, recorded.id).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.failed_call(&alice, other.id, id).await, Err(ToolError::NotFound)));
     let fixed = source(FIXED, port);
     let draft = || RunSource::Draft { code: fixed.code.to_string(), args: fixed.args.clone() };
-    assert!(matches!(ts.replay_failed_call(&carol, tool.id, recorded.id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
+    assert!(matches!(ts.replay_failed_call(&carol, tool.id, id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
 
     // The replay reproduces the failure, then the fix passes, and the API hears nothing.
-    let again = ts.replay_failed_call(&alice, tool.id, recorded.id, RunSource::Version(1), recorded.args.clone()).await.unwrap();
+    let again = ts.replay_failed_call(&alice, tool.id, id, RunSource::Version(1), recorded.args.clone()).await.unwrap();
     assert_eq!(again.outcome.result.unwrap_err().to_string(), error);
-    let mended = ts.replay_failed_call(&alice, tool.id, recorded.id, draft(), input.clone()).await.unwrap();
+    let mended = ts.replay_failed_call(&alice, tool.id, id, draft(), input.clone()).await.unwrap();
     assert_eq!(mended.outcome.result, Ok(ToolValue::Json(json!({"total": 20}))), "the real key matches the redacted URL");
     assert_eq!(served.load(Ordering::SeqCst), 4, "a replay never reaches the network");
 
     // Saved as a test case, the fix is checked against the recording, every time.
     let check = Check::Equals { expected: r#"{"total":20}"#.into() };
     assert!(matches!(
-        ts.save_test_case_from_call(&carol, tool.id, recorded.id, "fees down", recorded.args.clone(), check.clone()).await,
+        ts.save_test_case_from_call(&carol, tool.id, id, "fees down", recorded.args.clone(), check.clone()).await,
         Err(ToolError::Forbidden)
     ));
-    ts.save_test_case_from_call(&alice, tool.id, recorded.id, "fees down", recorded.args.clone(), check).await.unwrap();
+    ts.save_test_case_from_call(&alice, tool.id, id, "fees down", recorded.args.clone(), check).await.unwrap();
     ts.save_version(&alice, tool.id, fixed.clone(), "fees may be down").await.unwrap();
     let results = ts.run_test_cases(&alice, tool.id, RunSource::Version(2)).await.unwrap();
     assert!(results[0].passed, "{results:?}");
@@ -133,7 +135,7 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     // After 14 days a failed call is gone.
     sqlx::query("UPDATE failed_calls SET at_ms = at_ms - 15 * 86400000").execute(ts.db.pool()).await.unwrap();
     assert!(ts.failed_calls(&alice, tool.id).await.unwrap().is_empty());
-    assert!(matches!(ts.failed_call(&alice, tool.id, recorded.id).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.failed_call(&alice, tool.id, id).await, Err(ToolError::NotFound)));
     ts.run_tool(&carol, tool.id, RunSource::Version(1), input, "api", None).await.unwrap();
     ts.usage().flush().await;
     let rows: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();

@@ -70,8 +70,17 @@ return { total: $amount * rates.EUR + (await fees.json()).fee };`;
   assert.match(failed.content[0].text, /SyntaxError/);
   assert.equal(served, 2);
 
-  // The editor lists the failure; Replay shows what the call sent and got back.
-  await author.goto(`${BASE}/tools/${department}/${name}/edit`);
+  // Kept by the usage writer, which writes every quarter of a second.
+  for (let i = 0; i < 40 && (await call(author, 'tools/failed_calls', { tool: String(tool.id) })).length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  // The listing page tells its editor; the editor lists the failure; Replay shows what the call sent and got back.
+  await author.goto(`${BASE}/tools/${department}/${name}`);
+  assert.match(await author.textContent('.kept-failures'), /1 failed call of the last 14 days can be replayed in the editor/);
+  await hydrated(author);
+  await author.click('.kept-failures a');
+  await author.waitForURL(`${BASE}/tools/${department}/${name}/edit`);
   await hydrated(author);
   const item = author.locator('ul.failed-calls li').first();
   await item.waitFor();
@@ -117,6 +126,8 @@ return { total: $amount * rates.EUR + (await fees.json()).fee };`;
   await author.locator(`.replay[data-call="${calls[0].id}"]`).waitFor();
   const stranger = await newPage(browser);
   await joinByInvite(browser, stranger, { department: unique('other') });
+  await stranger.goto(`${BASE}/tools/${department}/${name}`);
+  assert.equal(await stranger.locator('.kept-failures').count(), 0);
   const refused = await stranger.request.post(`${BASE}/api/tools/failed_call`, {
     form: { tool: String(tool.id), call: String(calls[0].id) }, headers: { Origin: BASE, Accept: 'application/json' },
   });

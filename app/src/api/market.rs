@@ -47,6 +47,8 @@ pub struct UsageView {
     pub error_rate: f64,
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<f64>,
+    /// For the tool's editors: the failed calls kept to replay (14 days).
+    pub kept_failures: Option<usize>,
 }
 
 impl ListingCardView {
@@ -108,8 +110,13 @@ pub async fn featured_listings() -> Result<Vec<ListingCardView>, AppError> {
 #[server(endpoint = "market/usage")]
 pub async fn listing_usage(tool: i64) -> Result<UsageView, AppError> {
     let user = server::require_user().await?;
-    let stats = server::toolshed()?.usage_stats(&user, toolshed_domain::ids::ToolId(tool)).await.map_err(server::fail)?;
+    let ts = server::toolshed()?;
+    let id = toolshed_domain::ids::ToolId(tool);
+    let stats = ts.usage_stats(&user, id).await.map_err(server::fail)?;
+    // Anyone else is refused: they see no count at all.
+    let kept_failures = ts.failed_calls(&user, id).await.ok().map(|calls| calls.len());
     Ok(UsageView {
+        kept_failures,
         error_rate: stats.error_rate(),
         days: stats.days.into_iter().map(|d| DayCallsView { day_ms: d.day_ms, calls: d.calls, errors: d.errors }).collect(),
         calls: stats.calls,

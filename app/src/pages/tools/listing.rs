@@ -333,6 +333,14 @@ fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> imp
                 {api.map(|api| view! { <ApiCard api /> })}
                 <section class="card">
                     <h2>"Usage, last 30 days"</h2>
+                    {usage.kept_failures.filter(|n| *n > 0).map(|n| view! {
+                        <p class="small kept-failures">
+                            <a href=format!("/tools/{}/{}/edit", tool.department, tool.name)>
+                                {if n == 1 { "1 failed call".to_owned() } else { format!("{n} failed calls") }}
+                            </a>
+                            " of the last 14 days can be replayed in the editor."
+                        </p>
+                    })}
                     <UsageChart usage />
                 </section>
                 <VersionList tool=tool.clone() />

@@ -314,18 +314,13 @@ impl Toolshed {
             None => tool.action("settings_changed"),
         };
         let mut tx = self.begin().await?;
-        let done = sqlx::query(&format!(
+        let sql = format!(
             "UPDATE tools SET published_version = COALESCE(pending_version, published_version), pending_version = NULL, \
              title = COALESCE(pending_title, title), description = COALESCE(pending_description, description), \
              pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1 WHERE id = $2 AND {REVIEWED}"
-        ))
-        .bind(now_ms())
-        .bind(id.0)
-        .bind(tool.pending_version.unwrap_or(-1))
-        .bind(tool.pending_text.as_ref().map_or("", |p| p.title.as_str()))
-        .bind(tool.pending_text.as_ref().map_or("", |p| p.description.as_str()))
-        .execute(&mut *tx)
-        .await?;
+        );
+        let done = sqlx::query(&sql).bind(now_ms()).bind(id.0);
+        let done = reviewed(done, &tool).execute(&mut *tx).await?;
         if done.rows_affected() != 1 {
             return Err(ModerationError::NothingToReview);
         }
@@ -353,18 +348,11 @@ impl Toolshed {
             return Err(ModerationError::NothingToReview);
         }
         let mut tx = self.begin().await?;
-        sqlx::query(&format!(
+        let sql = format!(
             "UPDATE tools SET pending_version = NULL, pending_title = NULL, pending_description = NULL, review_note = $1, updated_at = $2 \
              WHERE id = $6 AND {REVIEWED}"
-        ))
-        .bind(note.as_str())
-        .bind(now_ms())
-        .bind(tool.pending_version.unwrap_or(-1))
-        .bind(tool.pending_text.as_ref().map_or("", |p| p.title.as_str()))
-        .bind(tool.pending_text.as_ref().map_or("", |p| p.description.as_str()))
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await?;
+        );
+        reviewed(sqlx::query(&sql).bind(note.as_str()).bind(now_ms()), &tool).bind(id.0).execute(&mut *tx).await?;
         let before =
             serde_json::json!({"pending_version": tool.pending_version, "pending_title": tool.pending_text.as_ref().map(|p| &p.title)});
         let after = serde_json::json!({"pending_version": null, "note": note.as_str()});
@@ -485,9 +473,20 @@ impl Toolshed {
     }
 }
 
-/// Only what the admin reviewed ($3 version or -1, $4 title, $5 description,
-/// or ''): a newer request since is not decided by this.
+/// Only what the admin reviewed: a newer request since is not decided by
+/// this. Its parameters are $3 to $5, bound by [`reviewed`] after the
+/// statement's first two.
 const REVIEWED: &str = "COALESCE(pending_version, -1) = $3 AND COALESCE(pending_title, '') = $4 AND COALESCE(pending_description, '') = $5";
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds [`REVIEWED`]'s parameters: the version (or -1), title and description (or '') the admin saw.
+fn reviewed<'q>(query: AnyQuery<'q>, tool: &'q Tool) -> AnyQuery<'q> {
+    query
+        .bind(tool.pending_version.unwrap_or(-1))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.title.as_str()))
+        .bind(tool.pending_text.as_ref().map_or("", |p| p.description.as_str()))
+}
 
 /// What approving a review changes in what models read (title, description,
 /// the arguments' JSON Schema) and in the code, as unified diffs.

@@ -341,10 +341,11 @@ impl CompiledSchema {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn arg(name: &str, ty: ArgType, required: bool) -> ArgDef {
+    /// A plain argument definition, for tests.
+    pub(crate) fn arg(name: &str, ty: ArgType, required: bool) -> ArgDef {
         ArgDef {
             name: name.into(),
             ty,

@@ -197,18 +197,7 @@ impl Toolshed {
 mod tests {
     use super::*;
 
-    fn arg(name: &str, ty: ArgType, required: bool) -> ArgDef {
-        ArgDef {
-            name: name.into(),
-            ty,
-            description: String::new(),
-            required,
-            default: None,
-            enum_values: Vec::new(),
-            example: None,
-            sensitive: false,
-        }
-    }
+    use crate::schema::tests::arg;
 
     fn summary(changes: &[SchemaChange]) -> Vec<(String, bool)> {
         changes.iter().map(|c| (c.path.clone(), c.breaking)).collect()

@@ -80,6 +80,10 @@ def test_lists_and_calls_the_published_echo_tool(mode: str) -> None:
             assert [t.name for t in tools] == ["echo"]
             assert tools[0].title == "Echo"
             assert tools[0].input_schema["required"] == ["text"]
+            # What Toolshed vouches for: hints from the permissions label, and the label in _meta.
+            hints = tools[0].annotations
+            assert (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint) == (True, False, False)
+            assert tools[0].meta["toolshed/permissions"] == {"hosts": [], "secrets": [], "writes": False}
             result = await client.call_tool("echo", {"text": "hello from Python"})
             assert not result.is_error
             assert text_of(result) == "hello from Python"

@@ -28,6 +28,9 @@ test('the TypeScript SDK lists and calls a published tool', async () => {
   assert.equal(tools[0].name, 'echo');
   assert.equal(tools[0].title, 'Echo');
   assert.deepEqual(tools[0].inputSchema.required, ['text']);
+  // What Toolshed vouches for (issue 17): the hints derived from the permissions label, and the label.
+  assert.deepEqual(tools[0].annotations, { readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+  assert.deepEqual(tools[0]._meta['toolshed/permissions'], { hosts: [], secrets: [], writes: false });
   const result = await client.callTool({ name: 'echo', arguments: { text: 'hello over MCP' } });
   assert.equal(result.isError ?? false, false);
   assert.deepEqual(result.content, [{ type: 'text', text: 'hello over MCP' }]);

@@ -48,7 +48,7 @@ pub struct UsageView {
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<f64>,
     /// For the tool's editors: the failed calls kept to replay (14 days).
-    pub kept_failures: Option<usize>,
+    pub kept_failures: Option<i64>,
 }
 
 impl ListingCardView {
@@ -114,7 +114,7 @@ pub async fn listing_usage(tool: i64) -> Result<UsageView, AppError> {
     let id = toolshed_domain::ids::ToolId(tool);
     let stats = ts.usage_stats(&user, id).await.map_err(server::fail)?;
     // Anyone else is refused: they see no count at all.
-    let kept_failures = ts.failed_calls(&user, id).await.ok().map(|calls| calls.len());
+    let kept_failures = ts.failed_call_count(&user, id).await.ok();
     Ok(UsageView {
         kept_failures,
         error_rate: stats.error_rate(),

@@ -241,6 +241,17 @@ impl Toolshed {
         rows.iter().map(failed_call).collect::<Result<_, _>>().map_err(|e| StoreError::from(e).into())
     }
 
+    /// How many failed calls of the last [`KEPT_DAYS`] days the tool keeps. Its editors only.
+    pub async fn failed_call_count(&self, user: &User, id: ToolId) -> Result<i64, ToolError> {
+        self.code_tool_for_edit(user, id).await?;
+        let count: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls WHERE tool_id = $1 AND at_ms >= $2")
+            .bind(id.0)
+            .bind(now_ms() - KEPT_DAYS * DAY_MS)
+            .fetch_one(self.db.pool())
+            .await?;
+        Ok(count.0)
+    }
+
     /// One failed call, whole. Its tool's editors only; another tool's call is not found.
     pub async fn failed_call(&self, user: &User, id: ToolId, call: i64) -> Result<FailedCall, ToolError> {
         self.code_tool_for_edit(user, id).await?;

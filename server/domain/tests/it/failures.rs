@@ -87,6 +87,8 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     // Kept once, for the tool's editors, with the sensitive value gone everywhere.
     let kept = ts.failed_calls(&bob, tool.id).await.unwrap();
     assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(ts.failed_call_count(&alice, tool.id).await.unwrap(), 1);
+    assert!(matches!(ts.failed_call_count(&carol, tool.id).await, Err(ToolError::Forbidden)));
     assert_eq!((kept[0].caller.as_str(), kept[0].call.transport.as_str(), kept[0].call.version), ("carol", "mcp-http", 1));
     assert_eq!(kept[0].call.error, error);
     let recorded = ts.failed_call(&alice, tool.id, kept[0].id).await.unwrap();

@@ -127,6 +127,14 @@ fn check_value(value: &str, kind: &EnvKind) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// Replaces every copy of each of `values` in `text` with `marker` (a
+/// text without any is left as it is, not copied).
+pub(crate) fn blank_out(text: &mut String, values: &[&str], marker: &str) {
+    if values.iter().any(|v| text.contains(v)) {
+        *text = values.iter().fold(std::mem::take(text), |t, v| t.replace(v, marker));
+    }
+}
+
 impl Env {
     /// Blanks secret values out of everything the run hands back. For
     /// outbound-only secrets this is a second line: their values never
@@ -137,11 +145,7 @@ impl Env {
         if secrets.is_empty() {
             return;
         }
-        let clean = |text: &mut String| {
-            if secrets.iter().any(|s| text.contains(s)) {
-                *text = secrets.iter().fold(text.clone(), |t, s| t.replace(s, MASK));
-            }
-        };
+        let clean = |text: &mut String| blank_out(text, &secrets, MASK);
         for line in &mut outcome.console {
             clean(&mut line.message);
         }

@@ -124,11 +124,8 @@ fn redact_arguments(defs: &[ArgDef], args: &mut Value) -> Vec<String> {
 }
 
 fn mask(text: &mut String, values: &[String]) {
-    for value in values {
-        if text.contains(value.as_str()) {
-            *text = text.replace(value.as_str(), REDACTED);
-        }
-    }
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    super::env::blank_out(text, &values, REDACTED);
 }
 
 impl FailureRecord {

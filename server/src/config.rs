@@ -92,6 +92,12 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_PASSWORDS", default_value = "on", global = true)]
     pub passwords: String,
 
+    /// A sentence-transformers model folder (config.json, tokenizer.json,
+    /// model.safetensors; `make run` installs all-MiniLM-L6-v2) for the
+    /// personal endpoint's tool search by meaning. Unset: full-text search only.
+    #[arg(long, env = "TOOLSHED_EMBEDDING_MODEL", global = true)]
+    pub embedding_model: Option<PathBuf>,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]

@@ -13,6 +13,7 @@ mod rest;
 mod sso;
 mod web;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use toolshed_domain::{Db, Settings, Toolshed};
 
@@ -75,7 +76,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let registration = toolshed_domain::membership::RegistrationPolicy::parse(&config.registration)
         .map_err(|e| anyhow::anyhow!("TOOLSHED_REGISTRATION: {e}"))?;
     let sign_in = config.sign_in()?;
-    let toolshed = Toolshed::new(db, Settings { secrets, internal_hosts, trusted_proxies, registration, ..sign_in });
+    let sentence_model = match &config.embedding_model {
+        Some(dir) => Some(toolshed_domain::semantic::SentenceModel::load(dir).context("TOOLSHED_EMBEDDING_MODEL")?),
+        None => None,
+    };
+    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, ..sign_in };
+    let toolshed = Toolshed::new(db, settings);
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

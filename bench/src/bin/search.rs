@@ -15,8 +15,10 @@ use toolshed_bench::{insert_version, seed_listings, Lcg};
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::catalog::CatalogSearch;
 use toolshed_domain::codegen::{token_count, tools_list_json};
+use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::{BrowseQuery, BrowseSort, SearchText};
 use toolshed_domain::names::Tags;
+use toolshed_domain::semantic::SentenceModel;
 use toolshed_domain::store::Db;
 use toolshed_domain::{now_ms, Settings, Toolshed};
 
@@ -102,6 +104,17 @@ async fn seed(db: &Db, cases: &[Case]) -> Result<(), sqlx::Error> {
     tx.commit().await
 }
 
+/// Where the wanted listing stands among all by meaning alone (before
+/// visibility), and its similarity: why fusion missed it.
+async fn meaning_rank(ts: &Toolshed, query: &str, wanted: ToolId) -> String {
+    let Some(index) = ts.semantic() else { return String::new() };
+    let near = index.nearest(&SearchText::parse(query).unwrap().unwrap(), 10_000).await;
+    match near.iter().position(|(id, _)| *id == wanted) {
+        Some(rank) => format!("(by meaning: #{}, similarity {:.2})", rank + 1, near[rank].1),
+        None => "(by meaning: below the similarity floor)".into(),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/search/queries.json");
@@ -119,13 +132,25 @@ async fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    let ts = Toolshed::new(db.clone(), Settings::default());
+    // The model `make test` installs; the search is full-text only without it.
+    let model = std::env::var_os("TOOLSHED_EMBEDDING_MODEL").map(|dir| SentenceModel::load(dir.as_ref()).expect("load the sentence model"));
+    let semantic = model.is_some();
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: model, ..Settings::default() });
+    if let Some(index) = ts.semantic() {
+        // The index encodes every listing in the background; wait for it.
+        let started = Instant::now();
+        let active: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools WHERE status = 'active'").fetch_one(db.pool()).await.unwrap();
+        while index.len() < active as usize {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        println!("encoded {} listings' meaning in {:.1} s", index.len(), started.elapsed().as_secs_f64());
+    }
     let reader = ts.register(Registration::parse("reader", "Reader", "dept3", "a-long-enough-password").unwrap(), None).await.unwrap();
     let catalog = ts.catalog(&reader, None);
 
     let (mut first, mut top, mut micros) = (0, 0, Vec::new());
     let mut misses = Vec::new();
-    for case in &cases {
+    for (i, case) in cases.iter().enumerate() {
         let q = CatalogSearch { text: SearchText::parse(&case.query).unwrap(), department: None, tags: Tags::default(), limit: TOP as i64 };
         let t = Instant::now();
         let hits = catalog.search(&q).await.expect("search");
@@ -137,16 +162,18 @@ async fn main() {
             }
             Some(_) => top += 1,
             None => misses.push(format!(
-                "  miss: {:52} wanted {:28} got {}",
+                "  miss: {:52} wanted {:28} got {:28} {}",
                 format!("\"{}\"", case.query),
                 case.listing.slug(),
-                hits.first().map_or("nothing", |h| h.name.as_str())
+                hits.first().map_or("nothing", |h| h.name.as_str()),
+                meaning_rank(&ts, &case.query, ToolId(GENERATED + 1 + i as i64)).await,
             )),
         }
     }
     let n = cases.len();
     let share = |k: usize| format!("{k}/{n} ({:.0} %)", 100.0 * k as f64 / n as f64);
-    println!("search_tools: the expected listing first {}, in the top {TOP} {}", share(first), share(top));
+    let how = if semantic { "full text and meaning" } else { "full text only: TOOLSHED_EMBEDDING_MODEL is not set" };
+    println!("search_tools ({how}): the expected listing first {}, in the top {TOP} {}", share(first), share(top));
     for miss in &misses {
         println!("{miss}");
     }

@@ -21,7 +21,7 @@ use crate::calls::Answer;
 use crate::code_mode::{prepare_member, MAX_TOOL_CALLS};
 use crate::codegen::{token_count, tools_list_json, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
-use crate::market::{BrowseQuery, BrowseSort, ListingKind, Match, SearchText};
+use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, Match, SearchText};
 use crate::names::{DepartmentName, Invalid, Tags};
 use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, SandboxError, ToolHost};
 use crate::tokens::TokenInfo;
@@ -31,6 +31,15 @@ use crate::{audit, now_ms, Toolshed};
 pub const SEARCH_TOOLS: &str = "search_tools";
 pub const DESCRIBE_TOOL: &str = "describe_tool";
 pub const CALL_TOOL: &str = "call_tool";
+
+/// Reciprocal rank fusion's constant: small, so a first place in either
+/// ranking counts for much more than a tenth.
+const FUSION_K: f64 = 10.0;
+/// How far down each ranking fusion looks.
+const FUSION_CANDIDATES: i64 = 50;
+/// Nearest tools asked of the semantic index, before the caller's visibility
+/// and filters thin them (one browse page at most).
+const NEAREST: usize = 100;
 
 /// Marks calls made through the personal endpoint in usage: `mcp-http+me`.
 const USAGE_SUFFIX: &str = "+me";
@@ -153,8 +162,12 @@ impl Catalog {
         self.scope.is_empty() || self.scope.iter().any(|s| s == slug)
     }
 
-    /// The tools that best match `q`, best first: any keyword of the query
-    /// may match (a model asks in sentences), the more and rarer the better.
+    /// The tools that best match `q`, best first. Two rankings are merged:
+    /// the full-text one (any keyword of the query may match, since a model
+    /// asks in sentences; the more and rarer the better) and, with a sentence
+    /// model, the nearest in meaning, which finds "notebook computer" for
+    /// *Order a laptop*. Each listing scores `1 / (FUSION_K + rank)` in each
+    /// (reciprocal rank fusion: ranks, not the two incomparable scores).
     pub async fn search(&self, q: &CatalogSearch) -> Result<Vec<CatalogHit>, ToolError> {
         let query = BrowseQuery {
             sort: if q.text.is_some() { BrowseSort::Relevance } else { BrowseSort::MostUsed },
@@ -167,7 +180,40 @@ impl Catalog {
             per_page: q.limit,
             ..BrowseQuery::default()
         };
-        let cards = self.toolshed.browse(&self.user, &query).await?.cards;
+        let (Some(text), Some(semantic)) = (&q.text, self.toolshed.semantic()) else {
+            return self.hits(self.toolshed.browse(&self.user, &query).await?.cards).await;
+        };
+        let words = BrowseQuery { per_page: FUSION_CANDIDATES, ..query.clone() };
+        let lexical = self.toolshed.ranked_ids(&self.user, &words).await?;
+        let near = semantic.nearest(text, NEAREST).await;
+        // What the caller may see of the nearest, in their order of nearness.
+        let meaning = BrowseQuery {
+            text: None,
+            sort: BrowseSort::Newest,
+            among: Some(near.iter().map(|(id, _)| *id).collect()),
+            per_page: NEAREST as i64,
+            ..query
+        };
+        let seen = self.toolshed.ranked_ids(&self.user, &meaning).await?;
+        let nearest = near.iter().map(|(id, _)| *id).filter(|id| seen.contains(id)).take(FUSION_CANDIDATES as usize);
+        let mut scored: Vec<(f64, ToolId)> = Vec::new();
+        for ranking in [lexical, nearest.collect()] {
+            for (rank, id) in ranking.into_iter().enumerate() {
+                let score = 1.0 / (FUSION_K + rank as f64 + 1.0);
+                match scored.iter_mut().find(|(_, seen)| *seen == id) {
+                    Some((total, _)) => *total += score,
+                    None => scored.push((score, id)),
+                }
+            }
+        }
+        // Ties (one rank in one list each) go to the full-text match: it came first.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let best: Vec<ToolId> = scored.into_iter().take(q.limit.max(0) as usize).map(|(_, id)| id).collect();
+        self.hits(self.toolshed.tool_cards(&self.user, &best).await?).await
+    }
+
+    /// `cards` as search hits, with what each costs a model to read.
+    async fn hits(&self, cards: Vec<ListingCard>) -> Result<Vec<CatalogHit>, ToolError> {
         let mut hits = Vec::with_capacity(cards.len());
         for card in cards {
             let name = card.slug();

@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod scan;
 pub mod schema;
 pub mod secrets;
+pub mod semantic;
 pub mod sessions;
 pub mod signin;
 pub mod sso;
@@ -63,6 +64,8 @@ struct Inner {
     runnables: tools::RunnableCache,
     failure_budget: tools::FailureBudget,
     calls: cache::CallCache,
+    /// Tool search by meaning, with a sentence model.
+    semantic: Option<Arc<semantic::SemanticIndex>>,
     /// Moved after every write commits (here) or is seen (the change feed).
     epoch: cache::Epoch,
 }
@@ -92,6 +95,8 @@ pub struct Settings {
     pub sso_provider: Option<String>,
     /// Members of this provider group are admins, at every single sign-on.
     pub sso_admin_group: Option<String>,
+    /// The sentence model for tool search by meaning; `None`: full-text only.
+    pub sentence_model: Option<semantic::SentenceModel>,
 }
 
 impl Default for Settings {
@@ -108,6 +113,7 @@ impl Default for Settings {
             passwords: true,
             sso_provider: None,
             sso_admin_group: None,
+            sentence_model: None,
         }
     }
 }
@@ -122,6 +128,11 @@ impl Toolshed {
         let epoch = cache::Epoch::default();
         let changes = ListingChanges::start(db.clone(), epoch.clone());
         let calls = cache::CallCache::new(&epoch);
+        let semantic = settings.sentence_model.clone().map(|model| {
+            let index = Arc::new(semantic::SemanticIndex::new(model));
+            index.start(db.clone(), changes.clone());
+            index
+        });
         Self {
             db,
             inner: Arc::new(Inner {
@@ -132,6 +143,7 @@ impl Toolshed {
                 runnables: Default::default(),
                 failure_budget: Default::default(),
                 calls,
+                semantic,
                 epoch,
             }),
         }
@@ -149,6 +161,11 @@ impl Toolshed {
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub fn listing_changes(&self) -> &ListingChanges {
         &self.inner.changes
+    }
+
+    /// Tool search by meaning, when a sentence model is configured.
+    pub fn semantic(&self) -> Option<&semantic::SemanticIndex> {
+        self.inner.semantic.as_deref()
     }
 
     pub(crate) fn runnables(&self) -> &tools::RunnableCache {

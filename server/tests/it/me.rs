@@ -80,6 +80,32 @@ server_test!(the_personal_endpoint_lists_four_tools_and_finds_describes_and_call
     assert_eq!(usage(&url).await, [("mcp-http+me".into(), "ok".into()), ("mcp-http+me".into(), "invalid_arguments".into())]);
 });
 
+server_test!(
+    with_a_sentence_model_search_finds_tools_by_meaning_and_only_visible_ones,
+    ["--embedding-model", crate::common::embedding_model()],
+    |srv: TestServer| async move {
+        let carol = srv.member("carol", "research").await;
+        published(&srv, &carol, "laptop_order", "everyone", "ordered").await;
+        published(&srv, &carol, "laptop_for_the_board", "department", "ordered").await;
+        srv.member("mallory", "sales").await;
+        let mallory = Session::open(srv.url("/mcp/me"), &srv.token("mallory")).await;
+        // Not a word in common with "laptop order": the listing is found by
+        // meaning once the server has encoded it (in the background, on publish).
+        let query = json!({"query": "I need a new notebook computer"});
+        let started = std::time::Instant::now();
+        let mut hits = found(&mallory, query.clone()).await;
+        while hits.first().map(String::as_str) != Some("research/laptop_order") && started.elapsed().as_secs() < 20 {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            hits = found(&mallory, query.clone()).await;
+        }
+        assert_eq!(hits.first().map(String::as_str), Some("research/laptop_order"), "{hits:?}");
+        assert!(!hits.contains(&"research/laptop_for_the_board".to_owned()), "that one is research's only: {hits:?}");
+        let carol_me = Session::open(srv.url("/mcp/me"), &srv.token("carol")).await;
+        assert!(found(&carol_me, query).await.contains(&"research/laptop_for_the_board".to_owned()));
+        assert!(found(&mallory, json!({"query": "zzzz qqqq"})).await.is_empty(), "gibberish finds nothing");
+    }
+);
+
 server_test!(what_a_person_may_not_see_is_neither_found_described_nor_called, |srv: TestServer| async move {
     let carol = srv.member("carol", "research").await;
     let plan = published(&srv, &carol, "secret_plan", "department", "the plan").await;

@@ -95,6 +95,8 @@ pub struct BrowseQuery {
     pub featured_only: bool,
     /// Only these `department/name` listings (a scoped token's); empty: any.
     pub within: Vec<String>,
+    /// Only these listings, when `Some` (tool search's nearest by meaning).
+    pub among: Option<Vec<ToolId>>,
     pub permissions: PermissionFilter,
     /// From 1.
     pub page: i64,
@@ -112,6 +114,7 @@ impl Default for BrowseQuery {
             sort: BrowseSort::Relevance,
             featured_only: false,
             within: Vec::new(),
+            among: None,
             permissions: PermissionFilter::Any,
             page: 1,
             per_page: Self::PER_PAGE,
@@ -259,6 +262,15 @@ impl Toolshed {
         if total == 0 {
             return Ok(empty);
         }
+        let page = self.ranked(user, query, since).await?;
+        let cards = self.cards_in_order(user, &page, since).await?;
+        Ok(BrowsePage { cards, total, page: query.page, per_page })
+    }
+
+    /// One page of the listings `user` may see that match `query`, as kind
+    /// and id, in `query`'s order.
+    async fn ranked(&self, user: &User, query: &BrowseQuery, since: i64) -> Result<Vec<(String, i64)>, ToolError> {
+        let per_page = query.per_page.clamp(1, 100);
         let mut st = self.matching(user, query, since, true);
         let order = match (query.sort, query.text.is_some()) {
             (BrowseSort::Relevance, true) => "l.rank DESC, l.updated_at DESC",
@@ -269,17 +281,34 @@ impl Toolshed {
         let limit = st.bind(Value::Int(per_page));
         let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
         st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
-        let page: Vec<(String, i64)> = st
+        Ok(st
             .query()
             .fetch_all(self.db.pool())
             .await?
             .iter()
             .map(|r| Ok((r.try_get("kind")?, r.try_get("id")?)))
-            .collect::<Result<_, sqlx::Error>>()?;
+            .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// The first page of listings matching `query` as ids, without cards or a
+    /// total: candidates for tool search, which makes cards of the few it keeps.
+    pub(crate) async fn ranked_ids(&self, user: &User, query: &BrowseQuery) -> Result<Vec<ToolId>, ToolError> {
+        let page = self.ranked(user, query, now_ms() - 30 * DAY_MS).await?;
+        Ok(page.into_iter().map(|(_, id)| ToolId(id)).collect())
+    }
+
+    /// Cards for `page` (kind and id), in its order.
+    async fn cards_in_order(&self, user: &User, page: &[(String, i64)], since: i64) -> Result<Vec<ListingCard>, ToolError> {
         let ids: Vec<i64> = page.iter().map(|(_, id)| *id).collect();
         let mut cards = self.listing_cards(user, &ids, since).await?;
         cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
-        Ok(BrowsePage { cards, total, page: query.page, per_page })
+        Ok(cards)
+    }
+
+    /// Cards for the tools `ids`, in that order.
+    pub(crate) async fn tool_cards(&self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
+        let page: Vec<(String, i64)> = ids.iter().map(|id| (ListingKind::Tool.as_str().to_owned(), id.0)).collect();
+        self.cards_in_order(user, &page, now_ms() - 30 * DAY_MS).await
     }
 
     /// `FROM … WHERE …` over the listings `user` may see that match `query`
@@ -306,6 +335,11 @@ impl Toolshed {
                 "l.id IN (SELECT w.id FROM tools w JOIN departments wd ON wd.id = w.department_id WHERE wd.name || '/' || w.name IN ({}))",
                 slugs.join(", ")
             ));
+        }
+        if let Some(among) = &query.among {
+            let ids: Vec<String> = among.iter().map(|id| st.bind(Value::Int(id.0))).collect();
+            // `IN ()` is not SQL; none means none.
+            filters.push(if ids.is_empty() { "1 = 0".into() } else { format!("l.id IN ({})", ids.join(", ")) });
         }
         for tag in query.tags.as_slice() {
             // Tags are slugs: only `_` needs escaping for LIKE.

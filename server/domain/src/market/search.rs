@@ -61,6 +61,12 @@ impl SearchText {
         quoted.collect::<Vec<_>>().join(joiner)
     }
 
+    /// The words that say what is wanted, as typed: neither common words nor
+    /// plain numbers.
+    pub fn subject_words(&self) -> impl Iterator<Item = &str> {
+        self.terms.iter().map(String::as_str).filter(|t| !STOP_WORDS.contains(t) && !t.chars().all(|c| c.is_ascii_digit()))
+    }
+
     /// The words that say what is wanted, stemmed: a sentence such as "how many
     /// vacation days do I have left" becomes `vacat`, `day`, `left`. Common
     /// words and plain numbers (which name an instance, not a tool) are left
@@ -68,10 +74,7 @@ impl SearchText {
     pub fn keywords(&self) -> Vec<String> {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         let mut keywords: Vec<String> = Vec::new();
-        for term in &self.terms {
-            if STOP_WORDS.contains(&term.as_str()) || term.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
+        for term in self.subject_words() {
             let stem = stemmer.stem(term).into_owned();
             if !keywords.contains(&stem) {
                 keywords.push(stem);

@@ -12,6 +12,7 @@ mod faults;
 mod market;
 mod membership;
 mod playground;
+mod semantic;
 mod sso;
 mod tools;
 mod upstream;

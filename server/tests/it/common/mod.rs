@@ -52,6 +52,9 @@ async fn spawn_in(cwd: &std::path::Path, db_url: &str, data_dir: &std::path::Pat
         .env("TOOLSHED_INTERNAL_HOSTS", "127.0.0.1")
         .env_remove("TOOLSHED_BASE_URL")
         .env_remove("TOOLSHED_MCP_SESSIONS")
+        // Loading the sentence model costs every start a moment: only the
+        // tests of search by meaning ask for it (`--embedding-model`).
+        .env_remove("TOOLSHED_EMBEDDING_MODEL")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -399,6 +402,16 @@ macro_rules! server_test {
             }
         }
     };
+}
+
+/// The sentence model's folder, for `--embedding-model` (`make test` installs
+/// it; without it the test fails rather than pass vacuously).
+pub fn embedding_model() -> &'static str {
+    static DIR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var("TOOLSHED_EMBEDDING_MODEL")
+            .expect("TOOLSHED_EMBEDDING_MODEL names the sentence model's folder (scripts/env.sh sets it; scripts/bootstrap.sh installs it)")
+    })
 }
 
 /// The HTTP status an MCP `initialize` at `url` gets with `token`.

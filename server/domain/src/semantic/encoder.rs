@@ -1,0 +1,371 @@
+//! A sentence encoder: a BERT-style model (all-MiniLM-L6-v2 by default) that
+//! turns a text into a unit vector, so that texts of like meaning lie close.
+//!
+//! The forward pass is written out here over `matrixmultiply`'s matrix
+//! product: the ML frameworks that would run it (candle and its model zoo)
+//! took four minutes of a cold build, more than the rest of this crate's new
+//! dependencies together, for six identical layers of arithmetic.
+
+use std::path::Path;
+
+use matrixmultiply::sgemm;
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// Longer texts are cut: the model was trained on at most 128 word pieces,
+/// and a listing's title and first sentences carry its meaning.
+const MAX_TOKENS: usize = 128;
+
+#[derive(Debug, thiserror::Error)]
+#[error("the sentence model in {dir}: {reason}")]
+pub struct ModelError {
+    dir: String,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+struct Config {
+    hidden_size: usize,
+    num_attention_heads: usize,
+    num_hidden_layers: usize,
+    intermediate_size: usize,
+    max_position_embeddings: usize,
+    type_vocab_size: usize,
+    layer_norm_eps: f32,
+}
+
+/// `y = x·Wᵀ + b` with `W` as stored: `out` rows of `inp` weights.
+struct Linear {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    inp: usize,
+    out: usize,
+}
+
+struct Norm {
+    gain: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: Norm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: Norm,
+}
+
+pub struct Encoder {
+    tokenizer: Tokenizer,
+    config: Config,
+    words: Vec<f32>,
+    positions: Vec<f32>,
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+}
+
+impl Encoder {
+    /// Loads `dir`'s `config.json`, `tokenizer.json` and `model.safetensors`
+    /// (a sentence-transformers model folder).
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let fail = |reason: String| ModelError { dir: dir.display().to_string(), reason };
+        let config: Config =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).map_err(|e| fail(format!("config.json: {e}")))?)
+                .map_err(|e| fail(format!("config.json: {e}")))?;
+        if config.max_position_embeddings < MAX_TOKENS
+            || config.num_attention_heads == 0
+            || config.hidden_size % config.num_attention_heads != 0
+        {
+            return Err(fail("config.json: not a BERT encoder this code can run".into()));
+        }
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| fail(format!("tokenizer.json: {e}")))?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
+            .map_err(|e| fail(format!("tokenizer.json: {e}")))?;
+        let bytes = std::fs::read(dir.join("model.safetensors")).map_err(|e| fail(format!("model.safetensors: {e}")))?;
+        let weights = SafeTensors::deserialize(&bytes).map_err(|e| fail(format!("model.safetensors: {e}")))?;
+        let tensor = |name: &str, len: usize| -> Result<Vec<f32>, ModelError> {
+            // Some exports prefix every name with the architecture's.
+            let t = weights.tensor(name).or_else(|_| weights.tensor(&format!("bert.{name}"))).map_err(|e| fail(format!("{name}: {e}")))?;
+            if t.dtype() != Dtype::F32 || t.data().len() != len * 4 {
+                return Err(fail(format!("{name}: expected {len} f32 values, found {:?} of {:?}", t.shape(), t.dtype())));
+            }
+            Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        };
+        let h = config.hidden_size;
+        let linear = |name: &str, inp: usize, out: usize| -> Result<Linear, ModelError> {
+            Ok(Linear { w: tensor(&format!("{name}.weight"), inp * out)?, b: tensor(&format!("{name}.bias"), out)?, inp, out })
+        };
+        let norm = |name: &str| -> Result<Norm, ModelError> {
+            Ok(Norm { gain: tensor(&format!("{name}.weight"), h)?, bias: tensor(&format!("{name}.bias"), h)? })
+        };
+        let vocab = tokenizer.get_vocab_size(true);
+        let layers = (0..config.num_hidden_layers)
+            .map(|l| {
+                let p = format!("encoder.layer.{l}");
+                Ok(Layer {
+                    query: linear(&format!("{p}.attention.self.query"), h, h)?,
+                    key: linear(&format!("{p}.attention.self.key"), h, h)?,
+                    value: linear(&format!("{p}.attention.self.value"), h, h)?,
+                    attention_out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                    attention_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
+                    intermediate: linear(&format!("{p}.intermediate.dense"), h, config.intermediate_size)?,
+                    output: linear(&format!("{p}.output.dense"), config.intermediate_size, h)?,
+                    output_norm: norm(&format!("{p}.output.LayerNorm"))?,
+                })
+            })
+            .collect::<Result<_, ModelError>>()?;
+        Ok(Self {
+            words: tensor("embeddings.word_embeddings.weight", vocab * h)?,
+            positions: tensor("embeddings.position_embeddings.weight", config.max_position_embeddings * h)?,
+            token_type: tensor("embeddings.token_type_embeddings.weight", config.type_vocab_size * h)?,
+            embedding_norm: norm("embeddings.LayerNorm")?,
+            layers,
+            tokenizer,
+            config,
+        })
+    }
+
+    /// Whether `word` (lower case) is a whole word of the model's vocabulary,
+    /// rather than pieces it would guess at.
+    pub fn knows(&self, word: &str) -> bool {
+        self.tokenizer.token_to_id(word).is_some()
+    }
+
+    /// The vector's length.
+    pub fn dimensions(&self) -> usize {
+        self.config.hidden_size
+    }
+
+    /// `text`'s meaning as a unit vector: the mean of the last layer's token
+    /// states (sentence-transformers' pooling for this model), normalized.
+    pub fn encode(&self, text: &str) -> Vec<f32> {
+        let h = self.config.hidden_size;
+        // The tokenizer fails only on a broken tokenizer.json, refused at load.
+        let ids: Vec<usize> = match self.tokenizer.encode(text, true) {
+            Ok(e) => e.get_ids().iter().map(|&i| i as usize).collect(),
+            Err(_) => Vec::new(),
+        };
+        let n = ids.len();
+        if n == 0 {
+            return vec![0.0; h];
+        }
+        let mut x = vec![0.0f32; n * h];
+        for (t, &id) in ids.iter().enumerate() {
+            let row = &mut x[t * h..(t + 1) * h];
+            let word = &self.words[id * h..(id + 1) * h];
+            let position = &self.positions[t * h..(t + 1) * h];
+            for d in 0..h {
+                row[d] = word[d] + position[d] + self.token_type[d];
+            }
+        }
+        self.normalize(&mut x, &self.embedding_norm);
+        for layer in &self.layers {
+            let attended = self.attention(&x, n, layer);
+            let mut y = apply(&layer.attention_out, &attended, n);
+            add(&mut y, &x);
+            self.normalize(&mut y, &layer.attention_norm);
+            let mut inner = apply(&layer.intermediate, &y, n);
+            inner.iter_mut().for_each(|v| *v = gelu(*v));
+            let mut out = apply(&layer.output, &inner, n);
+            add(&mut out, &y);
+            self.normalize(&mut out, &layer.output_norm);
+            x = out;
+        }
+        let mut mean = vec![0.0f32; h];
+        for row in x.chunks_exact(h) {
+            add(&mut mean, row);
+        }
+        let length = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        mean.iter_mut().for_each(|v| *v /= length);
+        mean
+    }
+
+    /// Each `(key, text)` with its vector, on every core (a first start
+    /// with thousands of listings takes minutes on one).
+    pub fn encode_all<K: Send>(&self, texts: Vec<(K, String)>) -> Vec<(K, Vec<f32>, String)> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let per_core = texts.len().div_ceil(cores).max(1);
+        let mut texts = texts.into_iter().peekable();
+        let mut chunks = Vec::new();
+        while texts.peek().is_some() {
+            chunks.push(texts.by_ref().take(per_core).collect::<Vec<_>>());
+        }
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| scope.spawn(move || chunk.into_iter().map(|(key, text)| (key, self.encode(&text), text)).collect::<Vec<_>>()))
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().expect("encoding does not panic")).collect()
+        })
+    }
+
+    /// Multi-head self-attention over the `n` token states `x`.
+    fn attention(&self, x: &[f32], n: usize, layer: &Layer) -> Vec<f32> {
+        let h = self.config.hidden_size;
+        let heads = self.config.num_attention_heads;
+        let width = h / heads;
+        let (q, k, v) = (apply(&layer.query, x, n), apply(&layer.key, x, n), apply(&layer.value, x, n));
+        let mut out = vec![0.0f32; n * h];
+        let mut scores = vec![0.0f32; n * n];
+        let scale = 1.0 / (width as f32).sqrt();
+        for head in 0..heads {
+            let offset = head * width;
+            // scores = q_head · k_headᵀ, both read in place from the n×h rows.
+            unsafe {
+                sgemm(
+                    n,
+                    width,
+                    n,
+                    scale,
+                    q[offset..].as_ptr(),
+                    h as isize,
+                    1,
+                    k[offset..].as_ptr(),
+                    1,
+                    h as isize,
+                    0.0,
+                    scores.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
+            for row in scores.chunks_exact_mut(n) {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0;
+                for s in row.iter_mut() {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                row.iter_mut().for_each(|s| *s /= sum);
+            }
+            // out_head = scores · v_head, written into the head's columns.
+            unsafe {
+                sgemm(
+                    n,
+                    n,
+                    width,
+                    1.0,
+                    scores.as_ptr(),
+                    n as isize,
+                    1,
+                    v[offset..].as_ptr(),
+                    h as isize,
+                    1,
+                    0.0,
+                    out[offset..].as_mut_ptr(),
+                    h as isize,
+                    1,
+                );
+            }
+        }
+        out
+    }
+
+    fn normalize(&self, x: &mut [f32], norm: &Norm) {
+        let h = self.config.hidden_size;
+        for row in x.chunks_exact_mut(h) {
+            let mean = row.iter().sum::<f32>() / h as f32;
+            let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+            let scale = 1.0 / (variance + self.config.layer_norm_eps).sqrt();
+            for d in 0..h {
+                row[d] = (row[d] - mean) * scale * norm.gain[d] + norm.bias[d];
+            }
+        }
+    }
+}
+
+/// `linear` applied to each of the `n` rows of `x`.
+fn apply(linear: &Linear, x: &[f32], n: usize) -> Vec<f32> {
+    debug_assert_eq!(x.len(), n * linear.inp);
+    let mut y: Vec<f32> = linear.b.iter().copied().cycle().take(n * linear.out).collect();
+    // Safety (here and in `attention`): every matrix is a live slice at least
+    // as long as its dimensions and strides reach.
+    unsafe {
+        sgemm(
+            n,
+            linear.inp,
+            linear.out,
+            1.0,
+            x.as_ptr(),
+            linear.inp as isize,
+            1,
+            // Wᵀ: element (i, o) is w[o * inp + i].
+            linear.w.as_ptr(),
+            1,
+            linear.inp as isize,
+            1.0,
+            y.as_mut_ptr(),
+            linear.out as isize,
+            1,
+        );
+    }
+    y
+}
+
+fn add(into: &mut [f32], other: &[f32]) {
+    into.iter_mut().zip(other).for_each(|(a, b)| *a += b);
+}
+
+/// BERT's GELU, with the error function.
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// The cosine of two unit vectors.
+pub fn similarity(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The model `make test` installs (scripts/bootstrap.sh); these tests fail
+    /// rather than pass vacuously without it.
+    fn model_dir() -> std::path::PathBuf {
+        std::env::var_os("TOOLSHED_EMBEDDING_MODEL")
+            .expect("TOOLSHED_EMBEDDING_MODEL names the sentence model's folder (scripts/env.sh sets it; scripts/bootstrap.sh installs it)")
+            .into()
+    }
+
+    #[test]
+    fn texts_of_like_meaning_lie_close_and_unlike_ones_apart() {
+        let encoder = Encoder::load(&model_dir()).unwrap();
+        let notebook = encoder.encode("request a new notebook computer");
+        let laptop = encoder.encode("Order a laptop");
+        let room = encoder.encode("Book a meeting room");
+        assert_eq!(notebook.len(), 384);
+        assert!((similarity(&notebook, &notebook) - 1.0).abs() < 1e-5);
+        // What candle's BERT (and a NumPy one) make of this model: 0.668 and 0.077.
+        assert!((similarity(&notebook, &laptop) - 0.668).abs() < 0.01, "{}", similarity(&notebook, &laptop));
+        assert!((similarity(&notebook, &room) - 0.077).abs() < 0.01, "{}", similarity(&notebook, &room));
+    }
+
+    #[test]
+    fn long_and_empty_texts_encode_without_failing() {
+        let encoder = Encoder::load(&model_dir()).unwrap();
+        let long = "word ".repeat(5_000);
+        assert_eq!(encoder.encode(&long).len(), 384);
+        assert_eq!(encoder.encode("").len(), 384);
+    }
+
+    #[test]
+    fn the_vocabulary_knows_words_not_gibberish() {
+        let encoder = Encoder::load(&model_dir()).unwrap();
+        assert!(encoder.knows("laptop") && encoder.knows("invoice"));
+        assert!(!encoder.knows("zzzz") && !encoder.knows("qqqq") && !encoder.knows("Laptop"));
+    }
+
+    #[test]
+    fn a_missing_model_is_a_clear_error() {
+        let err = Encoder::load(Path::new("/nonexistent/model")).err().unwrap().to_string();
+        assert!(err.starts_with("the sentence model in /nonexistent/model: config.json:"), "{err}");
+    }
+}

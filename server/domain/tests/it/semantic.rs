@@ -1,0 +1,81 @@
+//! Tool search by meaning (`search_tools` with a sentence model), on SQLite
+//! and on PostgreSQL: found by what it does, not by its words, and still only
+//! what the caller may see.
+
+use toolshed_domain::catalog::CatalogSearch;
+use toolshed_domain::market::SearchText;
+use toolshed_domain::names::{DepartmentName, Tags};
+use toolshed_domain::semantic::SentenceModel;
+use toolshed_domain::tools::{NewTool, Source, Tool};
+use toolshed_domain::{Db, Settings, Toolshed, User};
+
+use crate::support::user;
+
+/// The model `make test` installs; the test fails without it rather than pass vacuously.
+fn model() -> SentenceModel {
+    let dir = std::env::var_os("TOOLSHED_EMBEDDING_MODEL")
+        .expect("TOOLSHED_EMBEDDING_MODEL names the sentence model's folder (scripts/env.sh sets it; scripts/bootstrap.sh installs it)");
+    SentenceModel::load(dir.as_ref()).unwrap()
+}
+
+/// A published tool: `title | description | tags | visibility`.
+async fn listing(ts: &Toolshed, author: &User, name: &str, spec: &str) -> Tool {
+    let [title, description, tags, visibility] = spec.split('|').map(str::trim).collect::<Vec<_>>().try_into().unwrap();
+    let tool = ts.create_tool(author, NewTool::parse(name, title, description, tags, visibility).unwrap()).await.unwrap();
+    ts.save_version(author, tool.id, Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
+    ts.publish(author, tool.id, 1).await.unwrap()
+}
+
+async fn found(ts: &Toolshed, reader: &User, query: &str, department: Option<&str>) -> Vec<String> {
+    let q = CatalogSearch {
+        text: SearchText::parse(query).unwrap(),
+        department: department.map(|d| DepartmentName::parse(d).unwrap()),
+        tags: Tags::default(),
+        limit: 5,
+    };
+    ts.catalog(reader, None).search(&q).await.unwrap().into_iter().map(|h| h.name).collect()
+}
+
+store_test!(tool_search_finds_tools_by_meaning_but_only_those_the_caller_may_see, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    let alice = user(&ts, "alice", "it").await;
+    let dave = user(&ts, "dave", "facilities").await;
+    let bob = user(&ts, "bob", "legal").await;
+    listing(
+        &ts,
+        &alice,
+        "laptop_order",
+        "Order a laptop | Orders a laptop or a monitor from the hardware catalogue. | hardware | everyone",
+    )
+    .await;
+    listing(&ts, &alice, "laptop_wipe", "Wipe a laptop | Erases and recycles old notebook computers. | hardware | private").await;
+    listing(&ts, &dave, "room_booking", "Book a room | Reserves a meeting room for a time slot. | rooms | everyone").await;
+    let index = ts.semantic().expect("a sentence model was given");
+    index.catch_up(&db).await.unwrap();
+    assert_eq!(index.len(), 3, "every published tool has its vector, private ones too (filtered at search)");
+
+    // No word in common with "Order a laptop"; full-text search alone finds nothing.
+    let words_only = Toolshed::new(db.clone(), Settings::default());
+    assert!(found(&words_only, &bob, "I need a notebook computer", None).await.is_empty());
+    assert_eq!(found(&ts, &bob, "I need a notebook computer", None).await[0], "it/laptop_order");
+    assert!(found(&ts, &bob, "I need a notebook computer", None).await.iter().all(|n| n != "it/laptop_wipe"), "private to alice");
+    assert!(found(&ts, &alice, "I need a notebook computer", None).await.contains(&"it/laptop_wipe".to_owned()), "its owner finds it");
+    assert_eq!(found(&ts, &bob, "somewhere to hold a meeting", None).await[0], "facilities/room_booking");
+    assert!(
+        found(&ts, &bob, "I need a notebook computer", Some("facilities")).await.iter().all(|n| n != "it/laptop_order"),
+        "filters still apply"
+    );
+    // Words the model does not know are not guessed at.
+    assert!(found(&ts, &bob, "zzzz qqqq", None).await.is_empty());
+
+    // A changed description is encoded again, here or on any replica.
+    sqlx::query("UPDATE tools SET description = 'Orders pizza and sandwiches for the team.' WHERE name = 'room_booking'")
+        .execute(db.pool())
+        .await
+        .unwrap();
+    index.catch_up(&db).await.unwrap();
+    assert_eq!(found(&ts, &bob, "we are hungry", None).await, ["facilities/room_booking"]);
+    let replica = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    replica.semantic().unwrap().catch_up(&db).await.unwrap();
+    assert_eq!(found(&replica, &bob, "we are hungry", None).await, ["facilities/room_booking"], "read from the table");
+});

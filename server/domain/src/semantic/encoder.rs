@@ -79,7 +79,7 @@ impl Encoder {
                 .map_err(|e| fail(format!("config.json: {e}")))?;
         if config.max_position_embeddings < MAX_TOKENS
             || config.num_attention_heads == 0
-            || config.hidden_size % config.num_attention_heads != 0
+            || !config.hidden_size.is_multiple_of(config.num_attention_heads)
         {
             return Err(fail("config.json: not a BERT encoder this code can run".into()));
         }
@@ -274,8 +274,8 @@ impl Encoder {
             let mean = row.iter().sum::<f32>() / h as f32;
             let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
             let scale = 1.0 / (variance + self.config.layer_norm_eps).sqrt();
-            for d in 0..h {
-                row[d] = (row[d] - mean) * scale * norm.gain[d] + norm.bias[d];
+            for ((v, gain), bias) in row.iter_mut().zip(&norm.gain).zip(&norm.bias) {
+                *v = (*v - mean) * scale * gain + bias;
             }
         }
     }

@@ -318,9 +318,19 @@ fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
-/// The cosine of two unit vectors.
+/// The cosine of two unit vectors. Summed in eight lanes, which the compiler
+/// turns into vector instructions (a single running sum must stay in order):
+/// a query is compared with every tool.
 pub fn similarity(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let mut lanes = [0.0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let rest: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in a8.zip(b8) {
+        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *lane += x * y;
+        }
+    }
+    lanes.iter().sum::<f32>() + rest
 }
 
 #[cfg(test)]
@@ -359,8 +369,10 @@ mod tests {
     #[test]
     fn the_vocabulary_knows_words_not_gibberish() {
         let encoder = Encoder::load(&model_dir()).unwrap();
-        assert!(encoder.knows("laptop") && encoder.knows("invoice"));
+        assert!(encoder.knows("laptop") && encoder.knows("meeting"));
         assert!(!encoder.knows("zzzz") && !encoder.knows("qqqq") && !encoder.knows("Laptop"));
+        // Some real words are pieces too: `semantic` asks for half, not all.
+        assert!(!encoder.knows("invoice") && !encoder.knows("vpn"));
     }
 
     #[test]

@@ -175,8 +175,10 @@ impl SemanticIndex {
 
     /// The tools whose meaning is nearest `query`'s, nearest first, at most
     /// `limit` (of every tool, seen by the caller or not: filter them after).
-    /// None when the model knows too few of the query's words: it would guess
-    /// at the meaning of "zzzz qqqq", and find something.
+    /// None when the model knows fewer than half of the query's words (as
+    /// whole words of its vocabulary): it would guess at the meaning of "zzzz
+    /// qqqq" and find something. Its vocabulary lacks some jargon ("invoice",
+    /// "vpn"), which full-text search finds anyway.
     pub async fn nearest(&self, query: &SearchText, limit: usize) -> Vec<(ToolId, f32)> {
         let subject: Vec<&str> = query.subject_words().collect();
         let known = subject.iter().filter(|w| self.model.encoder.knows(w)).count();

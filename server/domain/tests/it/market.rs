@@ -8,6 +8,8 @@ use toolshed_domain::tools::{NewTool, Source, Tool, ToolError};
 use toolshed_domain::usage::{Outcome, UsageRecord};
 use toolshed_domain::{now_ms, Db, Settings, Toolshed, User};
 
+use crate::support::listing;
+
 const DAY_MS: i64 = 86_400_000;
 
 async fn user(ts: &Toolshed, name: &str, department: &str, is_admin: bool) -> User {
@@ -15,14 +17,6 @@ async fn user(ts: &Toolshed, name: &str, department: &str, is_admin: bool) -> Us
     reg.is_admin = is_admin;
     reg.role = toolshed_domain::membership::Role::Author;
     ts.register(reg, None).await.unwrap()
-}
-
-/// A published tool: `title | description | tags | visibility`.
-async fn listing(ts: &Toolshed, author: &User, name: &str, spec: &str) -> Tool {
-    let [title, description, tags, visibility] = spec.split('|').map(str::trim).collect::<Vec<_>>().try_into().unwrap();
-    let tool = ts.create_tool(author, NewTool::parse(name, title, description, tags, visibility).unwrap()).await.unwrap();
-    ts.save_version(author, tool.id, Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
-    ts.publish(author, tool.id, 1).await.unwrap()
 }
 
 /// Sets a column the UI has no button for yet (moderation, forks, times).

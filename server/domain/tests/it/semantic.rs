@@ -6,24 +6,15 @@ use toolshed_domain::catalog::CatalogSearch;
 use toolshed_domain::market::SearchText;
 use toolshed_domain::names::{DepartmentName, Tags};
 use toolshed_domain::semantic::SentenceModel;
-use toolshed_domain::tools::{NewTool, Source, Tool};
 use toolshed_domain::{Db, Settings, Toolshed, User};
 
-use crate::support::user;
+use crate::support::{listing, user};
 
 /// The model `make test` installs; the test fails without it rather than pass vacuously.
 fn model() -> SentenceModel {
     let dir = std::env::var_os("TOOLSHED_EMBEDDING_MODEL")
         .expect("TOOLSHED_EMBEDDING_MODEL names the sentence model's folder (scripts/env.sh sets it; scripts/bootstrap.sh installs it)");
     SentenceModel::load(dir.as_ref()).unwrap()
-}
-
-/// A published tool: `title | description | tags | visibility`.
-async fn listing(ts: &Toolshed, author: &User, name: &str, spec: &str) -> Tool {
-    let [title, description, tags, visibility] = spec.split('|').map(str::trim).collect::<Vec<_>>().try_into().unwrap();
-    let tool = ts.create_tool(author, NewTool::parse(name, title, description, tags, visibility).unwrap()).await.unwrap();
-    ts.save_version(author, tool.id, Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
-    ts.publish(author, tool.id, 1).await.unwrap()
 }
 
 async fn found(ts: &Toolshed, reader: &User, query: &str, department: Option<&str>) -> Vec<String> {

@@ -104,6 +104,15 @@ pub async fn finance_and_legal(db: Db) -> (Toolshed, User, User, User) {
     (ts, alice, bob, carol)
 }
 
+/// A published tool: `title | description | tags | visibility`.
+pub async fn listing(ts: &Toolshed, author: &User, name: &str, spec: &str) -> toolshed_domain::tools::Tool {
+    let [title, description, tags, visibility] = spec.split('|').map(str::trim).collect::<Vec<_>>().try_into().unwrap();
+    let tool =
+        ts.create_tool(author, toolshed_domain::tools::NewTool::parse(name, title, description, tags, visibility).unwrap()).await.unwrap();
+    ts.save_version(author, tool.id, toolshed_domain::tools::Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
+    ts.publish(author, tool.id, 1).await.unwrap()
+}
+
 /// One required string argument, `text`.
 pub fn text_arg() -> Vec<ArgDef> {
     serde_json::from_value(serde_json::json!([{ "name": "text", "type": { "kind": "string" }, "required": true }])).unwrap()

@@ -200,7 +200,12 @@ impl Encoder {
         std::thread::scope(|scope| {
             let workers: Vec<_> = chunks
                 .into_iter()
-                .map(|chunk| scope.spawn(move || chunk.into_iter().map(|(key, text)| (key, self.encode(&text), text)).collect::<Vec<_>>()))
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        yield_to_calls();
+                        chunk.into_iter().map(|(key, text)| (key, self.encode(&text), text)).collect::<Vec<_>>()
+                    })
+                })
                 .collect();
             workers.into_iter().flat_map(|w| w.join().expect("encoding does not panic")).collect()
         })
@@ -278,6 +283,16 @@ impl Encoder {
                 *v = (*v - mean) * scale * gain + bias;
             }
         }
+    }
+}
+
+/// Lowers this thread to the lowest CPU priority, as the sandbox does for slow
+/// runs: encoding a backlog must not slow anyone's tool calls. Only for the
+/// fresh threads of [`Encoder::encode_all`], which end with their batch.
+fn yield_to_calls() {
+    // SAFETY: setpriority on this very thread; lowering priority needs no privilege.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
 }
 

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use sqlx::Row;
+use tokio::sync::Semaphore;
 
 pub use encoder::{similarity, Encoder, ModelError};
 
@@ -51,6 +52,9 @@ pub struct SentenceModel {
     /// are not comparable, so they are made again.
     name: String,
     encoder: Arc<Encoder>,
+    /// Queries encoded at once: one a core, so a flood of searches queues
+    /// instead of taking every blocking thread.
+    queries: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for SentenceModel {
@@ -69,11 +73,13 @@ impl SentenceModel {
             None => loaded.entry(dir.to_owned()).or_insert(Arc::new(Encoder::load(dir)?)).clone(),
         };
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
-        Ok(Self { name, encoder })
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(Self { name, encoder, queries: Arc::new(Semaphore::new(cores)) })
     }
 
     /// `text`'s meaning as a unit vector (CPU-bound: off the async workers).
     async fn encode(&self, text: String) -> Vec<f32> {
+        let _turn = self.queries.acquire().await.expect("the semaphore is never closed");
         let encoder = self.encoder.clone();
         tokio::task::spawn_blocking(move || encoder.encode(&text)).await.expect("encoding does not panic")
     }
@@ -125,6 +131,7 @@ impl SemanticIndex {
     /// Encodes every published tool whose vector is missing or out of date,
     /// then reads the vectors written since the last time (by any replica).
     pub async fn catch_up(&self, db: &Db) -> Result<(), StoreError> {
+        let mut encoded_now = std::collections::HashSet::new();
         loop {
             let stale = sqlx::query(&format!(
                 "SELECT t.id, {SOURCE_SQL} AS source FROM tools t LEFT JOIN listing_vectors v ON v.tool_id = t.id \
@@ -139,6 +146,11 @@ impl SemanticIndex {
             }
             let texts: Vec<(i64, String)> =
                 stale.iter().map(|r| Ok((r.try_get("id")?, r.try_get("source")?))).collect::<Result<_, sqlx::Error>>()?;
+            // A row still stale after its write would be encoded forever.
+            if texts.iter().any(|(id, _)| !encoded_now.insert(*id)) {
+                tracing::warn!("semantic index: a vector written is still out of date; stopping until the next change");
+                break;
+            }
             let encoder = self.model.encoder.clone();
             let encoded = tokio::task::spawn_blocking(move || encoder.encode_all(texts)).await.expect("encoding does not panic");
             let mut tx = db.begin().await?;

@@ -194,7 +194,7 @@ impl Catalog {
             per_page: NEAREST as i64,
             ..query
         };
-        let seen = self.toolshed.ranked_ids(&self.user, &meaning).await?;
+        let seen = if near.is_empty() { Vec::new() } else { self.toolshed.ranked_ids(&self.user, &meaning).await? };
         let nearest = near.iter().map(|(id, _)| *id).filter(|id| seen.contains(id)).take(FUSION_CANDIDATES as usize);
         let mut scored: Vec<(f64, ToolId)> = Vec::new();
         for ranking in [lexical, nearest.collect()] {

@@ -96,7 +96,7 @@ impl Encoder {
             if t.dtype() != Dtype::F32 || t.data().len() != len * 4 {
                 return Err(fail(format!("{name}: expected {len} f32 values, found {:?} of {:?}", t.shape(), t.dtype())));
             }
-            Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+            Ok(super::from_bytes(t.data()))
         };
         let h = config.hidden_size;
         let linear = |name: &str, inp: usize, out: usize| -> Result<Linear, ModelError> {

@@ -37,6 +37,15 @@ if [ "$("$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != 
     cargo install -q wasm-bindgen-cli@"$wbg_version" --root "$TOOLS" --force
 fi
 
+# --- wasm-split: cuts the lazy routes' code out of the main wasm ---------------
+# The version whose output the Leptos in Cargo.lock (wasm_split_helpers 0.2) loads.
+split_version=0.2.4
+if [ "$(cat "$TOOLS/wasm-split-cli.version" 2>/dev/null)" != "$split_version" ]; then
+    say "installing wasm-split-cli $split_version (a minute or two, once)"
+    cargo install -q --locked wasm_split_cli_support@"$split_version" --features build-binary --root "$TOOLS" --force
+    echo "$split_version" > "$TOOLS/wasm-split-cli.version"
+fi
+
 # --- npm packages: wasm-opt (binaryen), the browser-test driver --------------
 # Debian's binaryen is too old: its output breaks hydration.
 for dir in scripts end2end; do

@@ -26,19 +26,20 @@ step "wasm (frontend, release)"
 # RUSTC must point at it, or cargo picks rustup's rustc and std fails to build.
 # For size: a panic aborts at once (no messages, no formatting machinery), Debug
 # formatting and panic locations are left out, and std picks its smaller code.
+# The linker keeps its relocations for wasm-split (below).
 # These flags replace .cargo/config.toml's, so it is repeated.
 env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend --lib \
     --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
     -Zbuild-std-features=optimize_for_size \
-    --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort", "-Zfmt-debug=none", "-Zlocation-detail=none"]' \
+    --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort", "-Zfmt-debug=none", "-Zlocation-detail=none", "-Clink-args=--emit-relocs"]' \
     --target-dir "$WASM_TARGET_DIR"
 
 # The site is made from the wasm, the CSS, the editor's JS and the public assets:
 # the same inputs (and the same tool versions) give the same site.
 wasm="$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
 pkg="$SITE_DIR/pkg"
-stamp=$( { sha256sum "$wasm" style/*.css frontend/js/* public/* scripts/package-lock.json scripts/build.sh
-           wasm-bindgen --version; } | sha256sum | cut -d' ' -f1)
+stamp=$( { sha256sum "$wasm" style/*.css frontend/js/* public/* scripts/package-lock.json scripts/build.sh scripts/site.mjs
+           wasm-bindgen --version; sha256sum "$(command -v wasm-split-cli)"; } | sha256sum | cut -d' ' -f1)
 cached="$TOOLSHED_CACHE/site/$stamp"
 if [ -f "$pkg/.inputs" ] && [ "$(cat "$pkg/.inputs")" = "$stamp" ]; then
     step "site unchanged"
@@ -47,34 +48,24 @@ elif [ -d "$cached" ]; then
     step "site unchanged (from $cached)"
     rm -rf "$pkg" && mkdir -p "$SITE_DIR" && cp -r "$cached" "$pkg"
 else
-    step "wasm-bindgen + wasm-opt"
-    rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp"
-    wasm-bindgen --target web --no-typescript --out-dir "$pkg.tmp" --out-name toolshed "$wasm"
+    step "wasm-split + wasm-bindgen + wasm-opt"
+    rm -rf "$pkg.tmp" && mkdir -p "$pkg.tmp/split"
+    # Every page but the home page is a lazy route (app/src/lib.rs): wasm-split
+    # cuts their code out of the main module into chunks, fetched when a page
+    # first needs them. It reads the linker's relocations (--emit-relocs above).
+    wasm-split-cli "$wasm" "$pkg.tmp/split" --out-name toolshed
+    wasm-bindgen --target web --no-typescript --keep-lld-exports --no-demangle \
+        --out-dir "$pkg.tmp" --out-name toolshed "$pkg.tmp/split/toolshed.wasm"
+    rm "$pkg.tmp/split/toolshed.wasm" && mv "$pkg.tmp"/split/* "$pkg.tmp/" && rmdir "$pkg.tmp/split"
     scripts/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
         "$pkg.tmp/toolshed_bg.wasm" -o "$pkg.tmp/toolshed_bg.wasm"
     cat style/*.css > "$pkg.tmp/toolshed.css"
-    # The app's files are named after their contents (toolshed.HASH.wasm), so
-    # browsers may keep them for good; hash.txt tells the server (Leptos'
-    # HydrationScripts and HashedStylesheet) the names to put in pages.
-    for file in toolshed.js:js toolshed_bg.wasm:wasm toolshed.css:css; do
-        name=${file%%:*} kind=${file##*:}
-        hash=$(sha256sum "$pkg.tmp/$name" | cut -c1-16)
-        mv "$pkg.tmp/$name" "$pkg.tmp/toolshed.$hash.$kind"
-        echo "$kind: $hash" >> "$pkg.tmp/hash.txt"
-    done
     # The code editor (CodeMirror, from npm) is plain JS, loaded by the editor page only.
     NODE_PATH="$PWD/scripts/node_modules" scripts/node_modules/.bin/esbuild frontend/js/editor.js \
         --bundle --minify --format=esm --log-level=warning --outfile="$pkg.tmp/editor.js"
-    # Compressed once, at the best levels (brotli 11 is too slow per request): the
-    # server sends the .br or .gz beside each file as it is.
-    node -e '
-        const fs = require("fs"), zlib = require("zlib"), dir = process.argv[1];
-        for (const name of fs.readdirSync(dir).filter((n) => /\.(wasm|js|css)$/.test(n))) {
-            const data = fs.readFileSync(`${dir}/${name}`);
-            const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length };
-            fs.writeFileSync(`${dir}/${name}.br`, zlib.brotliCompressSync(data, { params }));
-            fs.writeFileSync(`${dir}/${name}.gz`, zlib.gzipSync(data, { level: 9 }));
-        }' "$pkg.tmp"
+    # Content names, the chunk manifest, precompressed copies (scripts/site.mjs says how).
+    # (binaryen warns of each chunk's name subsection it drops: expected, filtered.)
+    node scripts/site.mjs "$pkg.tmp" 2> >(grep -v 'unknown name subsection' >&2)
     echo "$stamp" > "$pkg.tmp/.inputs"
     rm -rf "$pkg" && mv "$pkg.tmp" "$pkg"
     # Kept for the next clone of the same sources; only the newest site.
@@ -88,4 +79,4 @@ trap - EXIT
 ln -sf "$CARGO_TARGET_DIR/release/toolshed" target/toolshed
 scripts/mtimes.py record
 wasm_out=$(ls "$pkg"/toolshed.*.wasm)
-step "done: $(du -h "$wasm_out" | cut -f1) wasm ($(du -h "$wasm_out.gz" | cut -f1) gzip, $(du -h "$wasm_out.br" | cut -f1) brotli), server at target/toolshed"
+step "done: $(du -h "$wasm_out" | cut -f1) main wasm ($(du -h "$wasm_out.gz" | cut -f1) gzip, $(du -h "$wasm_out.br" | cut -f1) brotli) and $(ls "$pkg" | grep -c -E '^(chunk|split)_.*\.wasm$') chunks, server at target/toolshed"

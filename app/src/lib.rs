@@ -5,6 +5,8 @@
 
 pub mod api;
 pub mod args;
+#[cfg(feature = "ssr")]
+mod chunks;
 mod components;
 pub mod error;
 mod pages;
@@ -12,9 +14,11 @@ mod pages;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{path, SsrMode};
+use leptos_router::{lazy_route, path, Lazy, LazyRoute, SsrMode};
 
 use crate::api::Logout;
+#[cfg(feature = "ssr")]
+pub use crate::chunks::PageChunks;
 use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
@@ -135,17 +139,13 @@ impl Auth {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    // Effects run only in the browser, after hydration: mark the page so tests
-    // (and curious people) can tell the wasm is live.
-    Effect::new(|_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
 
+    // True while a navigation waits for its page (a lazy page's chunks, its data).
+    let (routing, set_routing) = signal(false);
     view! {
         <Title formatter=|page: String| if page.is_empty() { "Toolshed".to_owned() } else { format!("{page} · Toolshed") } />
-        <Router>
+        <Router set_is_routing=set_routing>
+            <div class="route-progress" class:active=routing role="progressbar" aria-label="Opening the page" aria-hidden=move || (!routing.get()).to_string()></div>
             <Frame />
         </Router>
     }
@@ -163,27 +163,84 @@ fn Frame() -> impl IntoView {
         <a class="skip-link" href="#content" rel="external">"Skip to content"</a>
         <Header />
         <main class="page" id="content" tabindex="-1">
-            <Routes fallback=NotFound>
-                <Route path=path!("/") view=Home ssr=SsrMode::Async />
-                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
-                <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async />
-                <Route path=path!("/account") view=Account ssr=SsrMode::Async />
-                <Route path=path!("/oauth/consent") view=Consent ssr=SsrMode::Async />
-                <Route path=path!("/admin") view=Admin ssr=SsrMode::Async />
-                <Route path=path!("/people") view=People ssr=SsrMode::Async />
-                <Route path=path!("/admin/audit") view=AuditLog ssr=SsrMode::Async />
-                <Route path=path!("/admin/servers") view=ExternalServers ssr=SsrMode::Async />
-                <Route path=path!("/browse") view=Browse ssr=SsrMode::Async />
-                <Route path=path!("/playground") view=Playground ssr=SsrMode::Async />
-                <Route path=path!("/tools/mine") view=MyTools ssr=SsrMode::Async />
-                <Route path=path!("/tools/new") view=NewTool ssr=SsrMode::Async />
-                <Route path=path!("/tools/:department/:name") view=ToolListing ssr=SsrMode::Async />
-                <Route path=path!("/tools/:department/:name/edit") view=ToolEditor ssr=SsrMode::Async />
-                <Route path=path!("/bundles/new") view=NewBundle ssr=SsrMode::Async />
-                <Route path=path!("/bundles/:department/:name") view=BundleListing ssr=SsrMode::Async />
-                <Route path=path!("/bundles/:department/:name/edit") view=BundleEditor ssr=SsrMode::Async />
+            <Routes fallback=|| view! { <Live /> <NotFound /> }>
+                <Route path=path!("/") view=|| view! { <Live /> <Home /> } ssr=SsrMode::Async />
+                <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/register") view={Lazy::<RegisterRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/account") view={Lazy::<AccountRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/oauth/consent") view={Lazy::<ConsentRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/admin") view={Lazy::<AdminRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/people") view={Lazy::<PeopleRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/admin/audit") view={Lazy::<AuditLogRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/admin/servers") view={Lazy::<ExternalServersRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/browse") view={Lazy::<BrowseRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/playground") view={Lazy::<PlaygroundRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/tools/mine") view={Lazy::<MyToolsRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/tools/new") view={Lazy::<NewToolRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/tools/:department/:name") view={Lazy::<ToolListingRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/tools/:department/:name/edit") view={Lazy::<ToolEditorRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/bundles/new") view={Lazy::<NewBundleRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/bundles/:department/:name") view={Lazy::<BundleListingRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/bundles/:department/:name/edit") view={Lazy::<BundleEditorRoute>::new()} ssr=SsrMode::Async />
             </Routes>
         </main>
         <footer class="footer">"Toolshed · write one function, every agent gains a tool"</footer>
     }
+}
+
+/// Marks `<body data-hydrated>` once the page itself is live, so tests (and
+/// curious people) can tell. Effects run only in the browser, after hydration;
+/// this one is the page's own, since a lazy page hydrates after the frame
+/// (once its chunks are in), and a mark set by the frame would come too early.
+#[component]
+fn Live() -> impl IntoView {
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+}
+
+/// Every page but the home page is a lazy route: its code is split out of the
+/// main wasm into chunks (scripts/build.sh runs wasm-split) that the browser
+/// fetches when the page is first shown, so a first visit downloads only the
+/// home page and the frame. The server renders them as usual, and names the
+/// chunks a page needs in its head (`chunks`) so hydration does not wait for them.
+macro_rules! lazy_pages {
+    ($($page:ident => $component:ident),* $(,)?) => {$(
+        struct $page;
+
+        #[lazy_route]
+        impl LazyRoute for $page {
+            fn data() -> Self {
+                #[cfg(feature = "ssr")]
+                chunks::name_in_head(stringify!($page));
+                Self
+            }
+
+            fn view(_this: Self) -> AnyView {
+                view! { <Live /> <$component /> }.into_any()
+            }
+        }
+    )*};
+}
+
+lazy_pages! {
+    LoginRoute => LoginPage,
+    RegisterRoute => RegisterPage,
+    AccountRoute => Account,
+    ConsentRoute => Consent,
+    AdminRoute => Admin,
+    PeopleRoute => People,
+    AuditLogRoute => AuditLog,
+    ExternalServersRoute => ExternalServers,
+    BrowseRoute => Browse,
+    PlaygroundRoute => Playground,
+    MyToolsRoute => MyTools,
+    NewToolRoute => NewTool,
+    ToolListingRoute => ToolListing,
+    ToolEditorRoute => ToolEditor,
+    NewBundleRoute => NewBundle,
+    BundleListingRoute => BundleListing,
+    BundleEditorRoute => BundleEditor,
 }

@@ -1,15 +1,33 @@
 // What a first visit costs: the home page with an empty cache, every byte the
 // browser received (headers and compressed bodies, as DevTools counts them),
-// and the wasm as a gzip-only client gets it. Figures in BENCHMARKS.md.
-// The budgets are today's figures plus a little, so that growth is a decision;
-// issue 14's goals (500 KiB and 600 KiB) are not met yet (BENCHMARKS.md says why).
+// and the main wasm as a gzip-only client gets it; then what the other pages add
+// (their code is split into chunks, fetched when a page is first shown).
+// Figures in BENCHMARKS.md. The budgets are today's figures plus a little, so
+// that growth is a decision; issue 14's goals were 500 KiB and 600 KiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
-import { BASE, launch, settled } from './browser.mjs';
+import { BASE, launch, settled, signInAsAdmin } from './browser.mjs';
 
-const FIRST_VISIT_MAX = 600 * 1024;
-const WASM_GZIP_MAX = 890 * 1024;
+const FIRST_VISIT_MAX = 240 * 1024;
+const WASM_GZIP_MAX = 270 * 1024;
+/** The heaviest page, opened directly with an empty cache: the tool editor (CodeMirror too). */
+const EDITOR_VISIT_MAX = 850 * 1024;
+
+/** Opens `path` in `context` with the cache off; returns [total bytes, responses]. */
+async function transferred(context, page, path) {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+  const urls = new Map();
+  const received = [];
+  cdp.on('Network.responseReceived', (e) => urls.set(e.requestId, e.response.url.replace(BASE, '')));
+  cdp.on('Network.loadingFinished', (e) => received.push({ url: urls.get(e.requestId), bytes: e.encodedDataLength }));
+  await page.goto(`${BASE}${path}`);
+  await settled(page);
+  await cdp.detach();
+  return [received.reduce((sum, r) => sum + r.bytes, 0), received];
+}
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -18,44 +36,73 @@ after(async () => { await browser?.close(); });
 test(`a first visit to the home page transfers at most ${FIRST_VISIT_MAX / 1024} KiB`, async (t) => {
   const context = await browser.newContext();
   const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('Network.enable');
-  await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
-  const urls = new Map();
-  const received = [];
-  cdp.on('Network.responseReceived', (e) => urls.set(e.requestId, e.response.url.replace(BASE, '')));
-  cdp.on('Network.loadingFinished', (e) => received.push({ url: urls.get(e.requestId), bytes: e.encodedDataLength }));
-  await page.goto(`${BASE}/`);
-  await settled(page);
+  const [total, received] = await transferred(context, page, '/');
   await context.close();
-  const total = received.reduce((sum, r) => sum + r.bytes, 0);
   t.diagnostic(`first visit: ${(total / 1024).toFixed(1)} KiB in ${received.length} responses`);
   for (const r of received) t.diagnostic(`  ${(r.bytes / 1024).toFixed(1).padStart(7)} KiB  ${r.url}`);
   assert.ok(total <= FIRST_VISIT_MAX, `${total} bytes`);
+  assert.ok(!received.some((r) => /\/pkg\/(chunk|split)_/.test(r.url)), 'the home page needs no chunk');
 });
 
-test('a second visit takes the app from the browser cache without asking the server', async (t) => {
+test(`the tool editor, opened directly with an empty cache, transfers at most ${EDITOR_VISIT_MAX / 1024} KiB`, async (t) => {
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto(`${BASE}/`);
-  await settled(page);
+  await signInAsAdmin(page);
+  const [total, received] = await transferred(context, page, '/tools/demo/echo/edit');
+  await page.waitForSelector('.cm-editor');
+  await context.close();
+  const chunks = received.filter((r) => /\/pkg\/(chunk|split)_/.test(r.url));
+  const sum = (list) => (list.reduce((n, r) => n + r.bytes, 0) / 1024).toFixed(1);
+  t.diagnostic(`editor: ${(total / 1024).toFixed(1)} KiB in ${received.length} responses, ${chunks.length} chunks (${sum(chunks)} KiB)`);
+  for (const r of received.filter((r) => !chunks.includes(r))) t.diagnostic(`  ${(r.bytes / 1024).toFixed(1).padStart(7)} KiB  ${r.url}`);
+  assert.ok(chunks.length > 0, 'the editor is a lazy route');
+  assert.ok(total <= EDITOR_VISIT_MAX, `${total} bytes`);
+});
+
+test("a lazy page names its chunks in its head, so they download beside the main wasm", async () => {
+  const html = await (await fetch(`${BASE}/browse`)).text();
+  const head = html.slice(0, html.indexOf('<body'));
+  const chunks = [...head.matchAll(/<link[^>]*href="(\/pkg\/(?:chunk|split)_\w+\.[0-9a-f]{16}\.wasm)"/g)].map((m) => m[1]);
+  assert.ok(chunks.some((c) => c.includes('browse_route')), `the browse page's own chunk among ${chunks.length}`);
+  const links = [...head.matchAll(/<link [^>]*>/g)].map((m) => m[0]);
+  assert.ok(links.some((l) => l.includes('rel="modulepreload"') && /href="\/pkg\/__wasm_split\.[0-9a-f]{16}\.js"/.test(l)),
+    'the chunks\' loader is preloaded too');
+  for (const chunk of chunks.slice(0, 3)) {
+    const res = await fetch(`${BASE}${chunk}`);
+    assert.equal(res.status, 200, chunk);
+    assert.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  }
+});
+
+test('a second visit takes the app and the pages seen before from the browser cache without asking the server', async (t) => {
+  const context = await browser.newContext();
+  const first = await context.newPage();
+  await first.goto(`${BASE}/`);
+  await settled(first);
+  await first.goto(`${BASE}/browse`);
+  await settled(first);
+  await first.close();
+  const page = await context.newPage();
   const cdp = await context.newCDPSession(page);
   await cdp.send('Network.enable');
   const asked = [];
   const cached = new Set();
+  let fromCache = 0;
   cdp.on('Network.requestServedFromCache', (e) => cached.add(e.requestId));
   cdp.on('Network.responseReceived', (e) => {
-    if (!e.response.url.includes('/pkg/toolshed.')) return;
+    if (!/\/pkg\/(toolshed|__wasm_split|chunk_|split_)/.test(e.response.url)) return;
     if (!(cached.has(e.requestId) || e.response.fromDiskCache)) asked.push(`${e.response.url} (${e.response.status})`);
-    else t.diagnostic(`from the cache: ${e.response.url.replace(BASE, '')}`);
+    else fromCache++;
   });
   await page.goto(`${BASE}/browse`);
   await settled(page);
   await context.close();
+  t.diagnostic(`from the cache: ${fromCache} files`);
+  assert.ok(fromCache > 3);
   assert.deepEqual(asked, []);
 });
 
-test(`the wasm is at most ${WASM_GZIP_MAX / 1024} KiB to a client that takes gzip only`, async (t) => {
+test(`the main wasm is at most ${WASM_GZIP_MAX / 1024} KiB to a client that takes gzip only`, async (t) => {
   // Its name changes with its contents: the page says which it is.
   const html = await (await fetch(`${BASE}/`)).text();
   const wasm = html.match(/href="(\/pkg\/toolshed\.[0-9a-f]{16}\.wasm)"/)?.[1];

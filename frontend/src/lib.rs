@@ -5,5 +5,6 @@
 pub fn hydrate() {
     // No panic hook: the wasm is built to abort at once on a panic (scripts/build.sh),
     // so a hook would never run.
-    leptos::mount::hydrate_body(app::App);
+    // Lazy: a page's route may wait for its wasm chunk before it hydrates.
+    leptos::mount::hydrate_lazy(app::App);
 }

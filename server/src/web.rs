@@ -336,9 +336,11 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let context = {
         let toolshed = toolshed.clone();
         let public = app::PublicUrl(base_url.as_str().trim_end_matches('/').to_owned());
+        let chunks = app::PageChunks::load(&site_root.join("pkg"));
         move || {
             provide_context(toolshed.clone());
             provide_context(public.clone());
+            provide_context(chunks.clone());
         }
     };
     let oauth = crate::oauth::OAuth::new(toolshed.clone(), &base_url);
@@ -431,11 +433,12 @@ fn site_assets(site_root: &std::path::Path) -> axum::routing::MethodRouter {
     }))
 }
 
-/// `/toolshed.0123456789abcdef.wasm`: a name that changes whenever the contents do.
+/// `/toolshed.0123456789abcdef.wasm`, `/chunk_7.0123456789abcdef.wasm`: a name
+/// that changes whenever the contents do (scripts/site.mjs names them).
 fn is_content_named(path: &str) -> bool {
     let mut parts = path.trim_start_matches('/').split('.');
-    let (Some("toolshed"), Some(hash), Some(_ext), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return false };
-    hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+    let (Some(stem), Some(hash), Some(_ext), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return false };
+    !stem.contains('/') && hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Host headers MCP requests may carry (DNS-rebinding protection): the base

@@ -18,6 +18,10 @@ async fn pages_name_the_content_named_files_and_browsers_keep_those_for_good() {
         assert_eq!(res.status(), 200, "{file}");
         assert_eq!(res.headers()["cache-control"], FOR_GOOD, "{file}");
     }
+    // A lazy page's chunk (scripts/site.mjs names them after the build too).
+    let res = reqwest::get(srv.url("/pkg/chunk_3.0123456789abcdef.wasm")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["cache-control"], FOR_GOOD);
     // A file whose name stays the same across builds is checked again each time.
     let res = reqwest::get(srv.url("/pkg/editor.js")).await.unwrap();
     assert_eq!(res.status(), 200);

@@ -3,7 +3,7 @@
 //! the Run panel on the unsaved draft, test cases and settings.
 
 use leptos::prelude::*;
-use leptos_meta::{Script, Title};
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use super::args_editor::ArgsEditor;
@@ -25,9 +25,9 @@ pub fn ToolEditor() -> impl IntoView {
         move || (params.read().get("department").unwrap_or_default(), params.read().get("name").unwrap_or_default()),
         |(d, n)| editor_data(d, n),
     );
+    load_code_editor();
     view! {
         <Title text="Editor" />
-        <Script type_="module" src="/pkg/editor.js" />
         <RequireUser>
             <Suspense fallback=|| view! { <p class="muted">"Loading the editor…"</p> }>
                 {move || Suspend::new(async move {
@@ -39,6 +39,25 @@ pub fn ToolEditor() -> impl IntoView {
             </Suspense>
         </RequireUser>
     }
+}
+
+/// CodeMirror (`/pkg/editor.js`) mounts itself on the page's code textarea once
+/// the page is live, so it is added then, once per document. Not a leptos_meta
+/// `<Script>`: since this page became a lazy route (hydrated once its chunks
+/// have loaded), hydrating that head tag panicked on every load.
+fn load_code_editor() {
+    Effect::new(|_| {
+        let document = document();
+        let Some(head) = document.head() else { return };
+        if document.query_selector(r#"script[src="/pkg/editor.js"]"#).ok().flatten().is_some() {
+            return;
+        }
+        if let Ok(script) = document.create_element("script") {
+            let _ = script.set_attribute("type", "module");
+            let _ = script.set_attribute("src", "/pkg/editor.js");
+            let _ = head.append_child(&script);
+        }
+    });
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -1,0 +1,81 @@
+//! The wasm chunks of the lazy pages (server side): `scripts/site.mjs` lists
+//! each page's files in `pkg/__wasm_split_chunks.HASH.json`; a page opened
+//! directly names its own in its head, so the browser fetches them beside the
+//! main wasm instead of after it. (Leptos can do this from its own manifest,
+//! but registers them while the page renders, and lost them one load in two.)
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use leptos::prelude::*;
+use leptos_meta::Link;
+
+/// Each lazy page's chunk files (stems under `/pkg`, shared chunks first), by
+/// its split name (`__browse_route_view_1234`), and the chunks' loader.
+#[derive(Clone, Debug, Default)]
+pub struct PageChunks {
+    loader: String,
+    pages: HashMap<String, Vec<String>>,
+}
+
+impl PageChunks {
+    /// Reads the list the build wrote in `pkg`; none (a site built without
+    /// splitting, or none at all) means no hints, not an error.
+    pub fn load(pkg: &Path) -> Self {
+        let read = || -> Option<Self> {
+            let hashes = std::fs::read_to_string(pkg.join("hash.txt")).ok()?;
+            let hash = hashes.lines().find_map(|l| l.strip_prefix("split:")).map(str::trim)?;
+            let list = std::fs::read_to_string(pkg.join(format!("__wasm_split_chunks.{hash}.json"))).ok()?;
+            Some(Self { loader: format!("__wasm_split.{hash}.js"), pages: serde_json::from_str(&list).ok()? })
+        };
+        read().unwrap_or_default()
+    }
+
+    /// The files of the page whose route type is `page` (`BrowseRoute`): its
+    /// split is named `__browse_route_view_HASH` by Leptos' `lazy_route`.
+    fn of(&self, page: &str) -> Option<&[String]> {
+        let wanted = format!("{}view", page.to_lowercase());
+        self.pages.iter().find_map(|(split, files)| {
+            let name = split.trim_start_matches('_').rsplit_once('_').map_or(split.as_str(), |(name, _hash)| name);
+            (name.replace('_', "") == wanted).then_some(files.as_slice())
+        })
+    }
+}
+
+/// Puts `<link rel=preload>` for the chunks of `page` in the head of the page
+/// being rendered (leptos_meta collects what `to_html` registers).
+pub fn name_in_head(page: &str) {
+    let Some(chunks) = use_context::<PageChunks>() else { return };
+    let Some(files) = chunks.of(page) else { return };
+    for file in files {
+        let _ =
+            view! { <Link rel="preload" href=format!("/pkg/{file}.wasm") as_="fetch" type_="application/wasm" crossorigin="anonymous" /> }
+                .to_html();
+    }
+    let _ = view! { <Link rel="modulepreload" href=format!("/pkg/{}", chunks.loader) crossorigin="anonymous" /> }.to_html();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_finds_its_files_by_its_route_type() {
+        let chunks = PageChunks {
+            loader: "__wasm_split.0123456789abcdef.js".into(),
+            pages: HashMap::from([
+                ("__tool_listing_route_view_42".into(), vec!["chunk_1.h".into(), "split___tool_listing_route_view_42.h".into()]),
+                ("__tool_editor_route_view_42".into(), vec!["chunk_2.h".into()]),
+            ]),
+        };
+        assert_eq!(chunks.of("ToolListingRoute"), Some(&["chunk_1.h".to_owned(), "split___tool_listing_route_view_42.h".to_owned()][..]));
+        assert_eq!(chunks.of("ToolEditorRoute"), Some(&["chunk_2.h".to_owned()][..]));
+        assert_eq!(chunks.of("ToolRoute"), None);
+    }
+
+    #[test]
+    fn a_site_without_a_chunk_list_names_nothing() {
+        let chunks = PageChunks::load(Path::new("/nonexistent"));
+        assert_eq!(chunks.of("BrowseRoute"), None);
+    }
+}

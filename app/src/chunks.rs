@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use leptos_meta::Link;
 
 /// Each lazy page's chunk files (stems under `/pkg`, shared chunks first), by
-/// its split name (`__browse_route_view_1234`), and the chunks' loader.
+/// its route type in lower case (`browseroute`), and the chunks' loader.
 #[derive(Clone, Debug, Default)]
 pub struct PageChunks {
     loader: String,
@@ -26,19 +26,29 @@ impl PageChunks {
             let hashes = std::fs::read_to_string(pkg.join("hash.txt")).ok()?;
             let hash = hashes.lines().find_map(|l| l.strip_prefix("split:")).map(str::trim)?;
             let list = std::fs::read_to_string(pkg.join(format!("__wasm_split_chunks.{hash}.json"))).ok()?;
-            Some(Self { loader: format!("__wasm_split.{hash}.js"), pages: serde_json::from_str(&list).ok()? })
+            let splits: HashMap<String, Vec<String>> = serde_json::from_str(&list).ok()?;
+            Some(Self::from_splits(format!("__wasm_split.{hash}.js"), splits))
         };
         read().unwrap_or_default()
     }
 
-    /// The files of the page whose route type is `page` (`BrowseRoute`): its
-    /// split is named `__browse_route_view_HASH` by Leptos' `lazy_route`.
+    /// Keys the build's list by route type once, so a page render only looks
+    /// its own up: Leptos' `lazy_route` names the split of `BrowseRoute`
+    /// `__browse_route_view_HASH`.
+    fn from_splits(loader: String, splits: HashMap<String, Vec<String>>) -> Self {
+        let pages = splits
+            .into_iter()
+            .filter_map(|(split, files)| {
+                let (name, _hash) = split.trim_start_matches('_').rsplit_once('_')?;
+                Some((name.strip_suffix("_view")?.replace('_', ""), files))
+            })
+            .collect();
+        Self { loader, pages }
+    }
+
+    /// The files of the page whose route type is `page` (`BrowseRoute`).
     fn of(&self, page: &str) -> Option<&[String]> {
-        let wanted = format!("{}view", page.to_lowercase());
-        self.pages.iter().find_map(|(split, files)| {
-            let name = split.trim_start_matches('_').rsplit_once('_').map_or(split.as_str(), |(name, _hash)| name);
-            (name.replace('_', "") == wanted).then_some(files.as_slice())
-        })
+        self.pages.get(&page.to_lowercase()).map(Vec::as_slice)
     }
 }
 
@@ -61,13 +71,13 @@ mod tests {
 
     #[test]
     fn a_page_finds_its_files_by_its_route_type() {
-        let chunks = PageChunks {
-            loader: "__wasm_split.0123456789abcdef.js".into(),
-            pages: HashMap::from([
+        let chunks = PageChunks::from_splits(
+            "__wasm_split.0123456789abcdef.js".into(),
+            HashMap::from([
                 ("__tool_listing_route_view_42".into(), vec!["chunk_1.h".into(), "split___tool_listing_route_view_42.h".into()]),
                 ("__tool_editor_route_view_42".into(), vec!["chunk_2.h".into()]),
             ]),
-        };
+        );
         assert_eq!(chunks.of("ToolListingRoute"), Some(&["chunk_1.h".to_owned(), "split___tool_listing_route_view_42.h".to_owned()][..]));
         assert_eq!(chunks.of("ToolEditorRoute"), Some(&["chunk_2.h".to_owned()][..]));
         assert_eq!(chunks.of("ToolRoute"), None);

@@ -95,7 +95,8 @@ const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// The MCP routes, behind the token check. `site_origin` is this server's own
 /// origin: a browser request from it may use the session cookie instead of a token.
 ///
-/// Every open stream ends when `closing` is cancelled (shutdown); sessions stay in the database.
+/// When `closing` is cancelled (shutdown) every event stream ends once no call's
+/// answer is due on it; sessions stay in the database.
 pub fn routes(
     toolshed: Toolshed,
     mode: SessionMode,
@@ -108,8 +109,9 @@ pub fn routes(
         .with_allowed_hosts(allowed_hosts.clone())
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .with_legacy_session_mode(mode == SessionMode::Stateful)
-        .with_json_response(mode == SessionMode::Stateless)
-        .with_cancellation_token(closing.clone());
+        .with_json_response(mode == SessionMode::Stateless);
+    // rmcp is not given the shutdown token: it would end the streams of calls in
+    // flight with the idle ones. Those end here instead ([`end_idle_stream`]).
     let stored = sessions::Stored::default();
     let transport = match mode {
         SessionMode::Stateful => {
@@ -136,6 +138,7 @@ pub fn routes(
             axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config))
         }
     };
+    let streamable = streamable.layer(axum::middleware::from_fn_with_state(closing.clone(), end_idle_stream));
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing };
     let gate = Gate {
         toolshed,
@@ -162,6 +165,25 @@ pub fn routes(
         .route_layer(axum::middleware::from_fn_with_state(gate.clone(), authorize))
         .merge(me.route_layer(axum::middleware::from_fn_with_state(gate, authorize_me)))
         .with_state(state)
+}
+
+/// At shutdown the standalone event stream (a `GET`: server-initiated messages
+/// only, no call's answer) ends at once; a POST's stream carries its call's
+/// answer to the end.
+async fn end_idle_stream(State(closing): State<tokio_util::sync::CancellationToken>, req: Request, next: Next) -> Response {
+    let get = req.method() == axum::http::Method::GET;
+    let res = next.run(req).await;
+    if !get || !is_event_stream(&res) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let body = axum::body::Body::from_stream(futures::StreamExt::take_until(body.into_data_stream(), closing.cancelled_owned()));
+    Response::from_parts(parts, body)
+}
+
+/// Whether an answer is a server-sent event stream.
+pub fn is_event_stream(res: &Response) -> bool {
+    res.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// Every person's own endpoint: the catalog they may use.

@@ -44,11 +44,15 @@ pub struct ServeArgs {
     /// `stateless` (every request stands alone; no list-change notifications).
     #[arg(long, env = "TOOLSHED_MCP_SESSIONS", value_enum, default_value = "stateful")]
     pub mcp_sessions: crate::mcp::SessionMode,
+    /// Seconds the calls in flight at SIGTERM may take to finish (and deliver their
+    /// results) before the server exits without them.
+    #[arg(long, env = "TOOLSHED_SHUTDOWN_GRACE", default_value_t = 30)]
+    pub shutdown_grace: u64,
 }
 
 impl Default for ServeArgs {
     fn default() -> Self {
-        Self { no_demo: false, mcp_sessions: crate::mcp::SessionMode::Stateful }
+        Self { no_demo: false, mcp_sessions: crate::mcp::SessionMode::Stateful, shutdown_grace: 30 }
     }
 }
 
@@ -79,10 +83,11 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     println!("Toolshed is serving on http://{addr}");
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown.clone().sequence(signal));
+    let grace = Duration::from_secs(args.shutdown_grace);
     tokio::select! {
         served = server => served?,
-        () = async { shutdown.streams.cancelled().await; tokio::time::sleep(GRACE).await } => {
-            tracing::warn!("calls still running {GRACE:?} after the streams closed; stopping without them");
+        () = async { shutdown.draining.cancelled().await; tokio::time::sleep(grace).await } => {
+            tracing::warn!("calls still running {grace:?} after SIGTERM; stopping without them");
         }
     }
     // Calls answered before the shutdown are recorded before the pool closes.
@@ -96,16 +101,18 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
 /// closed (at most `DRAIN_MAX`), and only then stops reading requests: a client
 /// that sends on a kept-alive connection gets its answer instead of a reset,
 /// however late it sends (new connections are refused from the signal on).
+/// A call still running then finishes on its connection (the grace period).
 const DRAIN_MAX: Duration = Duration::from_secs(4);
-/// After the streams close, how long calls still running may take.
-const GRACE: Duration = Duration::from_secs(10);
 
-/// Shutting down in order: drain (keep-alive ends), then close every open
-/// stream (legacy SSE, Streamable HTTP) so graceful shutdown can finish.
+/// Shutting down in order: refuse new connections and end the idle event
+/// streams at once, drain (keep-alive ends), let every call in flight deliver
+/// its result, then exit (`serve` bounds it all by the grace period).
 #[derive(Clone, Default)]
 pub struct Shutdown {
     draining: tokio_util::sync::CancellationToken,
-    /// Cancelled when event streams must end; MCP streams hold child tokens.
+    /// Cancelled at SIGTERM: event streams end once no call's answer is due on
+    /// them (a standalone Streamable HTTP stream at once; a legacy SSE stream
+    /// after the answers to the calls it carries).
     pub streams: tokio_util::sync::CancellationToken,
     connections: Connections,
 }
@@ -115,18 +122,19 @@ impl Shutdown {
     async fn sequence(self, signal: impl std::future::Future<Output = ()>) {
         signal.await;
         self.draining.cancel();
+        self.streams.cancel();
         let _ = tokio::time::timeout(DRAIN_MAX, async {
             while !self.connections.only_streams() {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
         .await;
-        self.streams.cancel();
     }
 }
 
 /// The open connections, by peer address, each marked once it serves an event
-/// stream (those end only when `Shutdown::streams` is cancelled).
+/// stream opened by a GET (those end when `Shutdown::streams` is cancelled; a
+/// POST answered with a stream is a call in flight, drained like any request).
 #[derive(Clone, Default)]
 struct Connections(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<SocketAddr, bool>>>);
 
@@ -296,8 +304,9 @@ impl tokio::io::AsyncWrite for TrackedStream {
 /// While draining, every response closes its connection.
 async fn close_when_draining(State(shutdown): State<Shutdown>, req: Request, next: Next) -> Response {
     let peer = req.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let get = req.method() == Method::GET;
     let mut res = next.run(req).await;
-    let stream = res.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    let stream = get && crate::mcp::is_event_stream(&res);
     if let (true, Some(peer)) = (stream, peer) {
         shutdown.connections.streaming(peer);
     }

@@ -19,7 +19,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use toolshed_domain::mcp_sessions::SessionOwner;
 
 use super::handler::{ListingHandler, Transport};
@@ -35,12 +35,15 @@ struct Inbox {
     tx: mpsc::Sender<ClientJsonRpcMessage>,
     /// A session answers only the user who opened it, on that listing.
     owner: SessionOwner,
+    /// Requests whose answer is still due on the stream: at shutdown the stream
+    /// ends only once they are delivered.
+    due: Arc<watch::Sender<usize>>,
 }
 
 impl SseSessions {
-    fn inbox(&self, id: &str, owner: SessionOwner) -> Option<mpsc::Sender<ClientJsonRpcMessage>> {
+    fn inbox(&self, id: &str, owner: SessionOwner) -> Option<(mpsc::Sender<ClientJsonRpcMessage>, Arc<watch::Sender<usize>>)> {
         let open = self.open.lock().expect("sse sessions lock");
-        open.get(id).filter(|i| i.owner == owner).map(|i| i.tx.clone())
+        open.get(id).filter(|i| i.owner == owner).map(|i| (i.tx.clone(), i.due.clone()))
     }
 }
 
@@ -65,7 +68,8 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let id = super::new_session_id();
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(32);
     let (outbox_tx, outbox_rx) = futures::channel::mpsc::channel::<ServerJsonRpcMessage>(32);
-    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, owner: caller.owner() });
+    let due = Arc::new(watch::Sender::new(0usize));
+    state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, owner: caller.owner(), due: due.clone() });
 
     let handler = ListingHandler::new(state.toolshed.clone(), Transport::Sse);
     let incoming = Box::pin(stream::unfold(inbox_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) }));
@@ -86,15 +90,24 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let endpoint = format!("{}/messages?session_id={id}{token}", req.uri().path().trim_end_matches("/sse"));
     let guard = CloseOnDrop { sessions: state.sse.clone(), id };
     let first = stream::once(async move { Ok::<_, Infallible>(Event::default().event("endpoint").data(endpoint)) });
+    let answered = due.clone();
     let replies = outbox_rx.map(move |msg| {
         let _keep_session_open = &guard;
+        if matches!(msg, ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)) {
+            answered.send_modify(|n| *n = n.saturating_sub(1));
+        }
         let json = serde_json::to_string(&msg).unwrap_or_else(|e| {
             serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": e.to_string()}}).to_string()
         });
         Ok(Event::default().event("message").data(json))
     });
-    // At shutdown the stream ends; the client reconnects to another replica or after the restart.
-    let replies = replies.take_until(state.closing.clone().cancelled_owned());
+    // At shutdown the stream ends once the answers it owes are out (an idle one at
+    // once); the client reconnects to another replica or after the restart.
+    let closing = state.closing.clone();
+    let replies = replies.take_until(async move {
+        closing.cancelled().await;
+        let _ = due.subscribe().wait_for(|n| *n == 0).await;
+    });
     Sse::new(first.chain(replies)).keep_alive(KeepAlive::default()).into_response()
 }
 
@@ -110,7 +123,7 @@ pub async fn post_message(State(state): State<McpState>, Query(q): Query<Session
     let Some(caller) = parts.extensions.get::<Caller>() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    let Some(inbox) = state.sse.inbox(&q.session_id, caller.owner()) else {
+    let Some((inbox, due)) = state.sse.inbox(&q.session_id, caller.owner()) else {
         return (StatusCode::NOT_FOUND, "Unknown or closed session: open the SSE stream again.\n").into_response();
     };
     let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
@@ -122,8 +135,17 @@ pub async fn post_message(State(state): State<McpState>, Query(q): Query<Session
         Err(e) => return super::parse_error(&e),
     };
     message.insert_extension(parts);
+    let request = matches!(message, ClientJsonRpcMessage::Request(_));
+    if request {
+        due.send_modify(|n| *n += 1);
+    }
     match inbox.send(message).await {
         Ok(()) => (StatusCode::ACCEPTED, "Accepted\n").into_response(),
-        Err(_) => (StatusCode::NOT_FOUND, "Unknown or closed session: open the SSE stream again.\n").into_response(),
+        Err(_) => {
+            if request {
+                due.send_modify(|n| *n = n.saturating_sub(1));
+            }
+            (StatusCode::NOT_FOUND, "Unknown or closed session: open the SSE stream again.\n").into_response()
+        }
     }
 }

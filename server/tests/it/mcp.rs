@@ -184,7 +184,7 @@ impl Events {
     }
 
     /// Whether the stream ends (events before the end are skipped) within `limit`.
-    async fn ends_within(&mut self, limit: std::time::Duration) -> bool {
+    pub(crate) async fn ends_within(&mut self, limit: std::time::Duration) -> bool {
         tokio::time::timeout(limit, async { while let Ok(Some(_)) = self.res.chunk().await {} }).await.is_ok()
     }
 

@@ -363,10 +363,20 @@ impl TestServer {
 
     /// Stops the server the way an operator does (SIGTERM) and waits for it.
     pub async fn stop(&mut self) -> std::process::ExitStatus {
+        self.terminate();
+        self.exit_within(Duration::from_secs(20)).await.expect("stops in time")
+    }
+
+    /// Sends SIGTERM, as a deploy does, without waiting.
+    pub fn terminate(&self) {
         if let Some(pid) = self.child.id() {
             let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
         }
-        tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await.expect("stops in time").unwrap()
+    }
+
+    /// The server's exit status, if it exits within `limit`.
+    pub async fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(limit, self.child.wait()).await.ok().map(Result::unwrap)
     }
 }
 

@@ -44,6 +44,16 @@ impl Me {
     pub fn maintains(&self) -> bool {
         self.is_admin || self.role == "maintainer"
     }
+
+    /// The role as the person reads it: "Administrator", or their role in their department.
+    pub fn role_title(&self) -> &'static str {
+        match self.role.as_str() {
+            _ if self.is_admin => "Administrator",
+            "maintainer" => "Maintainer",
+            "author" => "Author",
+            _ => "Member",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

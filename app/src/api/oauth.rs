@@ -68,7 +68,7 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
     let req = match ts.authorization_request(&domain_params(params), &base).await {
         Ok(req) => req,
         Err(AuthorizationFailure::Untrusted(e) | AuthorizationFailure::Redirect { error: e, .. }) => {
-            return Err(server::fail(AppError::Invalid(format!("This request cannot be answered: {e}"))))
+            return Err(server::fail(AppError::Invalid(e.to_string())))
         }
     };
     let listing = ts.granted_listing(&user, &req.resource).await.map_err(server::fail)?;

@@ -29,7 +29,7 @@ pub fn Account() -> impl IntoView {
                             <dl class="facts">
                                 <dt>"Username"</dt><dd>{me.username.clone()}</dd>
                                 <dt>"Department"</dt><dd>{me.department_title.clone()}</dd>
-                                <dt>"Role"</dt><dd>{if me.is_admin { "Administrator" } else { "Member" }}</dd>
+                                <dt>"Role"</dt><dd>{me.role_title()}</dd>
                             </dl>
                         </section>
                         {has_password.then(|| view! {

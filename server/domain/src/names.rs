@@ -139,8 +139,13 @@ impl NewPassword {
         }
         let estimate = zxcvbn::zxcvbn(raw, &[username.as_str()]);
         if estimate.score() < zxcvbn::Score::Three {
-            let hint = estimate.feedback().and_then(|f| f.warning()).map(|w| format!(" ({w})")).unwrap_or_default();
-            return Err(invalid("Password", format!("is too easy to guess{hint}: a few unrelated words make a strong one")));
+            // zxcvbn's warning is a sentence of its own ("This is a very common password.").
+            let why = estimate
+                .feedback()
+                .and_then(|f| f.warning())
+                .map(|w| format!(" {}.", w.to_string().trim_end_matches('.')))
+                .unwrap_or_default();
+            return Err(invalid("Password", format!("is too easy to guess.{why} A few unrelated words make a strong one.")));
         }
         Ok(Self(raw.to_owned()))
     }
@@ -153,6 +158,15 @@ impl NewPassword {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guessable_password_is_refused_in_plain_sentences() {
+        let ada = Username::parse("ada").unwrap();
+        let common = NewPassword::parse("password1234", &ada).unwrap_err().to_string();
+        assert_eq!(common, "Password: is too easy to guess. This is a very common password. A few unrelated words make a strong one.");
+        let weak = NewPassword::parse("qwertyuiop1", &ada).unwrap_err().to_string();
+        assert!(weak.starts_with("Password: is too easy to guess.") && !weak.contains("(") && !weak.contains(".."), "{weak}");
+    }
 
     #[test]
     fn usernames_are_trimmed_and_lowercased() {

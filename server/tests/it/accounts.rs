@@ -16,6 +16,17 @@ server_test!(registering_signs_the_new_user_in, |srv: TestServer| async move {
     assert!(html.contains("Grace Example"), "the account page names the user");
 });
 
+server_test!(the_account_page_names_the_role_someone_was_invited_as, |srv: TestServer| async move {
+    for (name, role, shown) in [("ada", "author", "Author"), ("max", "maintainer", "Maintainer"), ("mia", "member", "Member")] {
+        let client = srv.joined(name, "research", role).await;
+        // Without the hydration markers (`<!>`) Leptos puts between parts.
+        let html = srv.page(&client, "/account").await.1.replace("<!>", "");
+        assert!(html.contains(&format!("<dt>Role</dt><dd>{shown}</dd>")), "{role}: {html}");
+    }
+    let html = srv.page(&srv.admin().await, "/account").await.1.replace("<!>", "");
+    assert!(html.contains("<dt>Role</dt><dd>Administrator</dd>"), "{html}");
+});
+
 server_test!(a_session_cookie_sent_in_quotes_is_understood, |srv: TestServer| async move {
     let res = srv.register(&srv.browser(), "Grace", "compilers-all-the-way").await;
     let set = res.headers().get("set-cookie").unwrap().to_str().unwrap();

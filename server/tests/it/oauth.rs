@@ -418,6 +418,7 @@ server_test!(client_document_urls_that_cannot_be_read_are_refused_on_the_page_an
     // Nothing listens there: the page says the document could not be read, and nothing went to the redirect URI.
     let page = consent_page("https://127.0.0.1:9/oauth/client.json").await;
     assert!(page.contains("could not be read"), "{page}");
+    assert_eq!(page.matches("This request cannot be answered").count(), 1, "the heading, not repeated in the error: {page}");
     let page = consent_page("https://example.com/").await;
     assert!(page.contains("must have a path"), "{page}");
     // Each request for a document not kept here would fetch it: 20 per address per 10 minutes

@@ -99,12 +99,19 @@ pub async fn browse_listings(
     Ok(BrowseView { cards: found.cards.into_iter().map(card).collect(), total: found.total, page: found.page, page_count })
 }
 
-/// Featured listings for the signed-in user; none for visitors.
+/// The home page's listings for the signed-in user: the featured ones or, while
+/// none is, the most used; none for visitors.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HomeListingsView {
+    pub featured: bool,
+    pub cards: Vec<ListingCardView>,
+}
+
 #[server(endpoint = "market/featured")]
-pub async fn featured_listings() -> Result<Vec<ListingCardView>, AppError> {
-    let Some(user) = server::current_user().await? else { return Ok(Vec::new()) };
-    let cards = server::toolshed()?.featured(&user).await.map_err(server::fail)?;
-    Ok(cards.into_iter().map(card).collect())
+pub async fn home_listings() -> Result<HomeListingsView, AppError> {
+    let Some(user) = server::current_user().await? else { return Ok(HomeListingsView::default()) };
+    let (featured, cards) = server::toolshed()?.home_listings(&user).await.map_err(server::fail)?;
+    Ok(HomeListingsView { featured, cards: cards.into_iter().map(card).collect() })
 }
 
 #[server(endpoint = "market/usage")]

@@ -1,14 +1,14 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::featured_listings;
+use crate::api::{home_listings, HomeListingsView};
 use crate::pages::market::ListingCard;
 use crate::Auth;
 
 #[component]
 pub fn Home() -> impl IntoView {
     let auth = expect_context::<Auth>();
-    let featured = Resource::new(move || auth.me.get().map(|me| me.ok().flatten().map(|me| me.username)), |_| featured_listings());
+    let listings = Resource::new(move || auth.me.get().map(|me| me.ok().flatten().map(|me| me.username)), |_| home_listings());
     view! {
         <Title text="" />
         <section class="hero">
@@ -23,6 +23,11 @@ pub fn Home() -> impl IntoView {
                     match auth.me.await {
                         Ok(Some(me)) => view! {
                             <p class="welcome">"Welcome back, " <strong>{me.display_name}</strong> "."</p>
+                            // A plain GET form: it searches before the wasm has loaded.
+                            <form class="home-search" method="get" action="/browse" role="search">
+                                <input type="search" name="q" placeholder="Find a tool: what should it do?" maxlength="200" aria-label="Search tools" />
+                                <button type="submit" class="button">"Search"</button>
+                            </form>
                         }.into_any(),
                         _ => view! {
                             <div class="cta">
@@ -36,11 +41,11 @@ pub fn Home() -> impl IntoView {
         </section>
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
-                let cards = featured.await.unwrap_or_default();
+                let HomeListingsView { featured, cards } = listings.await.unwrap_or_default();
                 (!cards.is_empty()).then(|| view! {
                     <section class="featured">
                         <div class="page-head">
-                            <h2>"Featured"</h2>
+                            <h2>{if featured { "Featured" } else { "Most used" }}</h2>
                             <a href="/browse">"Browse everything →"</a>
                         </div>
                         <div class="grid">

@@ -142,3 +142,12 @@ server_test!(forking_a_listing_you_cannot_see_is_not_found_and_reveals_nothing, 
         .unwrap();
     assert_eq!(res.status(), 404);
 });
+
+server_test!(the_signed_in_home_page_has_a_search_box_and_listings_to_open, |srv: TestServer| async move {
+    let ada = srv.member("ada", "research").await;
+    let (status, html) = srv.page(&ada, "/").await;
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"action="/browse""#) && html.contains(r#"name="q""#), "a search form that works without wasm: {html}");
+    // Nothing is featured on a new instance: the most used listings stand in.
+    assert!(html.contains("Most used") && html.contains(r#"href="/tools/demo/echo""#), "{html}");
+});

@@ -369,6 +369,18 @@ impl Toolshed {
         Ok(self.browse(user, &query).await?.cards)
     }
 
+    /// The home page's listings: those an admin features or, while none is, the
+    /// most used this person may see (a new instance's home page is no dead end).
+    /// `true` with the featured ones.
+    pub async fn home_listings(&self, user: &User) -> Result<(bool, Vec<ListingCard>), ToolError> {
+        let featured = self.featured(user).await?;
+        if !featured.is_empty() {
+            return Ok((true, featured));
+        }
+        let most_used = BrowseQuery { sort: BrowseSort::MostUsed, per_page: 6, ..BrowseQuery::default() };
+        Ok((false, self.browse(user, &most_used).await?.cards))
+    }
+
     /// Features a listing on the home page, or stops featuring it. Admins only.
     pub async fn set_featured(&self, admin: &User, id: ToolId, featured: bool) -> Result<(), ToolError> {
         if !admin.is_admin {

@@ -228,6 +228,20 @@ store_test!(admins_feature_listings_with_an_audit_row_and_the_home_page_shows_vi
     assert_eq!(kinds, [(ListingKind::Tool, true)]);
 });
 
+store_test!(with_nothing_featured_the_home_page_shows_the_most_used_listings_the_person_may_see, |db: Db| async move {
+    let (ts, [alice, _, carol, root], tools) = market(db).await;
+    listing(&ts, &alice, "team_only", "Team only | | | department").await;
+    calls(&ts, &tools[3], &alice, 0, 3, 0, 1).await;
+    let (featured, cards) = ts.home_listings(&carol).await.unwrap();
+    assert!(!featured);
+    assert_eq!(cards.first().map(|c| c.name.as_str()), Some(tools[3].name.as_str()), "the most used first");
+    assert!(cards.len() > 1 && cards.iter().all(|c| c.name != "team_only"), "another department's private listing is not shown");
+    ts.set_featured(&root, tools[0].id, true).await.unwrap();
+    let (featured, cards) = ts.home_listings(&carol).await.unwrap();
+    assert!(featured);
+    assert_eq!(cards.into_iter().map(|c| c.name).collect::<Vec<_>>(), [tools[0].name.clone()]);
+});
+
 store_test!(every_usage_record_handed_to_the_recorder_is_written_with_all_its_fields, |db: Db| async move {
     let (ts, [alice, ..], tools) = market(db).await;
     let fx = &tools[0];

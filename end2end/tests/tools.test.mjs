@@ -103,6 +103,13 @@ test('write a tool with two arguments, run it, save, publish, edit and roll back
   assert.deepEqual(Object.values(JSON.parse(await page.textContent('.connect-panel .snippet')).mcpServers).map((s) => s.url), [endpoint]);
   const cursorLink = new URL(await page.getAttribute('.connect-panel .install-link', 'href'));
   assert.equal(JSON.parse(Buffer.from(cursorLink.searchParams.get('config'), 'base64').toString()).url, endpoint);
+  // The configuration names the server with its department (a fork of it keeps an entry
+  // of its own in the same file), and Copy puts exactly the snippet on the clipboard.
+  assert.deepEqual(Object.keys(vscode.servers), [`platform-${name}`]);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+  await page.click('.connect-panel .copy-snippet');
+  await page.waitForSelector('.connect-panel .copy-snippet:has-text("Copied")');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), await page.textContent('.connect-panel .snippet'));
   await page.click('.connect-panel button[data-client="claude-code"]');
   assert.match(await page.textContent('.connect-panel .snippet'), new RegExp(`^claude mcp add --transport http \\S+ ${endpoint}`));
   await shot(page, '12-connect-cursor');

@@ -33,6 +33,17 @@ pub async fn personal_endpoint() -> Result<PersonalEndpointView, AppError> {
     Ok(PersonalEndpointView { connect: connect_clients("toolshed", &endpoint), endpoint })
 }
 
+/// The name a listing's server gets in a client's configuration: its
+/// department with its name (`demo-table`), so a fork (`finance-table`) or a
+/// pinned version (`demo-table-v3`) sits beside it instead of overwriting it.
+#[cfg(feature = "ssr")]
+pub(crate) fn config_key(department: &str, name: &str, pinned: Option<i64>) -> String {
+    match pinned {
+        Some(n) => format!("{department}-{name}-v{n}"),
+        None => format!("{department}-{name}"),
+    }
+}
+
 #[cfg(feature = "ssr")]
 /// `%XX` for everything but unreserved characters (RFC 3986), as `encodeURIComponent` does.
 fn uri_component(s: &str) -> String {
@@ -131,4 +142,20 @@ pub(crate) fn connect_clients(name: &str, endpoint: &str) -> Vec<ClientSnippet> 
         link: c.link.map(|(label, href)| (label.to_owned(), href)),
     })
     .collect()
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_and_its_fork_get_different_names_in_a_client_configuration() {
+        let (original, fork) = (config_key("demo", "table", None), config_key("finance", "table", None));
+        assert_ne!(original, fork);
+        assert_eq!(config_key("demo", "table", Some(3)), "demo-table-v3");
+        let snippets = |key: &str| connect_clients(key, "http://127.0.0.1:3000/mcp/tools/demo/table");
+        let cursor = |key: &str| snippets(key).into_iter().find(|c| c.key == "cursor").unwrap().snippet;
+        let servers: serde_json::Value = serde_json::from_str(&cursor(&original)).unwrap();
+        assert_eq!(servers["mcpServers"].as_object().unwrap().keys().collect::<Vec<_>>(), ["demo-table"]);
+    }
 }

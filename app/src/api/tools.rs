@@ -339,6 +339,7 @@ mod convert {
         };
         let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
         let endpoint = format!("{base}/mcp/{}/{}", t.kind.plural(), t.slug());
+        use crate::api::connect::{config_key, connect_clients};
         Ok(ToolInfo {
             id: t.id.0,
             kind: t.kind.as_str().to_owned(),
@@ -368,10 +369,10 @@ mod convert {
             can_moderate: user.is_admin,
             moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
-            connect: crate::api::connect::connect_clients(&t.name, &endpoint),
+            connect: connect_clients(&config_key(&t.department, &t.name, None), &endpoint),
             connect_pinned: t
                 .published_version
-                .map(|n| crate::api::connect::connect_clients(&format!("{}-v{n}", t.name), &format!("{endpoint}@v{n}")))
+                .map(|n| connect_clients(&config_key(&t.department, &t.name, Some(n)), &format!("{endpoint}@v{n}")))
                 .unwrap_or_default(),
             endpoint,
             published_args: published.map(|v| args_from_domain(v.args)).unwrap_or_default(),

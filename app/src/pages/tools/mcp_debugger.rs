@@ -36,6 +36,7 @@ pub fn ConnectPanel(
     let first = clients.first().map(|c| c.key.clone()).unwrap_or_default();
     let tab = RwSignal::new(first);
     let copied = RwSignal::new(false);
+    let snippet_copied = RwSignal::new(false);
     let use_pinned = RwSignal::new(false);
     let pinned_version = pinned.as_ref().map(|(n, _)| *n);
     let latest = StoredValue::new((endpoint.clone(), clients));
@@ -56,7 +57,7 @@ pub fn ConnectPanel(
         let choice = move |pin: bool, label: String| {
             view! {
                 <button type="button" role="radio" aria-checked=move || (use_pinned.get() == pin).to_string()
-                    class:active=move || use_pinned.get() == pin on:click=move |_| { use_pinned.set(pin); copied.set(false); }>{label}</button>
+                    class:active=move || use_pinned.get() == pin on:click=move |_| { use_pinned.set(pin); copied.set(false); snippet_copied.set(false); }>{label}</button>
             }
         };
         view! {
@@ -107,12 +108,23 @@ pub fn ConnectPanel(
                     let chosen = move || key.with_value(|k| tab.with(|t| t == k));
                     view! {
                         <button type="button" role="tab" data-client=key.get_value() aria-selected=move || chosen().to_string()
-                            class:active=chosen on:click=move |_| tab.set(key.get_value())>{label}</button>
+                            class:active=chosen on:click=move |_| { tab.set(key.get_value()); snippet_copied.set(false); }>{label}</button>
                     }
                 }).collect_view()}
             </div>
             <p class="muted small client-note">{move || current().map(|c| c.note)}</p>
-            <pre class="mono snippet" tabindex="0">{move || current().map(|c| c.snippet)}</pre>
+            <div class="snippet-box">
+                <pre class="mono snippet" tabindex="0">{move || current().map(|c| c.snippet)}</pre>
+                <button type="button" class="button secondary small copy-snippet" aria-label="Copy this configuration"
+                    on:click=move |_| {
+                        if let Some(c) = current() {
+                            copy_to_clipboard(&c.snippet);
+                            snippet_copied.set(true);
+                        }
+                    }>
+                    {move || if snippet_copied.get() { "Copied" } else { "Copy" }}
+                </button>
+            </div>
             {move || current().and_then(|c| c.link).map(|(label, href)| view! {
                 <a class="button secondary small install-link" href=href rel="external">{label}</a>
             })}

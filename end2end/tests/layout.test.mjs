@@ -28,6 +28,16 @@ function measure() {
   };
 }
 
+/** Buttons and fields wholly past the screen's right edge (in a box that scrolls sideways): a person would not find them. */
+function hiddenControls() {
+  const width = document.documentElement.clientWidth;
+  const name = (e) => `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).join('.')}` : ''}`;
+  return [...document.querySelectorAll('main button, main select, main input:not([type=hidden]), main textarea')]
+    .filter((e) => e.getClientRects().length && e.getBoundingClientRect().left >= width)
+    .slice(0, 4)
+    .map((e) => `${name(e)} "${(e.textContent || e.getAttribute('aria-label') || e.name || '').trim()}" at ${Math.round(e.getBoundingClientRect().left)} px`);
+}
+
 /** Where the header's parts are on a phone. */
 function headerBoxes() {
   const box = (e) => { const r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, left: r.left, right: r.right }; };
@@ -51,6 +61,8 @@ async function checkPages(context, who, paths, viewport) {
     await shot(page, shotName(viewport, who, path));
     const { scrollWidth, culprits } = await page.evaluate(measure);
     if (scrollWidth > viewport.width) failures.push(`${path} at ${viewport.width} px is ${scrollWidth} px wide: ${culprits.join(', ')}`);
+    const hidden = await page.evaluate(hiddenControls);
+    if (hidden.length) failures.push(`${path} at ${viewport.width} px hides ${hidden.join(', ')} past the right edge`);
   }
   await page.close();
   return failures;
@@ -94,5 +106,28 @@ test("a phone's header shows the brand and the user's name on one line, and ever
   await page.click('.user-button');
   const menu = await page.locator('.menu.open').boundingBox();
   assert.ok(menu.x >= 0 && menu.x + menu.width <= PHONE.width, 'the menu is in view');
+  await context.close();
+});
+
+test("on a phone a listing's Run and Connect come right after its description and arguments, whose descriptions show whole", async () => {
+  const context = await browser.newContext({ viewport: PHONE });
+  const page = await context.newPage();
+  await signInAsAdmin(page);
+  await page.goto(`${BASE}/tools/demo/echo`);
+  await settled(page);
+  const top = (locator) => locator.first().evaluate((e) => e.getBoundingClientRect().top + window.scrollY);
+  const heading = (text) => page.locator('main h2', { hasText: text });
+  const [args, connect, run, usage, versions] = [
+    await top(page.locator('.arg-table')), await top(page.locator('.connect-panel')), await top(page.locator('.run-button')),
+    await top(heading('Usage')), await top(heading('Versions')),
+  ];
+  assert.ok(args < connect && args < run, `arguments (${args}) before Connect (${connect}) and Run (${run})`);
+  assert.ok(run < usage && connect < usage && usage < versions, `Run (${run}) and Connect (${connect}) before usage (${usage}) and versions (${versions})`);
+  const description = await page.locator('.arg-table td:nth-child(4)').first().evaluate((e) => {
+    const r = e.getBoundingClientRect();
+    return { right: r.right, clipped: e.scrollWidth > e.clientWidth + 1 };
+  });
+  assert.ok(description.right <= PHONE.width && !description.clipped, JSON.stringify(description));
+  await shot(page, 'layout-390-listing-order');
   await context.close();
 });

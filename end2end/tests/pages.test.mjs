@@ -4,7 +4,7 @@
 // so one load proves little: each page is loaded LOADS times.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, hydrated, signInAsAdmin, VISITOR_PAGES, ADMIN_PAGES } from './browser.mjs';
+import { BASE, launch, hydrated, shot, signInAsAdmin, VISITOR_PAGES, ADMIN_PAGES } from './browser.mjs';
 
 const LOADS = 30;
 /** Pages loaded at once: enough to keep the machine busy, few enough to stay fair. */
@@ -90,6 +90,29 @@ test('navigating between pages without reloads keeps the app alive', async () =>
   // The app still answers clicks after all that.
   await page.click('.user-button');
   await page.waitForSelector('.menu.open');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('before a page is live its buttons look disabled and take no click, then they work', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const { page, errors } = await watchedPage(context);
+  await signInAsAdmin(page);
+  // Hold the wasm back: the page is the server's HTML alone until the test lets it through.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route(/\.wasm$/, async (route) => { await held; await route.continue(); });
+  await page.goto(`${BASE}/tools/demo/echo`, { waitUntil: 'domcontentloaded' });
+  const run = page.locator('.run-button');
+  await run.waitFor();
+  const look = () => run.evaluate((b) => [getComputedStyle(b).pointerEvents, getComputedStyle(b).opacity]);
+  assert.deepEqual(await look(), ['none', '0.6'], 'Run looks disabled and ignores clicks');
+  await shot(page, '90-before-live-listing');
+  release();
+  await hydrated(page);
+  assert.deepEqual(await look(), ['auto', '1'], 'once live, Run looks and acts like a button');
+  await run.click();
+  await page.waitForSelector('.run-result, .run-error');
   assert.deepEqual(errors, []);
   await context.close();
 });

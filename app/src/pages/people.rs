@@ -157,7 +157,7 @@ fn PeopleCards(
         </section>
         <section class="card members">
             <h2>{format!("Members ({})", people.len())}</h2>
-            <table class="admin-table">
+            <table class="admin-table stacked">
                 <thead><tr><th>"Person"</th><th>"Department"</th><th>"Role"</th></tr></thead>
                 <tbody>
                     {people.into_iter().map(|p| {
@@ -166,8 +166,8 @@ fn PeopleCards(
                             <tr data-person=p.username.clone()>
                                 <td><strong>{p.display_name.clone()}</strong> " " <span class="muted">"@" {p.username.clone()}</span>
                                     {p.is_admin.then(|| view! { " " <span class="badge">"admin"</span> })}</td>
-                                <td>{p.department.clone()}</td>
-                                <td>
+                                <td data-label="Department">{p.department.clone()}</td>
+                                <td data-label="Role">
                                     <ActionForm action=set_role attr:class="inline-form">
                                         <input type="hidden" name="username" value=for_role />
                                         <select name="role" aria-label="Role">{role_options(&p.role)}</select>

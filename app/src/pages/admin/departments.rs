@@ -57,7 +57,7 @@ pub fn DepartmentsCard() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let rows = list.await.unwrap_or_default();
                     view! {
-                        <table class="admin-table">
+                        <table class="admin-table stacked">
                             <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th><th>"Tests before publish"</th></tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|d| {
@@ -65,15 +65,15 @@ pub fn DepartmentsCard() -> impl IntoView {
                                     view! {
                                     <tr data-department=d.name.clone()>
                                         <td><code>{d.name.clone()}</code></td>
-                                        <td>
+                                        <td data-label="Title">
                                             <ActionForm action=rename attr:class="inline-form">
                                                 <input type="hidden" name="name" value=for_rename />
                                                 <input name="title" value=title required maxlength="120" aria-label="Title" />
                                                 <button type="submit" class="link-button">"Rename"</button>
                                             </ActionForm>
                                         </td>
-                                        <td>{d.members}</td>
-                                        <td>
+                                        <td data-label="Members">{d.members}</td>
+                                        <td data-label="Review before publish">
                                             <ActionForm action=review attr:class="inline-form">
                                                 <input type="hidden" name="name" value=for_review />
                                                 <select name="review" aria-label="Review before publish">
@@ -83,7 +83,7 @@ pub fn DepartmentsCard() -> impl IntoView {
                                                 <button type="submit" class="link-button">"Save"</button>
                                             </ActionForm>
                                         </td>
-                                        <td>
+                                        <td data-label="Tests before publish">
                                             <ActionForm action=tests attr:class="inline-form">
                                                 <input type="hidden" name="name" value=for_tests />
                                                 <select name="tests" aria-label="Tests before publish">

@@ -22,7 +22,7 @@ fn UserRow(
     view! {
         <tr data-user=u.username.clone()>
             <td><strong>{u.display_name.clone()}</strong> <span class="muted">"@" {u.username.clone()}</span></td>
-            <td>
+            <td data-label="Department">
                 <ActionForm action=moved attr:class="inline-form">
                     <input type="hidden" name="username" value=for_move />
                     <select name="department" aria-label="Department">
@@ -31,7 +31,7 @@ fn UserRow(
                     <button type="submit" class="link-button">"Move"</button>
                 </ActionForm>
             </td>
-            <td>
+            <td data-label="Administrator">
                 {if u.is_admin { "yes" } else { "no" }}
                 <ActionForm action=role attr:class="inline-form">
                     <input type="hidden" name="username" value=for_role />
@@ -39,7 +39,7 @@ fn UserRow(
                     <button type="submit" class="link-button">{role_label}</button>
                 </ActionForm>
             </td>
-            <td>
+            <td data-label="Status">
                 {if u.awaiting_approval {
                     // Activating here would skip the department's decision.
                     view! { "awaiting approval " <a href="/people">"(People)"</a> }.into_any()
@@ -54,7 +54,7 @@ fn UserRow(
                     }.into_any()
                 }}
             </td>
-            <td class="muted">{ago(u.created_at, now.max(u.created_at))}</td>
+            <td class="muted" data-label="Joined">{ago(u.created_at, now.max(u.created_at))}</td>
         </tr>
     }
 }
@@ -86,7 +86,7 @@ pub fn UsersCard() -> impl IntoView {
                             <section class="card users">
                                 <h2>{format!("Users ({})", list.len())}</h2>
                                 {error}
-                                <table class="admin-table">
+                                <table class="admin-table stacked">
                                     <thead><tr><th>"User"</th><th>"Department"</th><th>"Administrator"</th><th>"Status"</th><th>"Joined"</th></tr></thead>
                                     <tbody>
                                         {list.into_iter().map(|u| view! { <UserRow u departments=names.clone() role status moved /> }).collect_view()}

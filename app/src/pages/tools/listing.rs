@@ -321,8 +321,11 @@ fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> imp
     let id = tool.id;
     view! {
         <ListingHead tool=tool.clone() />
-        <div class="two-col">
-            <div>
+        // Three areas: what it is, how to use it (aside), what it has done. On a
+        // laptop the aside stands beside both; on a phone it comes second, before
+        // the history (tools.css).
+        <div class="two-col listing-layout">
+            <div class="listing-about">
                 <section class="card">
                     <div class="markdown" inner_html=tool.description_html.clone()></div>
                 </section>
@@ -331,6 +334,8 @@ fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> imp
                     <ArgTable args=args.clone() />
                 </section>
                 {api.map(|api| view! { <ApiCard api /> })}
+            </div>
+            <div class="listing-history">
                 <section class="card">
                     <h2>"Usage, last 30 days"</h2>
                     {usage.kept_failures.filter(|n| *n > 0).map(|n| view! {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the release server on a free port with a fresh SQLite database, runs the
 # browser tests in end2end/ (and the MCP SDK clients, Node then Python) against it,
-# and stops it. `scripts/e2e.sh bundles tools` runs only those end2end/tests/*.test.mjs.
+# and stops it. `scripts/e2e.sh bundles tools` runs only those end2end/tests/*.test.mjs
+# (and `E2E_ONLY='some words'` only the tests of theirs whose names match).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -68,8 +69,11 @@ cd end2end
 mkdir -p output
 files=(tests/)
 [ $# -eq 0 ] || { files=("$@"); files=("${files[@]/#/tests/}"); files=("${files[@]/%/.test.mjs}"); }
+# E2E_ONLY='words': only the tests whose names match (node's --test-name-pattern).
+only=()
+[ -z "${E2E_ONLY:-}" ] || only=("--test-name-pattern=$E2E_ONLY")
 TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_TEST_TLS="$tls" \
-    node --test --test-concurrency=1 "${files[@]}"
+    node --test --test-concurrency=1 "${only[@]}" "${files[@]}"
 cd ..
 [ $# -eq 0 ] || exit 0
 

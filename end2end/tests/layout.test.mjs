@@ -33,7 +33,7 @@ function hiddenControls() {
   const width = document.documentElement.clientWidth;
   const name = (e) => `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).join('.')}` : ''}`;
   return [...document.querySelectorAll('main button, main select, main input:not([type=hidden]), main textarea')]
-    .filter((e) => e.getClientRects().length && e.getBoundingClientRect().left >= width)
+    .filter((e) => e.checkVisibility({ visibilityProperty: true }) && e.getBoundingClientRect().left >= width)
     .slice(0, 4)
     .map((e) => `${name(e)} "${(e.textContent || e.getAttribute('aria-label') || e.name || '').trim()}" at ${Math.round(e.getBoundingClientRect().left)} px`);
 }

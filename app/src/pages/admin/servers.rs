@@ -60,11 +60,11 @@ fn ServerRow(
     view! {
         <tr data-server=s.name.clone()>
             <td><code>{s.name.clone()}</code><br /><span class="muted small">{s.department.clone()}</span></td>
-            <td class="small"><code>{s.url.clone()}</code><br />{if s.transport == "sse" { "legacy SSE" } else { "Streamable HTTP" }}
+            <td class="small" data-label="Address"><code>{s.url.clone()}</code><br />{if s.transport == "sse" { "legacy SSE" } else { "Streamable HTTP" }}
                 {format!(" · {} s", s.timeout_ms / 1000)}</td>
-            <td class="small credential">{credential}</td>
-            <td class="tool-count">{s.tool_count}</td>
-            <td class="small status">{status}</td>
+            <td class="small credential" data-label="Credential">{credential}</td>
+            <td class="tool-count" data-label="Tools">{s.tool_count}</td>
+            <td class="small status" data-label="Status">{status}</td>
             <td>
                 {s.may_manage.then(|| view! {
                     <ActionForm action=refresh attr:class="inline-form">
@@ -147,7 +147,7 @@ pub fn ExternalServers() -> impl IntoView {
                                     view! { <p class="muted">"No external servers yet."</p> }.into_any()
                                 } else {
                                     view! {
-                                        <table class="admin-table servers">
+                                        <table class="admin-table servers stacked">
                                             <thead><tr><th>"Server"</th><th>"Address"</th><th>"Credential"</th><th>"Tools"</th><th>"Status"</th><th></th></tr></thead>
                                             <tbody>
                                                 {p.servers.into_iter().map(|s| view! { <ServerRow s refresh remove update /> }).collect_view()}

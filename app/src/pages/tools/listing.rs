@@ -69,7 +69,7 @@ pub fn ArgTable(args: Vec<ArgDef>) -> impl IntoView {
                         <tr>
                             <td style=format!("padding-left: {}rem", 0.6 + depth as f32 * 1.2)><code>{a.name.clone()}</code></td>
                             <td>{type_label(&a.ty)}{extra}</td>
-                            <td>{if a.required { "yes" } else { "no" }}</td>
+                            <td>{if a.required { "required" } else { "optional" }}</td>
                             <td>{a.description.clone()}<span class="muted">{default}</span></td>
                         </tr>
                     }

@@ -145,7 +145,7 @@ pub fn RequireUser(children: Children) -> impl IntoView {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 (!matches!(auth.me.await, Ok(Some(_)))).then(|| {
-                    let next = location.pathname.get_untracked();
+                    let next = crate::form_encode(&location.pathname.get_untracked());
                     view! { <leptos_router::components::Redirect path=format!("/login?next={next}") /> }
                 })
             })}

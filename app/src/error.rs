@@ -20,6 +20,10 @@ pub enum AppError {
     /// Input that does not parse; the text says which field and why.
     #[error("{0}")]
     Invalid(String),
+    /// Arguments the function cannot even be called with (a field missing or of
+    /// the wrong type): a request the UI never sends.
+    #[error("Bad request: {0}")]
+    BadRequest(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -42,6 +46,7 @@ impl AppError {
             AppError::NotSignedIn | AppError::BadCredentials(_) => 401,
             AppError::Forbidden | AppError::Refused(_) => 403,
             AppError::NotFound => 404,
+            AppError::BadRequest(_) => 400,
             AppError::Invalid(_) => 422,
             AppError::Conflict(_) => 409,
             AppError::TooManyAttempts(_) => 429,
@@ -55,7 +60,15 @@ impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        AppError::Transport(value.to_string())
+        match value {
+            // On the server these come from decoding the request's arguments:
+            // the function never ran, and the caller sent something wrong.
+            #[cfg(feature = "ssr")]
+            ServerFnErrorErr::Args(why) | ServerFnErrorErr::Deserialization(why) | ServerFnErrorErr::MissingArg(why) => {
+                crate::api::server::fail(AppError::BadRequest(why))
+            }
+            other => AppError::Transport(other.to_string()),
+        }
     }
 }
 

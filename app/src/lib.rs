@@ -77,12 +77,33 @@ pub fn page_policy_posting_to(nonce: &str, targets: &str) -> String {
     )
 }
 
-/// Where to go after signing in: same-site paths only, so a crafted `next`
-/// cannot bounce people elsewhere.
-pub fn safe_next(next: Option<String>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
-        _ => "/".into(),
+/// Where to go after signing in (or any redirect whose target came from the
+/// request): `next` read the way a browser reads a `Location`, resolved
+/// against the site (`site`, its base URL), and kept only if it stays on the
+/// site's origin; then its normalised path, query and fragment, never the raw
+/// string (a browser drops tabs and newlines, reads `\` as `/`, `//host` as
+/// another host). Anything else is the home page.
+#[cfg(feature = "ssr")]
+pub fn safe_next(next: Option<&str>, site: &url::Url) -> String {
+    let home = "/".to_owned();
+    let Some(next) = next else { return home };
+    let Ok(origin) = url::Url::parse(&site.origin().ascii_serialization()) else { return home };
+    let Ok(target) = origin.join(next) else { return home };
+    if target.origin() != origin.origin() {
+        return home;
+    }
+    let mut local = target.path().to_owned();
+    if let Some(query) = target.query() {
+        local = format!("{local}?{query}");
+    }
+    if let Some(fragment) = target.fragment() {
+        local = format!("{local}#{fragment}");
+    }
+    // A path that itself starts with `//` (`/.//evil` normalises to it) would
+    // be read as another host: it must land where it was resolved to.
+    match origin.join(&local) {
+        Ok(again) if again == target => local,
+        _ => home,
     }
 }
 
@@ -243,4 +264,75 @@ lazy_pages! {
     NewBundleRoute => NewBundle,
     BundleListingRoute => BundleListing,
     BundleEditorRoute => BundleEditor,
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::safe_next;
+
+    fn next(s: &str) -> String {
+        safe_next(Some(s), &url::Url::parse("https://toolshed.example.com/").unwrap())
+    }
+
+    #[test]
+    fn a_local_next_is_kept_normalised() {
+        assert_eq!(next("/account"), "/account");
+        assert_eq!(next("/tools/demo/echo?tab=run#args"), "/tools/demo/echo?tab=run#args");
+        assert_eq!(next("/oauth/consent?client_id=a%20b&state=x"), "/oauth/consent?client_id=a%20b&state=x");
+        assert_eq!(next("/a/../account"), "/account");
+        assert_eq!(next("account"), "/account");
+        // Escaped slashes stay escaped: a browser never turns them into a host.
+        assert_eq!(next("/%2F%2Fevil.example"), "/%2F%2Fevil.example");
+        assert_eq!(next("/%09/evil.example"), "/%09/evil.example");
+        // Whitespace and control characters a browser strips.
+        assert_eq!(next("  /account\t"), "/account");
+        assert_eq!(next("/acc\tount"), "/account");
+        assert_eq!(next("/a b"), "/a%20b");
+        // The site's own origin written out, or its scheme alone (relative to the site, as a browser reads it).
+        assert_eq!(next("https://toolshed.example.com/account?x=1"), "/account?x=1");
+        assert_eq!(next("https:evil.example"), "/evil.example");
+        assert_eq!(next("https:/evil.example"), "/evil.example");
+        assert_eq!(safe_next(None, &url::Url::parse("https://toolshed.example.com/").unwrap()), "/");
+    }
+
+    #[test]
+    fn a_next_leading_off_the_site_goes_home() {
+        for hostile in [
+            "//evil.example",
+            "//evil.example/account",
+            "///evil.example",
+            "////evil.example",
+            "/\\evil.example",
+            "\\\\evil.example",
+            "\\/evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "\t//evil.example",
+            " //evil.example",
+            "\u{0}//evil.example",
+            "\u{1f}//evil.example",
+            "//evil.example\u{7f}",
+            "/.//evil.example",
+            "/..//evil.example",
+            "https://evil.example",
+            "http:evil.example",
+            "http://toolshed.example.com/account",
+            "https://toolshed.example.com:8443/account",
+            "HTTPS://EVIL.EXAMPLE",
+            "https://toolshed.example.com@evil.example/",
+            "https://toolshed.example.com%40evil.example/",
+            "//toolshed.example.com@evil.example",
+            "https://evil.example\\@toolshed.example.com/",
+            "javascript:alert(1)",
+            "JaVaScRiPt:alert(1)",
+            " javascript:alert(1)",
+            "java\tscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:msgbox(1)",
+            "file:///etc/passwd",
+            "mailto:someone@evil.example",
+        ] {
+            assert_eq!(next(hostile), "/", "{hostile:?}");
+        }
+    }
 }

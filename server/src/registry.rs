@@ -20,7 +20,7 @@ use axum::routing::get;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use toolshed_domain::market::{RegistryEntry, ServedVersion};
+use toolshed_domain::market::{ListedVersion, RegistryEntry, RegistryFilter, ServedVersion};
 use toolshed_domain::tokens::TokenInfo;
 use toolshed_domain::tools::{ListingKind, ToolError};
 use toolshed_domain::{Toolshed, User};
@@ -199,22 +199,39 @@ struct ListQuery {
     limit: Option<String>,
     search: Option<String>,
     version: Option<String>,
+    updated_since: Option<String>,
 }
 
-/// `GET /v0.1/servers`: the latest version of every listing the caller may
-/// see, by name; `search` matches names and titles; `cursor` is the last name
-/// of the previous page.
+/// `GET /v0.1/servers`: every listing the caller may see, by name, at its
+/// latest version or (`version`) at that version, of those that served it;
+/// `search` matches names and titles; `updated_since` (RFC 3339) keeps those
+/// updated after it; `cursor` is the last name of the previous page.
 async fn list(State(r): State<Registry>, axum::Extension(caller): axum::Extension<Caller>, Query(q): Query<ListQuery>) -> Response {
     let limit = match q.limit.as_deref().map(str::parse::<usize>) {
         None => DEFAULT_LIMIT,
         Some(Ok(n)) if (1..=MAX_LIMIT).contains(&n) => n,
         Some(_) => return problem(StatusCode::UNPROCESSABLE_ENTITY, "limit must be a number from 1 to 100"),
     };
-    // Only the latest version of each listing is listed here; its others are under …/versions.
-    if q.version.as_deref().is_some_and(|v| v != "latest") {
-        return Json(json!({"servers": [], "metadata": {"count": 0}})).into_response();
-    }
-    let entries = match r.toolshed.registry_entries(&caller.user).await {
+    // An empty parameter is no filter, as the official registry reads it.
+    let updated_since = match q.updated_since.as_deref().filter(|s| !s.is_empty()).map(unix_ms) {
+        None => None,
+        Some(Some(ms)) => Some(ms),
+        Some(None) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "Invalid updated_since format: expected an RFC 3339 timestamp (e.g. 2025-08-07T13:15:04.280Z)",
+            )
+        }
+    };
+    let version = match q.version.as_deref() {
+        None | Some("" | "latest") => ListedVersion::Latest,
+        Some(v) => match version_number(v) {
+            Some(n) => ListedVersion::Exact(n),
+            // Not a version any listing here has (they are all N.0.0).
+            None => return Json(json!({"servers": [], "metadata": {"count": 0}})).into_response(),
+        },
+    };
+    let entries = match r.toolshed.registry_entries(&caller.user, &RegistryFilter { version, updated_since }).await {
         Ok(entries) => entries,
         Err(e) => {
             tracing::error!(error = %e, "registry listing failed");
@@ -222,23 +239,33 @@ async fn list(State(r): State<Registry>, axum::Extension(caller): axum::Extensio
         }
     };
     let search = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_lowercase);
-    let mut named: Vec<(String, RegistryEntry)> = entries
+    let mut named: Vec<(String, RegistryEntry, ServedVersion)> = entries
         .into_iter()
-        .filter(|e| caller.token.allows(&e.slug()))
-        .map(|e| (r.name(&e), e))
-        .filter(|(name, e)| search.as_ref().is_none_or(|s| name.to_lowercase().contains(s) || e.title.to_lowercase().contains(s)))
-        .filter(|(name, _)| q.cursor.as_ref().is_none_or(|c| name.as_str() > c.as_str()))
+        .filter(|(e, _)| caller.token.allows(&e.slug()))
+        .map(|(e, v)| (r.name(&e), e, v))
+        .filter(|(name, e, _)| search.as_ref().is_none_or(|s| name.to_lowercase().contains(s) || e.title.to_lowercase().contains(s)))
+        .filter(|(name, _, _)| q.cursor.as_ref().is_none_or(|c| name.as_str() > c.as_str()))
         .collect();
     named.sort_by(|a, b| a.0.cmp(&b.0));
     let more = named.len() > limit;
     named.truncate(limit);
-    let servers: Vec<Value> =
-        named.iter().map(|(_, e)| r.response(e, ServedVersion { version: e.published_version, published_at: e.published_at })).collect();
+    let servers: Vec<Value> = named.iter().map(|(_, e, v)| r.response(e, *v)).collect();
     let mut metadata = json!({"count": servers.len()});
     if more {
-        metadata["nextCursor"] = json!(named.last().map(|(name, _)| name.clone()));
+        metadata["nextCursor"] = json!(named.last().map(|(name, _, _)| name.clone()));
     }
     Json(json!({"servers": servers, "metadata": metadata})).into_response()
+}
+
+/// An RFC 3339 timestamp as Unix milliseconds.
+fn unix_ms(timestamp: &str) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(timestamp, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// Version N of a listing: `N.0.0` (or `N`).
+fn version_number(version: &str) -> Option<i64> {
+    version.strip_suffix(".0.0").unwrap_or(version).parse::<i64>().ok()
 }
 
 /// `GET /v0.1/servers/{name}/versions`: every version that was served, newest first.
@@ -260,7 +287,7 @@ async fn version(State(r): State<Registry>, axum::Extension(caller): axum::Exten
     };
     let wanted = match p.version.as_deref().unwrap_or_default() {
         "latest" => Some(e.published_version),
-        v => v.strip_suffix(".0.0").unwrap_or(v).parse::<i64>().ok(),
+        v => version_number(v),
     };
     match versions.iter().find(|v| Some(v.version) == wanted) {
         Some(v) => Json(r.response(&e, *v)).into_response(),

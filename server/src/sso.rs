@@ -155,7 +155,8 @@ async fn begin(provider: &Provider, session: &Session, next: Option<String>) -> 
         state: state.into_secret(),
         nonce: nonce.secret().clone(),
         verifier: verifier.into_secret(),
-        next: app::safe_next(next),
+        // The callback is on this site: its origin is the one `next` must stay on.
+        next: app::safe_next(next.as_deref(), provider.redirect.url()),
         started_ms: toolshed_domain::now_ms(),
     };
     session.insert(FLOW_KEY, flow).await.map_err(|_| Failure::Session)?;

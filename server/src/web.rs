@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::body::HttpBody;
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
@@ -301,19 +302,73 @@ impl tokio::io::AsyncWrite for TrackedStream {
     }
 }
 
-/// While draining, every response closes its connection.
-async fn close_when_draining(State(shutdown): State<Shutdown>, req: Request, next: Next) -> Response {
+/// Keeps connections usable after early answers, and closes them while
+/// draining. A request's body is lent to the handler; whatever it left unread
+/// (a 401 before an MCP message was read, a refusal before a form was) is read
+/// and dropped here, within bounds, before the answer goes out. Past the
+/// bounds the answer says `Connection: close`: hyper closes a connection whose
+/// body was left unread, and a client not told so sends its next request into
+/// the closed connection.
+async fn close_connections(State(shutdown): State<Shutdown>, req: Request, next: Next) -> Response {
     let peer = req.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0);
     let get = req.method() == Method::GET;
+    let (req, lent) = LentBody::lend(req);
     let mut res = next.run(req).await;
+    let unread = lent.0.lock().expect("lent body lock").take();
+    let read_to_end = match unread {
+        Some(rest) => matches!(tokio::time::timeout(UNREAD_BODY_TIME, axum::body::to_bytes(rest, UNREAD_BODY_BYTES)).await, Ok(Ok(_))),
+        None => true,
+    };
     let stream = get && crate::mcp::is_event_stream(&res);
     if let (true, Some(peer)) = (stream, peer) {
         shutdown.connections.streaming(peer);
     }
-    if shutdown.draining.is_cancelled() {
+    if shutdown.draining.is_cancelled() || !read_to_end {
         res.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     }
     res
+}
+
+/// What of a body its handler left unread is read before answering (more
+/// closes the connection instead): one MCP message's worth.
+const UNREAD_BODY_BYTES: usize = 1024 * 1024;
+/// How long the rest of such a body may take to arrive.
+const UNREAD_BODY_TIME: Duration = Duration::from_secs(2);
+
+/// A request's body as its handler sees it: read through the slot, which the
+/// middleware takes back once the handler has answered.
+#[derive(Clone)]
+struct LentBody(std::sync::Arc<std::sync::Mutex<Option<axum::body::Body>>>);
+
+impl LentBody {
+    fn lend(req: Request) -> (Request, Self) {
+        let (parts, body) = req.into_parts();
+        let lent = Self(std::sync::Arc::new(std::sync::Mutex::new(Some(body))));
+        (Request::from_parts(parts, axum::body::Body::new(lent.clone())), lent)
+    }
+}
+
+impl HttpBody for LentBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        match self.0.lock().expect("lent body lock").as_mut() {
+            Some(body) => std::pin::Pin::new(body).poll_frame(cx),
+            None => std::task::Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.lock().expect("lent body lock").as_ref().is_none_or(HttpBody::is_end_stream)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.0.lock().expect("lent body lock").as_ref().map(HttpBody::size_hint).unwrap_or_default()
+    }
 }
 
 pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode, shutdown: Shutdown) -> anyhow::Result<Router> {
@@ -381,7 +436,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .layer(axum::middleware::from_fn(unquote_cookies))
         // Pages and JSON are compressed per answer (/pkg is precompressed at build time). SSE is never compressed.
         .layer(CompressionLayer::new())
-        .layer(axum::middleware::from_fn_with_state(shutdown, close_when_draining))
+        .layer(axum::middleware::from_fn_with_state(shutdown, close_connections))
         .layer(TraceLayer::new_for_http());
     Ok(app)
 }

@@ -21,6 +21,7 @@ pub async fn departments() -> Result<Vec<DepartmentView>, AppError> {
 
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    let site = use_context::<crate::PublicUrl>().and_then(|p| url::Url::parse(&p.0).ok()).ok_or(AppError::Internal)?;
     let ts = server::toolshed()?;
     let from = server::sign_in_from().await?;
     let signed_in = ts.sign_in(&username, &password, &from).await.map_err(server::fail)?;
@@ -29,7 +30,7 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     let session = server::session().await?;
     ts.start_session(&session, &user).await.map_err(server::fail)?;
     tracing::info!(user = %user.username, "signed in");
-    leptos_axum::redirect(&crate::safe_next(next));
+    leptos_axum::redirect(&crate::safe_next(next.as_deref(), &site));
     Ok(())
 }
 

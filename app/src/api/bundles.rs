@@ -192,7 +192,7 @@ pub async fn bundle_external_candidates(bundle: i64) -> Result<Vec<ExternalView>
 
 /// Saves the bundle's members (and external tools) as its next version;
 /// returns the version number.
-#[server(endpoint = "bundles/save_version", input = server_fn::codec::Json)]
+#[server(endpoint = "bundles/save_version", input = crate::api::JsonArgs)]
 pub async fn save_bundle_version(
     bundle: i64,
     members: Vec<MemberInput>,

@@ -73,12 +73,10 @@ struct Inner {
 /// Knobs the domain needs from configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Sign-in attempts at one account from one source (an address, or a
-    /// known device) within [`Settings::login_window_ms`] before that source is refused.
+    /// Failed sign-ins at one account from one source (an address, or a
+    /// known device) within [`Settings::login_window_ms`] before that source is
+    /// refused at that account (an address at all accounts: [`signin::ADDRESS_FACTOR`] times this).
     pub login_failures_per_account: i64,
-    /// Attempts from one address (without a known device) within the window,
-    /// at any accounts, before it is refused.
-    pub login_failures_per_client: i64,
     pub login_window_ms: i64,
     pub sandbox: SandboxConfig,
     /// Seals stored credentials; all replicas must share its key.
@@ -103,7 +101,6 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             login_failures_per_account: 5,
-            login_failures_per_client: 20,
             login_window_ms: 15 * 60 * 1000,
             sandbox: SandboxConfig::default(),
             secrets: secrets::SecretBox::ephemeral(),

@@ -1,14 +1,21 @@
 //! Signing in without letting anyone lock others out.
 //!
-//! Guesses are limited per *source*: a client address, or a device (a browser
-//! that signed in as that user before and kept the device cookie). An attacker
-//! exhausts the limits of their own sources only: the account's owner still
-//! signs in from their browser, and people behind the same proxy are told apart
-//! by `X-Forwarded-For` when the proxy is trusted (`TOOLSHED_TRUSTED_PROXIES`).
+//! Guesses are limited per account and *source*: a client address, or a device
+//! (a browser that signed in as that user before and kept the device cookie).
+//! An attacker exhausts the limits of their own sources at the accounts they
+//! guess at only: the account's owner still signs in from their browser, and
+//! everyone else behind the same address (a shared NAT or proxy) still signs
+//! in to their own account. An address spraying guesses over many accounts is
+//! stopped by a per-address bound [`ADDRESS_FACTOR`] times the per-account one.
+//! People behind the same proxy are told apart by `X-Forwarded-For` when the
+//! proxy is trusted (`TOOLSHED_TRUSTED_PROXIES`).
 //!
-//! Every attempt is stored *before* its password is checked and removed when it
-//! succeeds, so a burst of concurrent guesses is counted in full: at most the
-//! limit of them get their password checked.
+//! Every attempt is stored (in the database, so every replica counts it)
+//! *before* its password is checked, so a burst of concurrent guesses is
+//! counted in full: at most the limit of them get their password checked. One
+//! that succeeds is removed, and so is one refused by a limit: only failed
+//! password checks count, so hammering a locked account adds nothing to its
+//! address's count.
 
 use std::net::IpAddr;
 
@@ -48,6 +55,12 @@ pub const DEVICE_LIFETIME_MS: i64 = 180 * 86_400_000;
 /// one account this many times the per-source limit before they are all
 /// refused; known devices still sign in.
 const UNTRUSTED_SOURCES_FACTOR: i64 = 10;
+
+/// One address (without a known device) may fail this many times the
+/// per-account limit at all accounts together before it is refused at every
+/// account: far above what the people behind one NAT mistype, low enough to
+/// stop a password spray.
+pub const ADDRESS_FACTOR: i64 = 20;
 
 /// Proxies whose `X-Forwarded-For` is believed, from `TOOLSHED_TRUSTED_PROXIES`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -132,12 +145,15 @@ impl Toolshed {
             Some((hash, _)) => self.attempts("username = $1 AND device = $2", &[&username, hash], since).await? > limit,
             None => {
                 self.attempts("username = $1 AND client = $2 AND device IS NULL", &[&username, &client], since).await? > limit
-                    || self.attempts("client = $1 AND device IS NULL", &[&client], since).await? > settings.login_failures_per_client
+                    || self.attempts("client = $1 AND device IS NULL", &[&client], since).await? > limit * ADDRESS_FACTOR
                     || self.attempts("username = $1 AND device IS NULL", &[&username], since).await? > limit * UNTRUSTED_SOURCES_FACTOR
             }
         };
         if refused {
             tracing::warn!(%username, %client, known_device = device.is_some(), "sign-in refused: too many attempts from this source");
+            // No password was checked: the attempt must not count against the
+            // address, or one locked account would lock its neighbours too.
+            self.forget_attempt(attempt).await?;
             return Err(AccountError::RateLimited);
         }
         let found = self.user_with_hash(&username).await?;
@@ -148,7 +164,7 @@ impl Toolshed {
         let ok = passwords::verify(password.to_owned(), hash).await;
         match user {
             Some(user) if ok && user.is_active => {
-                sqlx::query("DELETE FROM login_attempts WHERE id = $1").bind(attempt).execute(self.db.pool()).await?;
+                self.forget_attempt(attempt).await?;
                 let device = match (device, &from.device) {
                     (Some(_), Some(token)) => token.clone(),
                     _ => self.new_device(user.id).await?,
@@ -166,6 +182,11 @@ impl Toolshed {
                 Err(AccountError::InvalidCredentials)
             }
         }
+    }
+
+    async fn forget_attempt(&self, attempt: i64) -> Result<(), AccountError> {
+        sqlx::query("DELETE FROM login_attempts WHERE id = $1").bind(attempt).execute(self.db.pool()).await?;
+        Ok(())
     }
 
     /// Attempts in the window matching `filter` (whose `$n` are `binds`).

@@ -70,13 +70,27 @@ server_test!(signing_in_and_out_works_with_plain_forms, |srv: TestServer| async 
     assert!(!html.contains("grace Example"));
 });
 
-server_test!(an_offsite_next_parameter_is_ignored, |srv: TestServer| async move {
+server_test!(after_signing_in_a_next_leading_off_the_site_goes_home, |srv: TestServer| async move {
     srv.register(&srv.browser(), "grace", "compilers-all-the-way").await;
-    let browser = srv.browser();
-    let res = srv
-        .post_form(&browser, "/api/login", &[("username", "grace"), ("password", "compilers-all-the-way"), ("next", "//evil.example/")])
-        .await;
-    assert_eq!(res.headers()["location"], "/");
+    let here = format!("{}/account?tab=tokens", srv.base);
+    for (next, location) in [
+        ("//evil.example/", "/"),
+        // What `/login?next=/%09/evil.example` puts in the form: a browser drops the tab.
+        ("/\t/evil.example", "/"),
+        ("/\\evil.example", "/"),
+        ("https://evil.example/", "/"),
+        ("javascript:alert(1)", "/"),
+        // A path, kept as the browser would read it.
+        ("/%09/evil.example", "/%09/evil.example"),
+        ("  /account\n", "/account"),
+        (&here, "/account?tab=tokens"),
+    ] {
+        let browser = srv.browser();
+        let res =
+            srv.post_form(&browser, "/api/login", &[("username", "grace"), ("password", "compilers-all-the-way"), ("next", next)]).await;
+        assert_eq!(res.status(), 302, "{next:?}");
+        assert_eq!(res.headers()["location"], location, "{next:?}");
+    }
 });
 
 server_test!(duplicate_usernames_and_weak_passwords_are_refused_clearly, |srv: TestServer| async move {

@@ -20,6 +20,7 @@ mod playground;
 mod publish_api;
 mod registry;
 mod secrets;
+mod server_fns;
 mod shutdown;
 mod site;
 mod tools;

@@ -64,6 +64,59 @@ server_test!(missing_wrong_and_revoked_tokens_get_401_with_www_authenticate, |sr
     assert_eq!(status, 200);
 });
 
+/// One HTTP/1.1 response read off `conn`: its status, its headers (names in
+/// lower case) and its body (by `Content-Length`).
+async fn read_response<R: tokio::io::AsyncBufRead + Unpin>(conn: &mut R) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut status_line = String::new();
+    assert!(conn.read_line(&mut status_line).await.unwrap() > 0, "the connection closed without an answer");
+    let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{status_line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line).await.unwrap();
+        match line.trim_end().split_once(':') {
+            Some((name, value)) => headers.push((name.to_ascii_lowercase(), value.trim().to_owned())),
+            None => break,
+        }
+    }
+    let length: usize =
+        headers.iter().find(|(n, _)| n == "content-length").map_or_else(|| panic!("no length: {headers:?}"), |(_, v)| v.parse().unwrap());
+    let mut body = vec![0; length];
+    conn.read_exact(&mut body).await.unwrap();
+    (status, headers, String::from_utf8(body).unwrap())
+}
+
+server_test!(a_request_refused_before_its_body_is_read_leaves_the_connection_usable_or_says_it_closes, |srv: TestServer| async move {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Through `url`: it captures the whole server, where `srv.base` alone would drop (and stop) it.
+    let host = srv.url("").strip_prefix("http://").unwrap().to_owned();
+    for padding in [10, 64 * 1024] {
+        // One keep-alive connection: an initialize without a token (401 before the message is read) ...
+        let mut conn = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&host).await.unwrap());
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"padding": "x".repeat(padding)}}).to_string();
+        let request = format!(
+            "POST /mcp/tools/demo/echo HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{message}",
+            message.len()
+        );
+        conn.write_all(request.as_bytes()).await.unwrap();
+        let (status, headers, _) = read_response(&mut conn).await;
+        assert_eq!(status, 401, "{padding}-byte padding");
+        if headers.iter().any(|(n, v)| n == "connection" && v.eq_ignore_ascii_case("close")) {
+            // Said so: the client knows to open another, and this one ends.
+            let mut rest = Vec::new();
+            let _ = conn.read_to_end(&mut rest).await;
+            assert!(rest.is_empty(), "{padding}-byte padding: after close, {rest:?}");
+            continue;
+        }
+        // ... then the next request on the same connection gets its whole answer.
+        conn.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).await.unwrap();
+        let (status, _, body) = read_response(&mut conn).await;
+        assert_eq!((status, body.as_str()), (200, "ok"), "{padding}-byte padding");
+    }
+});
+
 server_test!(unknown_listings_and_tools_and_malformed_json_get_clear_errors, |srv: TestServer| async move {
     let token = srv.token("admin");
     let (status, _) = rpc(&srv, "/mcp/tools/demo/missing", Some(&token), &call(1, "x", json!({}))).await;

@@ -9,7 +9,7 @@ mod registry;
 mod search;
 mod stats;
 
-pub use registry::{RegistryEntry, ServedVersion};
+pub use registry::{ListedVersion, RegistryEntry, RegistryFilter, ServedVersion};
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;

@@ -1,10 +1,11 @@
 //! What the registry API lists (the official MCP Registry's format, served by
-//! the server's `registry` module): every listing a caller may see and call,
-//! and the versions of one that were ever served.
+//! the server's `registry` module): every listing a caller may see and call
+//! (at its latest version or at one it served, updated since a time), and the
+//! versions of one that were ever served.
 
 use sqlx::Row;
 
-use super::{listed_to, Statement};
+use super::{listed_to, Statement, Value};
 use crate::accounts::User;
 use crate::tools::{ListingKind, Status, Tool, ToolError};
 use crate::Toolshed;
@@ -51,22 +52,57 @@ pub struct ServedVersion {
     pub published_at: i64,
 }
 
+/// Which version of each listing a registry list shows (its `version` filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListedVersion {
+    /// The published one.
+    Latest,
+    /// This version, of every listing that served it.
+    Exact(i64),
+}
+
+/// What a registry list is filtered by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistryFilter {
+    pub version: ListedVersion,
+    /// Only entries updated after this (Unix ms): the listing, or the version's publish.
+    pub updated_since: Option<i64>,
+}
+
 impl Toolshed {
-    /// Every published, active listing `user` may see, by department and name.
-    pub async fn registry_entries(&self, user: &User) -> Result<Vec<RegistryEntry>, ToolError> {
+    /// Every active listing `user` may see, by department and name, each with
+    /// the version `filter` asks for (listings that never served it are left
+    /// out), updated since `filter.updated_since`.
+    pub async fn registry_entries(&self, user: &User, filter: &RegistryFilter) -> Result<Vec<(RegistryEntry, ServedVersion)>, ToolError> {
         let mut st = Statement::default();
         let listed = listed_to(&mut st, user, "t");
+        let version = match filter.version {
+            // An old published version may predate `published_at`: the listing's time stands in.
+            ListedVersion::Latest => "LEFT JOIN tool_versions v ON v.tool_id = t.id AND v.version = t.published_version".to_owned(),
+            ListedVersion::Exact(n) => {
+                let n = st.bind(Value::Int(n));
+                format!("JOIN tool_versions v ON v.tool_id = t.id AND v.version = {n} AND v.published_at IS NOT NULL")
+            }
+        };
+        // The entry's `updatedAt` is the later of the two.
+        let since = match filter.updated_since {
+            Some(ms) => {
+                let ms = st.bind(Value::Int(ms));
+                format!(" AND (t.updated_at > {ms} OR v.published_at > {ms})")
+            }
+            None => String::new(),
+        };
         st.sql = format!(
-            "SELECT t.kind, d.name AS dept, t.name, t.title, t.description, t.published_version, t.updated_at, \
-             (SELECT v.published_at FROM tool_versions v WHERE v.tool_id = t.id AND v.version = t.published_version) AS published_at \
-             FROM tools t JOIN departments d ON d.id = t.department_id WHERE {listed} ORDER BY d.name, t.name, t.kind"
+            "SELECT t.kind, d.name AS dept, t.name, t.title, t.description, t.published_version, t.updated_at, v.published_at AS listed_at, \
+             (SELECT p.published_at FROM tool_versions p WHERE p.tool_id = t.id AND p.version = t.published_version) AS published_at \
+             FROM tools t JOIN departments d ON d.id = t.department_id {version} WHERE {listed}{since} ORDER BY d.name, t.name, t.kind"
         );
         let rows = st.query().fetch_all(self.db.pool()).await?;
         rows.iter()
             .map(|r| {
                 let title: String = r.try_get("title")?;
                 let updated_at = r.try_get("updated_at")?;
-                Ok(RegistryEntry {
+                let entry = RegistryEntry {
                     kind: ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool),
                     department: r.try_get("dept")?,
                     name: r.try_get("name")?,
@@ -75,7 +111,13 @@ impl Toolshed {
                     published_version: r.try_get("published_version")?,
                     published_at: r.try_get::<Option<i64>, _>("published_at")?.unwrap_or(updated_at),
                     updated_at,
-                })
+                };
+                let version = match filter.version {
+                    ListedVersion::Latest => entry.published_version,
+                    ListedVersion::Exact(n) => n,
+                };
+                let published_at = r.try_get::<Option<i64>, _>("listed_at")?.unwrap_or(updated_at);
+                Ok((entry, ServedVersion { version, published_at }))
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(Into::into)

@@ -6,7 +6,12 @@ use toolshed_domain::signin::SignInFrom;
 use toolshed_domain::{AccountError, Db, Settings, Toolshed};
 
 fn toolshed(db: Db) -> Toolshed {
-    Toolshed::new(db, Settings { login_failures_per_account: 3, login_failures_per_client: 5, ..Settings::default() })
+    Toolshed::new(db, settings())
+}
+
+/// 3 failures per account and source; an address at all accounts: 60.
+fn settings() -> Settings {
+    Settings { login_failures_per_account: 3, ..Settings::default() }
 }
 
 fn from(address: &str) -> SignInFrom {
@@ -15,6 +20,10 @@ fn from(address: &str) -> SignInFrom {
 
 fn alice() -> Registration {
     Registration::parse("Alice", "Alice Liddell", "Finance", "looking-glass-42").unwrap()
+}
+
+fn bob() -> Registration {
+    Registration::parse("Bob", "Bob Cratchit", "Finance", "counting-house-1843").unwrap()
 }
 
 store_test!(registering_creates_the_user_and_their_department, |db: Db| async move {
@@ -60,15 +69,45 @@ store_test!(guesses_from_one_address_lock_out_that_address_only, |db: Db| async 
     assert!(ts.sign_in("alice", "looking-glass-42", &from("10.0.0.2")).await.is_ok());
 });
 
-store_test!(repeated_failures_from_one_address_are_refused_across_accounts, |db: Db| async move {
+store_test!(guesses_at_one_account_leave_the_other_accounts_behind_that_address_alone, |db: Db| async move {
     let ts = toolshed(db);
     ts.register(alice(), None).await.unwrap();
-    for i in 0..5 {
-        let _ = ts.sign_in(&format!("user{i}"), "guess", &from("192.0.2.7")).await;
+    ts.register(bob(), None).await.unwrap();
+    // Someone behind the office's NAT keeps guessing at Alice: 3 are checked, the rest refused.
+    for _ in 0..100 {
+        let _ = ts.sign_in("alice", "guess", &from("192.0.2.7")).await;
+    }
+    let err = ts.sign_in("alice", "looking-glass-42", &from("192.0.2.7")).await.unwrap_err();
+    assert!(matches!(err, AccountError::RateLimited), "{err:?}");
+    // Bob, behind the same NAT, signs in to his own account.
+    assert_eq!(ts.sign_in("bob", "counting-house-1843", &from("192.0.2.7")).await.unwrap().user.username, "bob");
+});
+
+store_test!(spraying_guesses_over_many_accounts_from_one_address_hits_the_address_bound, |db: Db| async move {
+    let ts = toolshed(db);
+    ts.register(alice(), None).await.unwrap();
+    // One failure at each of 60 accounts (20 times the per-account limit): every one checked.
+    for i in 0..60 {
+        let err = ts.sign_in(&format!("user{i}"), "guess", &from("192.0.2.7")).await.unwrap_err();
+        assert!(matches!(err, AccountError::InvalidCredentials), "guess {i}: {err:?}");
     }
     let err = ts.sign_in("alice", "looking-glass-42", &from("192.0.2.7")).await.unwrap_err();
     assert!(matches!(err, AccountError::RateLimited), "{err:?}");
     assert!(ts.sign_in("alice", "looking-glass-42", &from("192.0.2.8")).await.is_ok());
+});
+
+store_test!(the_sign_in_limits_hold_across_replicas, |db: Db| async move {
+    let one = toolshed(db.clone());
+    let other = Toolshed::new(db, settings());
+    one.register(alice(), None).await.unwrap();
+    one.register(bob(), None).await.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(one.sign_in("alice", "guess", &from("10.0.0.1")).await, Err(AccountError::InvalidCredentials)));
+    }
+    // The guesses went through one replica; the next attempt comes through the other.
+    let err = other.sign_in("alice", "looking-glass-42", &from("10.0.0.1")).await.unwrap_err();
+    assert!(matches!(err, AccountError::RateLimited), "{err:?}");
+    assert!(other.sign_in("bob", "counting-house-1843", &from("10.0.0.1")).await.is_ok());
 });
 
 store_test!(a_browser_that_signed_in_before_keeps_signing_in_while_its_address_is_refused, |db: Db| async move {

@@ -129,12 +129,13 @@ pub const REDACTED: &str = "[redacted]";
 /// How `$env` secrets are blanked out of outcomes (`tools::env`).
 const ENV_MASK: &str = "••••••";
 
-/// Headers that carry credentials whatever the tool's settings say.
+/// Headers, sent or received, that carry credentials whatever the tool's
+/// settings say: any whose name has one of these words in it (so
+/// `Authorization`, `Set-Cookie`, `Ocp-Apim-Subscription-Key`,
+/// `X-Functions-Key`, `DD-APPLICATION-KEY`, `X-Amz-Security-Token`).
 fn credential_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    ["authorization", "cookie", "set-cookie", "token", "secret", "password", "api-key", "apikey", "auth"]
-        .iter()
-        .any(|word| name.contains(word))
+    ["key", "token", "secret", "signature", "auth", "session", "password", "credential", "cookie"].iter().any(|word| name.contains(word))
 }
 
 impl FetchExchange {
@@ -445,7 +446,32 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::{host_allowed, same_url, split_port};
+    use super::{credential_header, host_allowed, same_url, split_port};
+
+    #[test]
+    fn a_header_whose_name_says_credential_is_redacted_whoever_sent_it() {
+        for name in [
+            "Authorization",
+            "Cookie",
+            "Set-Cookie",
+            "Ocp-Apim-Subscription-Key",
+            "X-Functions-Key",
+            "DD-APPLICATION-KEY",
+            "X-Request-Key",
+            "X-Api-Token",
+            "X-Client-Secret",
+            "X-Amz-Signature",
+            "X-Session-Id",
+            "X-Password",
+            "X-Goog-Credential",
+            "Proxy-Authenticate",
+        ] {
+            assert!(credential_header(name), "{name}");
+        }
+        for name in ["Content-Type", "Accept", "X-Request-Id", "Keep-Alive", "User-Agent", "ETag"] {
+            assert!(!credential_header(name), "{name}");
+        }
+    }
 
     #[test]
     fn a_redacted_part_of_a_recorded_url_matches_any_value() {

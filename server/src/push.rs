@@ -1,9 +1,11 @@
 //! `toolshed push tool.json`: sends a tool file to a Toolshed server's REST
 //! API (`POST /api/v1/tools`) with a publish-scoped token, prints what
-//! happened, and fails (exit code 1) unless the version was published or
-//! waits for review. A version that may break calls made to the published
-//! one is saved, not published, unless `--allow-breaking` says so. A `code_file` in the tool file is read relative to it
-//! and sent as `code`, so the code can live in its own `.js` file.
+//! happened (a new title and description waiting for review included), and
+//! fails (exit code 1) unless the version was published or waits for review;
+//! a refused push changes nothing. A version that may break calls made to
+//! the published one is refused unless `--allow-breaking` says so. A
+//! `code_file` in the tool file is read relative to it and sent as `code`, so
+//! the code can live in its own `.js` file.
 
 use std::path::{Path, PathBuf};
 
@@ -87,6 +89,10 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         Some("pending_review") => "waiting for an administrator's review",
         other => bail!("unexpected answer from {url}: {other:?}"),
     };
-    println!("{tool} v{version}: {saved}; {outcome}.");
+    let text = match body["text_waiting_for_review"] == true {
+        true => "; the new title and description wait for an administrator's review",
+        false => "",
+    };
+    println!("{tool} v{version}: {saved}; {outcome}{text}.");
     Ok(())
 }

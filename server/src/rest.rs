@@ -45,20 +45,20 @@ pub enum ApiError {
     /// A race with another push: retryable.
     #[error("{0}")]
     Conflict(String),
-    #[error("{failed} of {total} test cases failed; version {} was saved but not published.", .report.version)]
+    #[error("{failed} of {total} test cases failed; nothing was saved or published.")]
     TestsFailed { failed: usize, total: usize, report: Box<PushReport> },
     #[error(
-        "Version {} was saved but not published: this department requires at least one passing test case before a publish; \
-         add test_cases to the tool file.", .0.version
+        "Nothing was saved or published: this department requires at least one passing test case before a publish; \
+         add test_cases to the tool file."
     )]
     TestsMissing(Box<PushReport>),
     /// The scan found hidden instructions; the version was saved and waits for an admin.
     #[error("{0}")]
     HiddenInstructions(String),
     #[error(
-        "Version {} was saved but not published: it may break calls made to the published version ({}). \
+        "Nothing was saved or published: the file's arguments may break calls made to the published version ({}). \
          Push again with confirm_breaking=true (toolshed push --allow-breaking) to publish it.",
-        .0.version, .0.breaking.join("; ")
+        .0.breaking.join("; ")
     )]
     Breaking(Box<PushReport>),
     #[error("The sandbox is busy; try again in a moment.")]
@@ -168,9 +168,10 @@ struct PushQuery {
 }
 
 /// `POST /api/v1/tools[?confirm_breaking=true]`: a tool file in, the push
-/// report out (200 when published or waiting for review, 422 with the results
-/// when a test failed or the department requires tests and the file has none,
-/// 409 with the changes when it may break callers).
+/// report out (200 when published or waiting for review, saying whether the
+/// new title and description wait for review; 422 with the results when a
+/// test failed or the department requires tests and the file has none, 409
+/// with the changes when it may break callers: refused, nothing changed).
 async fn push_tool(
     State(ts): State<Toolshed>,
     Query(query): Query<PushQuery>,

@@ -26,6 +26,7 @@ pub mod outbound;
 pub mod passwords;
 pub mod playground;
 pub mod policy;
+mod redact;
 pub mod sandbox;
 pub mod scan;
 pub mod schema;

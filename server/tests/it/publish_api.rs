@@ -75,14 +75,14 @@ server_test!(a_file_that_is_not_a_valid_tool_gets_400_invalid_file, |srv: TestSe
     }
 });
 
-server_test!(a_failing_test_case_saves_the_version_but_does_not_publish_it, |srv: TestServer| async move {
-    srv.member("carol", "research").await;
+server_test!(a_push_refused_for_a_failing_test_case_changes_nothing, |srv: TestServer| async move {
+    let client = srv.member("carol", "research").await;
     let token = srv.publish_token("carol");
     let (status, body) = push(&srv, Some(&token), &shout("return $text;", "HELLO")).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "tests_failed");
-    assert_eq!(body["error"]["message"], "1 of 1 test cases failed; version 1 was saved but not published.");
-    assert_eq!(body["outcome"], "tests_failed");
+    assert_eq!(body["error"]["message"], "1 of 1 test cases failed; nothing was saved or published.");
+    assert_eq!((&body["outcome"], &body["version"], &body["created"]), (&json!("tests_failed"), &Value::Null, &json!(false)));
     let mut result = body["test_results"][0].clone();
     result.as_object_mut().unwrap().remove("duration_ms");
     assert_eq!(
@@ -90,6 +90,22 @@ server_test!(a_failing_test_case_saves_the_version_but_does_not_publish_it, |srv
         json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO", "reason": "the result is not the one expected"})
     );
     assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
+
+    // Published for the department, then a red push that would retitle it and open it to everyone.
+    let mut department: Value = serde_json::from_str(&shout("return $text.toUpperCase();", "HELLO")).unwrap();
+    department["visibility"] = json!("department");
+    let (status, body) = push(&srv, Some(&token), &department.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let mut red: Value = serde_json::from_str(&shout("return $text;", "HELLO")).unwrap();
+    red["title"] = json!("Whisper");
+    let (status, body) = push(&srv, Some(&token), &red.to_string()).await;
+    assert_eq!((status, &body["version"]), (422, &Value::Null), "{body}");
+    let (_, detail) = srv.call(&client, "tools/detail", &[("department", "research"), ("name", "shout")]).await;
+    assert_eq!(
+        (&detail["title"], &detail["visibility"], &detail["published_version"], &detail["latest_version"]),
+        (&json!("Shout"), &json!("department"), &json!(1), &json!(1)),
+        "{detail}"
+    );
 });
 
 server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file_saves_nothing, |srv: TestServer| async move {
@@ -155,12 +171,43 @@ server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test
     assert!(!out.status.success());
     assert!(stdout.contains("  FAIL ada") && stdout.contains("expected: Hello, Ada!") && stdout.contains("actual:   Hi, Ada"), "{stdout}");
     assert!(
-        stderr.contains("1 of 1 test cases failed; version 2 was saved but not published. (422 Unprocessable Entity, tests_failed)"),
+        stderr.contains("1 of 1 test cases failed; nothing was saved or published. (422 Unprocessable Entity, tests_failed)"),
         "{stderr}"
     );
 });
 
-server_test!(a_push_that_may_break_callers_is_saved_not_published_until_allowed, |srv: TestServer| async move {
+server_test!(toolshed_push_says_when_the_new_description_waits_for_review, |srv: TestServer| async move {
+    srv.member("carol", "research").await;
+    let admin = srv.admin().await;
+    let token = srv.publish_token("carol");
+    let dir = crate::common::TempDir::new();
+    let path = dir.path().join("shout.json");
+    let run = |description: &str| {
+        let mut file: Value = serde_json::from_str(&shout("return $text.toUpperCase();", "HELLO")).unwrap();
+        file["description"] = json!(description);
+        std::fs::write(&path, file.to_string()).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["push", path.to_str().unwrap(), "--url", &srv.base])
+            .env("TOOLSHED_TOKEN", &token)
+            .output()
+            .expect("run toolshed push")
+    };
+    assert!(run("Upper-cases a text.").status.success());
+    let (status, _) = srv.call(&admin, "admin/departments/review", &[("name", "research"), ("review", "required")]).await;
+    assert_eq!(status, 200);
+    let out = run("Upper-cases a text, loudly.");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.ends_with(
+            "research/shout v1: unchanged since the latest version; published; \
+             the new title and description wait for an administrator's review.\n"
+        ),
+        "{stdout}"
+    );
+});
+
+server_test!(a_push_that_may_break_callers_is_refused_until_allowed, |srv: TestServer| async move {
     let carol = srv.member("carol", "research").await;
     let token = srv.publish_token("carol");
     let dir = crate::common::TempDir::new();
@@ -182,21 +229,21 @@ server_test!(a_push_that_may_break_callers_is_saved_not_published_until_allowed,
     // Widening integer to number breaks nobody's call: published at once.
     let out = run("number", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // number to string does: saved, not published, and it says why.
+    // number to string does: refused, nothing saved, and it says why.
     let out = run("string", &[]);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!out.status.success());
     assert!(stdout.contains("  breaking: n: type changed from number to string"), "{stdout}");
-    assert!(stderr.contains("Version 3 was saved but not published") && stderr.contains("(409 Conflict, breaking_change)"), "{stderr}");
-    let published = || async {
+    assert!(stderr.contains("Nothing was saved or published") && stderr.contains("(409 Conflict, breaking_change)"), "{stderr}");
+    let versions = || async {
         let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "count")]).await;
-        detail["published_version"].clone()
+        (detail["published_version"].clone(), detail["latest_version"].clone())
     };
-    assert_eq!(published().await, json!(2), "version 2 (numbers) stays published");
+    assert_eq!(versions().await, (json!(2), json!(2)), "version 2 (numbers) stays published, and is the latest");
     let out = run("string", &["--allow-breaking"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).ends_with("research/count v3: unchanged since the latest version; published.\n"));
-    assert_eq!(published().await, json!(3));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("research/count v3: version saved; published.\n"));
+    assert_eq!(versions().await, (json!(3), json!(3)));
 });
 
 server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {

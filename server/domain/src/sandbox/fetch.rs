@@ -52,7 +52,8 @@ pub(super) struct Reach {
     pub allow: Vec<String>,
     pub internal: InternalHosts,
     pub secrets: Secrets,
-    /// The tool is read-only: only GET and HEAD go out.
+    /// The tool is read-only: only GET and HEAD go out, without a body or a
+    /// header asking for another method.
     pub read_only: bool,
 }
 
@@ -129,12 +130,13 @@ pub const REDACTED: &str = "[redacted]";
 /// How `$env` secrets are blanked out of outcomes (`tools::env`).
 const ENV_MASK: &str = "••••••";
 
-/// Headers that carry credentials whatever the tool's settings say.
+/// Headers, sent or received, that carry credentials whatever the tool's
+/// settings say: any whose name has one of these words in it (so
+/// `Authorization`, `Set-Cookie`, `Ocp-Apim-Subscription-Key`,
+/// `X-Functions-Key`, `DD-APPLICATION-KEY`, `X-Amz-Security-Token`).
 fn credential_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    ["authorization", "cookie", "set-cookie", "token", "secret", "password", "api-key", "apikey", "auth"]
-        .iter()
-        .any(|word| name.contains(word))
+    ["key", "token", "secret", "signature", "auth", "session", "password", "credential", "cookie"].iter().any(|word| name.contains(word))
 }
 
 impl FetchExchange {
@@ -302,10 +304,27 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
     Err(format!("too many redirects (more than {MAX_REDIRECTS})"))
 }
 
-/// Refuses what a read-only tool may not send.
+/// Headers that ask a server to act on a GET as on another method.
+const METHOD_OVERRIDES: [&str; 3] = ["x-http-method-override", "x-http-method", "x-method-override"];
+
+/// Refuses what a read-only tool may not send: a method but GET and HEAD,
+/// a header asking the server to take it as another method, a body (a GET
+/// with one is a write in disguise to servers that read it).
 pub(super) fn check_method(reach: &Reach, req: &FetchRequest) -> Result<(), String> {
-    if reach.read_only && !crate::tools::read_only_method(req.method.as_str()) {
+    if !reach.read_only {
+        return Ok(());
+    }
+    if !crate::tools::read_only_method(req.method.as_str()) {
         return Err(format!("this tool is read-only: $fetch sends only GET and HEAD requests, not {}", req.method));
+    }
+    if let Some((name, _)) = req.headers.iter().find(|(name, _)| METHOD_OVERRIDES.iter().any(|o| name.eq_ignore_ascii_case(o))) {
+        return Err(format!(
+            "this tool is read-only: $fetch does not send {name}, which asks the server to take the {} as another method",
+            req.method
+        ));
+    }
+    if req.body.as_deref().is_some_and(|body| !body.is_empty()) {
+        return Err(format!("this tool is read-only: $fetch sends {} requests without a body", req.method));
     }
     Ok(())
 }
@@ -445,7 +464,32 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::{host_allowed, same_url, split_port};
+    use super::{credential_header, host_allowed, same_url, split_port};
+
+    #[test]
+    fn a_header_whose_name_says_credential_is_redacted_whoever_sent_it() {
+        for name in [
+            "Authorization",
+            "Cookie",
+            "Set-Cookie",
+            "Ocp-Apim-Subscription-Key",
+            "X-Functions-Key",
+            "DD-APPLICATION-KEY",
+            "X-Request-Key",
+            "X-Api-Token",
+            "X-Client-Secret",
+            "X-Amz-Signature",
+            "X-Session-Id",
+            "X-Password",
+            "X-Goog-Credential",
+            "Proxy-Authenticate",
+        ] {
+            assert!(credential_header(name), "{name}");
+        }
+        for name in ["Content-Type", "Accept", "X-Request-Id", "Keep-Alive", "User-Agent", "ETag"] {
+            assert!(!credential_header(name), "{name}");
+        }
+    }
 
     #[test]
     fn a_redacted_part_of_a_recorded_url_matches_any_value() {

@@ -8,8 +8,8 @@
 //! Never in the URL path or the body: paths land in access logs and error
 //! pages, and bodies are what APIs store and serve back; headers and the
 //! query are where APIs take keys. What host binding cannot stop: a bound
-//! host that stores what it is sent, or reflects it transformed (another
-//! encoding, in pieces). Binding a secret to a host trusts that host's API,
+//! host that stores what it is sent, or reflects it transformed beyond the
+//! encodings masking knows (`crate::redact`), or in pieces. Binding a secret to a host trusts that host's API,
 //! so requests carrying a value may not ask for pieces or compressed copies
 //! ([`Refusal::Header`]).
 
@@ -48,34 +48,6 @@ impl OutboundSecret {
     fn bound_to(&self, url: &Url) -> bool {
         host_allowed(&self.hosts, url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0))
     }
-
-    /// The ways a response commonly carries the value back, longest first:
-    /// as is, percent- and form-encoded (upper- and lower-case hex), and as
-    /// JSON encoders write it inside a string (`\/` as PHP does, `\u0026` as
-    /// Go does, every symbol as `\u00XX`).
-    fn copies(&self) -> Vec<String> {
-        let json = |c: char| matches!(c, '"' | '\\').then(|| format!("\\{c}"));
-        let symbol = |c: char| !c.is_ascii_alphanumeric();
-        let mut copies = vec![
-            self.value.clone(),
-            percent_encoded(&self.value, Hex::Upper),
-            percent_encoded(&self.value, Hex::Lower),
-            url::form_urlencoded::byte_serialize(self.value.as_bytes()).collect(),
-            escaped(&self.value, json),
-            escaped(&self.value, |c| if c == '/' { Some("\\/".into()) } else { json(c) }),
-            escaped(&self.value, |c| if "<>&".contains(c) { Some(format!("\\u{:04x}", c as u32)) } else { json(c) }),
-            escaped(&self.value, |c| symbol(c).then(|| format!("\\u{:04x}", c as u32))),
-            escaped(&self.value, |c| symbol(c).then(|| format!("\\u{:04X}", c as u32))),
-        ];
-        copies.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        copies.dedup();
-        copies
-    }
-}
-
-/// `value` with each character `escape` has a replacement for replaced.
-fn escaped(value: &str, escape: impl Fn(char) -> Option<String>) -> String {
-    value.chars().map(|c| escape(c).unwrap_or_else(|| c.to_string())).collect()
 }
 
 /// The value stays out of logs and panics.
@@ -201,7 +173,7 @@ impl Secrets {
         }
         let mut filled = url.clone();
         if url.query().is_some() {
-            filled.set_query(Some(&self.replace(query, |s| percent_encoded(&s.value, Hex::Upper))));
+            filled.set_query(Some(&self.replace(query, |s| percent_encoded(&s.value))));
         }
         let headers = headers.iter().map(|(name, value)| (name.clone(), self.replace(value, |s| s.value.clone()))).collect();
         Ok((filled, headers))
@@ -215,13 +187,11 @@ impl Secrets {
     }
 
     /// `text` with every copy of a value (as is, percent-, form- or
-    /// JSON-encoded) replaced by its placeholder.
+    /// JSON-encoded, in base64: `crate::redact`) replaced by its placeholder.
     pub(super) fn mask(&self, text: String) -> String {
-        self.0.iter().fold(text, |text, secret| {
-            secret.copies().iter().fold(text, |text, copy| match text.contains(copy.as_str()) {
-                true => text.replace(copy.as_str(), &placeholder(&secret.name)),
-                false => text,
-            })
+        self.0.iter().fold(text, |mut text, secret| {
+            crate::redact::blank_out(&mut text, &[&secret.value], &placeholder(&secret.name));
+            text
         })
     }
 
@@ -230,20 +200,13 @@ impl Secrets {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Hex {
-    Upper,
-    Lower,
-}
-
 /// Every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
-fn percent_encoded(value: &str, hex: Hex) -> String {
+fn percent_encoded(value: &str) -> String {
     value
         .bytes()
-        .map(|b| match (b, hex) {
-            (b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~', _) => char::from(b).to_string(),
-            (_, Hex::Upper) => format!("%{b:02X}"),
-            (_, Hex::Lower) => format!("%{b:02x}"),
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
+            _ => format!("%{b:02X}"),
         })
         .collect()
 }

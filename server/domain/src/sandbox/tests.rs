@@ -314,6 +314,46 @@ fn a_read_only_tools_fetch_sends_get_and_head_and_refuses_the_rest() {
 }
 
 #[test]
+fn a_read_only_tools_fetch_refuses_a_method_override_or_a_body_and_sends_nothing() {
+    let (port, heads) = recording_server(1, |_| http_response("200 OK", "", "ok"));
+    let mut req = loopback(
+        port,
+        format!(
+            "const base = 'http://127.0.0.1:{port}';\n\
+         const refused = [];\n\
+         const attempt = async (path, init) => {{\n\
+           try {{ await $fetch(base + path, init); refused.push('sent'); }} catch (e) {{ refused.push(e.message); }}\n\
+         }};\n\
+         for (const header of ['X-HTTP-Method-Override', 'x-http-method', 'X-Method-Override']) {{\n\
+           await attempt('/override', {{ headers: {{ [header]: 'DELETE' }} }});\n\
+         }}\n\
+         await attempt('/body', {{ body: 'delete=all' }});\n\
+         await attempt('/head-body', {{ method: 'HEAD', body: 'x' }});\n\
+         await $fetch(base + '/plain');\n\
+         return refused;"
+        ),
+    );
+    req.read_only = true;
+    let overridden = |header: &str| {
+        format!("this tool is read-only: $fetch does not send {header}, which asks the server to take the GET as another method")
+    };
+    assert_eq!(
+        run_blocking(req).result,
+        Ok(ToolValue::Json(json!([
+            overridden("X-HTTP-Method-Override"),
+            overridden("x-http-method"),
+            overridden("X-Method-Override"),
+            "this tool is read-only: $fetch sends GET requests without a body",
+            "this tool is read-only: $fetch sends HEAD requests without a body",
+        ])))
+    );
+    // The server took one connection and ends: every request it got is here.
+    let received: Vec<String> = heads.iter().collect();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(received[0].starts_with("GET /plain "), "{received:?}");
+}
+
+#[test]
 fn fetch_enforces_its_timeout_response_size_and_concurrency() {
     let port = http_server(3, |path| match path {
         "/big" => http_response("200 OK", "", &"x".repeat(2048)),

@@ -45,8 +45,13 @@ impl PublishImpact {
 
     /// The breaking changes as people read them: `path: what`.
     pub fn breaking_changes(&self) -> Vec<String> {
-        self.changes.iter().filter(|c| c.breaking).map(|c| format!("{}: {}", c.path, c.what)).collect()
+        breaking(&self.changes)
     }
+}
+
+/// The changes that may break calls, as people read them: `path: what`.
+pub(crate) fn breaking(changes: &[SchemaChange]) -> Vec<String> {
+    changes.iter().filter(|c| c.breaking).map(|c| format!("{}: {}", c.path, c.what)).collect()
 }
 
 /// The changes from `before` to `after`, in argument order.

@@ -17,6 +17,7 @@ use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
 use crate::policy::{Policy, POLICY_ROWS};
+use crate::redact::blank_out;
 use crate::sandbox::{placeholder, OutboundSecret, RunError, RunOutcome, ToolValue};
 use crate::{audit, Toolshed};
 
@@ -127,21 +128,13 @@ fn check_value(value: &str, kind: &EnvKind) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Replaces every copy of each of `values` in `text` with `marker` (a
-/// text without any is left as it is, not copied).
-pub(crate) fn blank_out(text: &mut String, values: &[&str], marker: &str) {
-    if values.iter().any(|v| text.contains(v)) {
-        *text = values.iter().fold(std::mem::take(text), |t, v| t.replace(v, marker));
-    }
-}
-
 impl Env {
-    /// Blanks secret values out of everything the run hands back. For
-    /// outbound-only secrets this is a second line: their values never
-    /// entered the sandbox, and `$fetch` masks what comes back.
+    /// Blanks secret values, in whatever encoding they appear, out of
+    /// everything the run hands back. For outbound-only secrets this is a
+    /// second line: their values never entered the sandbox, and `$fetch`
+    /// masks what comes back.
     pub fn redact(&self, outcome: &mut RunOutcome) {
-        // Very short secrets would blank out ordinary text; such values are not secrets worth the name.
-        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).filter(|s| s.len() >= 4).collect();
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
         if secrets.is_empty() {
             return;
         }

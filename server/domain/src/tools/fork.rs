@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::test_cases::insert_test_case;
 use super::versions::{insert_version, Source, VersionDiff};
 use super::{insert_listing, rolled_back, ForkedFrom, ListingKind, NewTool, Tool, ToolError};
 use crate::accounts::User;
@@ -26,8 +27,10 @@ pub struct Upstream {
 impl Toolshed {
     /// Forks a listing `user` may see into their own department under `name`:
     /// a new listing of the same kind whose version 1 copies the source's
-    /// published version (code, arguments and test cases; or a bundle's members).
-    /// `$env` values are not copied: they may be another team's secrets.
+    /// published version (code, arguments and test cases with their checks;
+    /// or a bundle's members). Nothing of real calls is copied: not `$env`
+    /// (it may be another team's secrets), nor the test cases saved from a
+    /// failed call (those with its recording: someone's arguments and answers).
     pub async fn fork(&self, user: &User, source: ToolId, name: ToolName) -> Result<Tool, ToolError> {
         if !crate::membership::may_author(user, user.department.id.0) {
             return Err(ToolError::NotAnAuthor);
@@ -44,6 +47,11 @@ impl Toolshed {
             visibility: src.visibility,
         };
         let changelog = format!("Forked from {}@v{n}", src.slug());
+        // Copied as cases, check and all, through the one way cases are stored.
+        let cases = match src.kind {
+            ListingKind::Tool => self.test_cases(user, src.id).await?,
+            ListingKind::Bundle => Vec::new(),
+        };
         let mut tx = self.begin().await?;
         let id = match insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await {
             Ok(id) => id,
@@ -64,15 +72,9 @@ impl Toolshed {
         insert_version(&mut tx, user, id, &copy, &changelog).await?;
         match src.kind {
             ListingKind::Tool => {
-                sqlx::query(
-                    "INSERT INTO test_cases (tool_id, name, args_json, expected, created_at) \
-                     SELECT $1, name, args_json, expected, $2 FROM test_cases WHERE tool_id = $3",
-                )
-                .bind(id.0)
-                .bind(crate::now_ms())
-                .bind(src.id.0)
-                .execute(&mut *tx)
-                .await?;
+                for case in cases.iter().filter(|c| c.recording.is_none()) {
+                    insert_test_case(&mut tx, id, case.case()).await?;
+                }
             }
             ListingKind::Bundle => {
                 sqlx::query(

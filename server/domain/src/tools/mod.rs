@@ -517,19 +517,35 @@ impl Toolshed {
             return Err(ToolError::NotAnAuthor);
         }
         let mut tx = self.begin().await?;
-        let id = match insert_listing(&mut tx, user, kind, &new, None).await {
+        let id = match write_new_listing(&mut tx, user, kind, &new).await {
             Ok(id) => id,
             Err(e) => return Err(rolled_back(tx, e).await),
         };
-        let target = format!("{}:{}/{}", kind.as_str(), user.department.name, new.name);
-        let action = format!("{}.created", kind.as_str());
-        audit::record(&mut tx, Some(user.id), &action, &target, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
         tx.commit().await?;
         self.tool(user, id).await
     }
 
     pub async fn update_tool_settings(&self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
         let before = self.tool_for_edit(user, id).await?;
+        self.check_settings(&s).await?;
+        // Models read the new title and description at once where a version is
+        // served: they are scanned with its arguments first.
+        let held = match (s.texts_differ(&before), before.published_version) {
+            (true, Some(n)) => {
+                let args = self.version_row(id, n).await?.args;
+                self.screen(user, &s.applied_to(&before), &args, n).await?;
+                self.texts_waiting(user, &before, &s).await?
+            }
+            _ => None,
+        };
+        let mut tx = self.begin().await?;
+        write_settings(&mut tx, user, &before, &s, held.as_ref()).await?;
+        tx.commit().await?;
+        self.tool(user, id).await
+    }
+
+    /// Refuses limits and hosts beyond the admin's policy.
+    pub(crate) async fn check_settings(&self, s: &ToolSettings) -> Result<(), ToolError> {
         let policy = self.policy().await?;
         if !(100..=policy.max_timeout_ms).contains(&s.timeout_ms) {
             return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {} ms", policy.max_timeout_ms) }.into());
@@ -543,58 +559,105 @@ impl Toolshed {
             }
             .into());
         }
-        // Models read the new title and description at once where a version is
-        // served: they are scanned, and in a department that requires review an
-        // editor's wait for an admin like a version (the form sends the waiting
-        // text back; sending the approved one withdraws it).
-        let texts_changed = s.title.as_str() != before.title || s.description.as_str() != before.description;
-        let mut held = None;
-        if let (true, Some(n)) = (texts_changed, before.published_version) {
-            let args = self.version_row(id, n).await?.args;
-            let renamed = Tool { title: s.title.as_str().to_owned(), description: s.description.as_str().to_owned(), ..before.clone() };
-            self.screen(user, &renamed, &args, n).await?;
-            if !user.is_admin && self.review_required(before.department_id).await? {
-                held = Some(PendingText { title: s.title.as_str().to_owned(), description: s.description.as_str().to_owned() });
-            }
-        }
-        let (title, description) = match held {
-            Some(_) => (before.title.as_str(), before.description.as_str()),
-            None => (s.title.as_str(), s.description.as_str()),
-        };
-        let mut tx = self.begin().await?;
-        sqlx::query(
-            "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
-             fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13 \
-             WHERE id = $11",
-        )
-        .bind(title)
-        .bind(description)
-        .bind(s.tags.joined())
-        .bind(s.visibility.as_str())
-        .bind(i64::from(s.read_only_hint))
-        .bind(i64::from(s.destructive_hint))
-        .bind(s.fetch_allow.join("\n"))
-        .bind(s.timeout_ms)
-        .bind(s.memory_mib)
-        .bind(now_ms())
-        .bind(id.0)
-        .bind(held.as_ref().map(|p| p.title.as_str()))
-        .bind(held.as_ref().map(|p| p.description.as_str()))
-        .execute(&mut *tx)
-        .await?;
-        let pending_title = held.as_ref().map(|p| p.title.as_str());
-        audit::record(
-            &mut tx,
-            Some(user.id),
-            &before.action("settings_changed"),
-            &before.audit_target(),
-            Some(serde_json::json!({"title": before.title, "visibility": before.visibility})),
-            Some(serde_json::json!({"title": title, "visibility": s.visibility, "title_waiting_for_review": pending_title})),
-        )
-        .await?;
-        tx.commit().await?;
-        self.tool(user, id).await
+        Ok(())
     }
+
+    /// The title and description `s` gives `before`, when they wait for an
+    /// admin: in a department that requires review, an editor's new text for
+    /// a published tool waits like a version does (the form sends the waiting
+    /// text back; sending the approved one withdraws it).
+    pub(crate) async fn texts_waiting(&self, user: &User, before: &Tool, s: &ToolSettings) -> Result<Option<PendingText>, ToolError> {
+        if !s.texts_differ(before) || before.published_version.is_none() || user.is_admin {
+            return Ok(None);
+        }
+        Ok(self
+            .review_required(before.department_id)
+            .await?
+            .then(|| PendingText { title: s.title.as_str().to_owned(), description: s.description.as_str().to_owned() }))
+    }
+}
+
+impl ToolSettings {
+    /// Whether models would read another title or description.
+    pub(crate) fn texts_differ(&self, tool: &Tool) -> bool {
+        self.title.as_str() != tool.title || self.description.as_str() != tool.description
+    }
+
+    /// `tool` as these settings make it.
+    pub(crate) fn applied_to(&self, tool: &Tool) -> Tool {
+        Tool {
+            title: self.title.as_str().to_owned(),
+            description: self.description.as_str().to_owned(),
+            tags: self.tags.as_slice().to_vec(),
+            visibility: self.visibility,
+            read_only_hint: self.read_only_hint,
+            destructive_hint: self.destructive_hint,
+            fetch_allow: self.fetch_allow.clone(),
+            timeout_ms: self.timeout_ms,
+            memory_mib: self.memory_mib,
+            ..tool.clone()
+        }
+    }
+}
+
+/// Writes `s` over `before`'s settings in `tx`, with the audit row; with
+/// `held`, the new title and description wait for review and models keep
+/// reading the approved ones.
+pub(crate) async fn write_settings(
+    tx: &mut sqlx::AnyConnection,
+    user: &User,
+    before: &Tool,
+    s: &ToolSettings,
+    held: Option<&PendingText>,
+) -> Result<(), ToolError> {
+    let (title, description) = match held {
+        Some(_) => (before.title.as_str(), before.description.as_str()),
+        None => (s.title.as_str(), s.description.as_str()),
+    };
+    sqlx::query(
+        "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
+         fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13 \
+         WHERE id = $11",
+    )
+    .bind(title)
+    .bind(description)
+    .bind(s.tags.joined())
+    .bind(s.visibility.as_str())
+    .bind(i64::from(s.read_only_hint))
+    .bind(i64::from(s.destructive_hint))
+    .bind(s.fetch_allow.join("\n"))
+    .bind(s.timeout_ms)
+    .bind(s.memory_mib)
+    .bind(now_ms())
+    .bind(before.id.0)
+    .bind(held.map(|p| p.title.as_str()))
+    .bind(held.map(|p| p.description.as_str()))
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        tx,
+        Some(user.id),
+        &before.action("settings_changed"),
+        &before.audit_target(),
+        Some(serde_json::json!({"title": before.title, "visibility": before.visibility})),
+        Some(serde_json::json!({"title": title, "visibility": s.visibility, "title_waiting_for_review": held.map(|p| &p.title)})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Inserts a listing owned by `user` in their department, with its audit row.
+pub(crate) async fn write_new_listing(
+    tx: &mut sqlx::AnyConnection,
+    user: &User,
+    kind: ListingKind,
+    new: &NewTool,
+) -> Result<ToolId, ToolError> {
+    let id = insert_listing(tx, user, kind, new, None).await?;
+    let target = format!("{}:{}/{}", kind.as_str(), user.department.name, new.name);
+    let action = format!("{}.created", kind.as_str());
+    audit::record(tx, Some(user.id), &action, &target, None, Some(serde_json::json!({"title": new.title.as_str()}))).await?;
+    Ok(id)
 }
 
 /// Ends `tx` now and hands back `e`. A dropped transaction rolls back only

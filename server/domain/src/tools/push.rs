@@ -1,18 +1,32 @@
 //! Publishing from CI: a tool file (code, arguments, metadata, test cases)
-//! becomes a tool in the caller's department. The tool is created or updated,
-//! a version saved (unless code, arguments and output schema are those of the
-//! latest version already), the test cases run against that version, and the
-//! version published only if every one passes. The REST API (`/api/v1`) and
-//! `toolshed push` are its callers; README "Publishing from CI" has the format.
+//! becomes a tool in the caller's department. Everything that can refuse a
+//! push is decided before anything is written: the test cases (the tool's,
+//! the file's replacing those of the same name) run against the file's code,
+//! then the gates every publish passes. A push that passes creates or updates
+//! the tool, saves its version (unless code, arguments and output schema are
+//! those of the latest version already) and the file's test cases, and
+//! publishes it, in one transaction; a refused push changes nothing. The REST
+//! API (`/api/v1`) and `toolshed push` are its callers; README "Publishing
+//! from CI" has the format.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Check, ListingKind, NewTool, RunSource, Source, TestCaseResult, Tool, ToolError, ToolSettings, Visibility};
+use super::compat::{self, schema_changes};
+use super::test_cases::{checked_case, insert_test_case, Case};
+use super::versions::{parse_changelog, write_publish, write_version, Gate};
+use super::{
+    rolled_back, write_new_listing, write_settings, Check, ListingKind, NewTool, RunSource, Source, Status, TestCase, TestCaseResult, Tool,
+    ToolError, ToolSettings, Visibility,
+};
 use crate::accounts::User;
+use crate::code_mode::CodeMode;
+use crate::ids::ToolId;
+use crate::membership::may_author;
+use crate::moderation::Held;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
-use crate::Toolshed;
+use crate::{now_ms, Toolshed};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo
 /// does not silently drop a setting.
@@ -108,13 +122,13 @@ pub enum PushOutcome {
     Published,
     /// The department requires review: the version waits for an admin.
     PendingReview,
-    /// A test case failed: the version was saved, not published.
+    /// A test case failed: nothing was saved or changed.
     TestsFailed,
     /// The department requires test cases before a publish, and the tool has
-    /// none: the version was saved, not published.
+    /// none: nothing was saved or changed.
     TestsMissing,
     /// The version may break calls made to the published one, and the push did
-    /// not confirm that: saved and tested, not published (`breaking` says why).
+    /// not confirm that: tested, nothing saved or changed (`breaking` says why).
     Breaking,
 }
 
@@ -122,15 +136,30 @@ pub enum PushOutcome {
 pub struct PushReport {
     /// `department/name`.
     pub tool: String,
+    /// This push created the tool.
     pub created: bool,
-    pub version: i64,
-    /// False when the file matched the latest version, which was used again.
+    /// The version the file's code is, saved by this push or before it;
+    /// `None` when a refused push's code is no saved version.
+    pub version: Option<i64>,
+    /// This push saved the version.
     pub new_version: bool,
     pub outcome: PushOutcome,
+    /// The file's new title and description wait for an admin's review (a
+    /// department that requires it): models read the approved ones until then.
+    #[serde(default)]
+    pub text_waiting_for_review: bool,
     pub test_results: Vec<TestCaseResult>,
     /// With [`PushOutcome::Breaking`]: the changes that may break calls, `path: what`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaking: Vec<String>,
+}
+
+/// What a push does to the listing.
+enum Listing {
+    /// Creates it.
+    New(NewTool),
+    /// Changes `before`'s settings to the file's, where they differ.
+    Existing { before: Box<Tool>, settings: Option<ToolSettings> },
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> ToolError {
@@ -148,88 +177,244 @@ fn parse_arguments(raw: Option<Value>) -> Result<Vec<ArgDef>, ToolError> {
 }
 
 impl Toolshed {
-    /// Creates or updates the tool `file` describes in `user`'s department,
-    /// saves its version, runs its test cases and publishes it if they all pass
-    /// and it breaks no call made to the published version (or `breaking_confirmed`).
+    /// Creates or updates the tool `file` describes in `user`'s department
+    /// and publishes its version, if every test case passes against the
+    /// file's code and it breaks no call made to the published version (or
+    /// `breaking_confirmed`). Everything that can refuse it is decided first;
+    /// then the tool, its settings, version, test cases and publish (or
+    /// review request) are written in one transaction. A refused push changes
+    /// nothing (a hold for hidden instructions is recorded for an admin).
     pub async fn push_tool(&self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
+        let changelog = parse_changelog(&file.changelog)?;
         let checks = file.test_cases.iter().map(FileTestCase::check).collect::<Result<Vec<_>, _>>()?;
-        let tags = file.tags.as_ref().map(|t| Tags::parse(&t.join(" "))).transpose()?;
-        let (tool, created) = match self.listing_by_slug(user, ListingKind::Tool, &user.department.name, &file.name).await {
-            Ok(tool) => (self.update_from_file(user, tool, &file, tags).await?, false),
-            Err(ToolError::NotFound) => {
-                let new = NewTool::parse(
-                    &file.name,
-                    file.title.as_deref().unwrap_or(&file.name),
-                    file.description.as_deref().unwrap_or(""),
-                    &tags.map(|t| t.joined()).unwrap_or_default(),
-                    file.visibility.as_deref().unwrap_or(Visibility::Department.as_str()),
-                )?;
-                (self.create_tool(user, new).await?, true)
+        let mut file_cases = Vec::with_capacity(checks.len());
+        for (case, check) in file.test_cases.iter().zip(&checks) {
+            let name = checked_case(&case.name, &case.args)?;
+            if file_cases.iter().any(|c: &Case<'_>| c.name == name) {
+                return Err(invalid("test_cases", format!("“{name}” names two test cases")));
             }
+            file_cases.push(Case { name, args: &case.args, check, recording: None });
+        }
+        let tags = file.tags.as_ref().map(|t| Tags::parse(&t.join(" "))).transpose()?;
+        let listing = match self.listing_by_slug(user, ListingKind::Tool, &user.department.name, &file.name).await {
+            Ok(found) => {
+                let before = self.code_tool_for_edit(user, found.id).await?;
+                let settings = settings_from_file(&before, &file, tags)?;
+                if let Some(s) = &settings {
+                    self.check_settings(s).await?;
+                }
+                Listing::Existing { before: Box::new(before), settings }
+            }
+            Err(ToolError::NotFound) if may_author(user, user.department.id.0) => Listing::New(NewTool::parse(
+                &file.name,
+                file.title.as_deref().unwrap_or(&file.name),
+                file.description.as_deref().unwrap_or(""),
+                &tags.map(|t| t.joined()).unwrap_or_default(),
+                file.visibility.as_deref().unwrap_or(Visibility::Department.as_str()),
+            )?),
+            Err(ToolError::NotFound) => return Err(ToolError::NotAnAuthor),
             Err(e) => return Err(e),
         };
-        let latest = match tool.latest_version {
-            Some(n) => Some(self.version_row(tool.id, n).await?),
-            None => None,
-        };
-        let unchanged =
-            latest.filter(|v| v.code == source.code.as_str() && v.args == source.args && v.output_schema == source.output_schema);
-        let (version, new_version) = match unchanged {
-            Some(v) => (v.version, false),
-            None => (self.save_version(user, tool.id, source, &file.changelog).await?, true),
-        };
-        for (case, check) in file.test_cases.into_iter().zip(checks) {
-            self.save_test_case(user, tool.id, &case.name, case.args, check).await?;
-        }
-        let test_results = self.run_test_cases(user, tool.id, RunSource::Version(version)).await?;
-        let mut breaking = Vec::new();
-        let outcome = if !test_results.iter().all(|r| r.passed) {
-            PushOutcome::TestsFailed
-        } else if tool.published_version == Some(version) {
-            PushOutcome::Published
-        } else {
-            match self.publish_compatible(user, tool.id, version, breaking_confirmed, Some(test_results.clone())).await {
-                Ok(t) if t.published_version == Some(version) => PushOutcome::Published,
-                Ok(_) => PushOutcome::PendingReview,
-                Err(ToolError::Breaking(changes)) => {
-                    breaking = changes;
-                    PushOutcome::Breaking
-                }
-                Err(ToolError::TestsMissing) => PushOutcome::TestsMissing,
-                Err(e) => return Err(e),
+        // The listing as the push leaves it: what its test cases run as and the scan reads.
+        let (after, before) = match &listing {
+            Listing::New(new) => (unsaved_tool(user, new), None),
+            Listing::Existing { before, settings } => {
+                (settings.as_ref().map_or_else(|| (**before).clone(), |s| s.applied_to(before)), Some(&**before))
             }
         };
-        Ok(PushReport { tool: tool.slug(), created, version, new_version, outcome, test_results, breaking })
+        let latest = match before.and_then(|t| t.latest_version) {
+            Some(n) => Some(self.version_row(after.id, n).await?),
+            None => None,
+        };
+        let reused = latest
+            .as_ref()
+            .filter(|v| v.code == source.code.as_str() && v.args == source.args && v.output_schema == source.output_schema)
+            .map(|v| v.version);
+        // The version's number: the one it has, or the one it would be saved as.
+        let number = reused.unwrap_or(latest.as_ref().map_or(1, |v| v.version + 1));
+        let publishes = reused.is_none() || reused != after.published_version;
+
+        // The tool's test cases, the file's replacing those of the same name, against the file's code.
+        let stored = match before {
+            Some(t) => self.test_cases(user, t.id).await?,
+            None => Vec::new(),
+        };
+        let mut cases: Vec<Case<'_>> = stored
+            .iter()
+            .map(TestCase::case)
+            .filter(|c| !file_cases.iter().any(|f| f.name == c.name))
+            .chain(file_cases.iter().copied())
+            .collect();
+        cases.sort_by(|a, b| a.name.cmp(b.name));
+        let draft = RunSource::Draft { code: source.code.as_str().to_owned(), args: source.args.clone() };
+        let mut test_results = Vec::with_capacity(cases.len());
+        for case in cases {
+            test_results.push(self.run_case(user, &after, &draft, case).await);
+        }
+        let refused = |outcome, breaking| PushReport {
+            tool: after.slug(),
+            created: false,
+            version: reused,
+            new_version: false,
+            outcome,
+            text_waiting_for_review: false,
+            test_results: test_results.clone(),
+            breaking,
+        };
+        if !test_results.iter().all(|r| r.passed) {
+            return Ok(refused(PushOutcome::TestsFailed, Vec::new()));
+        }
+        let texts_change = matches!(&listing, Listing::Existing { before, settings: Some(s) } if s.texts_differ(before));
+        let review = if publishes {
+            if let (false, Some(p), Some(before)) = (breaking_confirmed, after.published_version, before) {
+                let served = self.version_row(before.id, p).await?;
+                let breaking = compat::breaking(&schema_changes(&served.args, &source.args));
+                if !breaking.is_empty() {
+                    return Ok(refused(PushOutcome::Breaking, breaking));
+                }
+            }
+            match self.publish_gates(user, &after, &source.args, number, Some(test_results.clone())).await {
+                Ok(Gate::Open { review }) => review,
+                Ok(Gate::Held(held)) => return Err(self.hold_push(user, &listing, &after, number, held).await),
+                Err(ToolError::TestsMissing) => return Ok(refused(PushOutcome::TestsMissing, Vec::new())),
+                Err(e) => return Err(e),
+            }
+        } else {
+            // The served version stays; new text for it is scanned all the same.
+            let held = match texts_change {
+                true => self.unaccepted_findings(&after, &source.args).await?,
+                false => None,
+            };
+            if let Some(held) = held {
+                return Err(self.hold_push(user, &listing, &after, number, held).await);
+            }
+            false
+        };
+        let text_held = match &listing {
+            Listing::Existing { before, settings: Some(s) } => self.texts_waiting(user, before, s).await?,
+            _ => None,
+        };
+
+        let mut tx = self.begin().await?;
+        let written = async {
+            let tool = match &listing {
+                Listing::New(new) => Tool { id: write_new_listing(&mut tx, user, ListingKind::Tool, new).await?, ..after.clone() },
+                Listing::Existing { before, settings } => {
+                    if let Some(s) = settings {
+                        write_settings(&mut tx, user, before, s, text_held.as_ref()).await?;
+                    }
+                    after.clone()
+                }
+            };
+            let version = match reused {
+                Some(n) => n,
+                None => write_version(&mut tx, user, &tool, &source, &changelog).await?,
+            };
+            for case in &file_cases {
+                insert_test_case(&mut tx, tool.id, *case).await?;
+            }
+            if publishes {
+                write_publish(&mut tx, user, &tool, version, review).await?;
+            }
+            Ok::<_, ToolError>(version)
+        }
+        .await;
+        let version = match written {
+            Ok(v) => v,
+            Err(e) => return Err(rolled_back(tx, e).await),
+        };
+        tx.commit().await?;
+        Ok(PushReport {
+            tool: after.slug(),
+            created: matches!(listing, Listing::New(_)),
+            version: Some(version),
+            new_version: reused.is_none(),
+            outcome: if publishes && review { PushOutcome::PendingReview } else { PushOutcome::Published },
+            text_waiting_for_review: text_held.is_some(),
+            test_results,
+            breaking: Vec::new(),
+        })
     }
 
-    /// Applies the file's title, description, tags and visibility where given
-    /// and different; the rest of the settings stay as they are.
-    async fn update_from_file(&self, user: &User, tool: Tool, file: &ToolFile, tags: Option<Tags>) -> Result<Tool, ToolError> {
-        let tool = self.code_tool_for_edit(user, tool.id).await?;
-        let title = file.title.clone().unwrap_or_else(|| tool.title.clone());
-        let description = file.description.clone().unwrap_or_else(|| tool.description.clone());
-        let visibility = file.visibility.as_deref().map(Visibility::parse).transpose()?.unwrap_or(tool.visibility);
-        let tags = tags.unwrap_or(Tags::parse(&tool.tags.join(" "))?);
-        if title == tool.title
-            && description == tool.description
-            && visibility == tool.visibility
-            && tags.as_slice() == tool.tags.as_slice()
-        {
-            return Ok(tool);
-        }
-        let settings = ToolSettings {
-            title: Title::parse(&title)?,
-            description: Description::parse(&description)?,
-            tags,
-            visibility,
-            read_only_hint: tool.read_only_hint,
-            destructive_hint: tool.destructive_hint,
-            fetch_allow: tool.fetch_allow.clone(),
-            timeout_ms: tool.timeout_ms,
-            memory_mib: tool.memory_mib,
+    /// Holds a push for `held`, naming version `n` (the number the file's
+    /// code is or would be saved as). A new tool is created for the hold to
+    /// name, unpublished and without a version: the admin accepts its texts,
+    /// and the same file pushed again publishes.
+    async fn hold_push(&self, user: &User, listing: &Listing, after: &Tool, n: i64, held: Held) -> ToolError {
+        let Listing::New(new) = listing else { return self.hold(user, after, n, held).await };
+        let recorded = async {
+            let mut tx = self.begin().await?;
+            let id = write_new_listing(&mut tx, user, ListingKind::Tool, new).await?;
+            held.record(&mut tx, user, &Tool { id, ..after.clone() }, n).await?;
+            tx.commit().await?;
+            Ok::<_, ToolError>(())
         };
-        self.update_tool_settings(user, tool.id, settings).await
+        match recorded.await {
+            Ok(()) => held.refusal(),
+            Err(e) => e,
+        }
+    }
+}
+
+/// The settings `file` gives `tool`: its title, description, tags and
+/// visibility where given, the rest as they are; `None` when nothing changes.
+fn settings_from_file(tool: &Tool, file: &ToolFile, tags: Option<Tags>) -> Result<Option<ToolSettings>, ToolError> {
+    let title = file.title.clone().unwrap_or_else(|| tool.title.clone());
+    let description = file.description.clone().unwrap_or_else(|| tool.description.clone());
+    let visibility = file.visibility.as_deref().map(Visibility::parse).transpose()?.unwrap_or(tool.visibility);
+    let tags = tags.unwrap_or(Tags::parse(&tool.tags.join(" "))?);
+    if title == tool.title && description == tool.description && visibility == tool.visibility && tags.as_slice() == tool.tags.as_slice() {
+        return Ok(None);
+    }
+    Ok(Some(ToolSettings {
+        title: Title::parse(&title)?,
+        description: Description::parse(&description)?,
+        tags,
+        visibility,
+        read_only_hint: tool.read_only_hint,
+        destructive_hint: tool.destructive_hint,
+        fetch_allow: tool.fetch_allow.clone(),
+        timeout_ms: tool.timeout_ms,
+        memory_mib: tool.memory_mib,
+    }))
+}
+
+/// A new tool as the push will insert it, for its test cases to run as and
+/// the scan to read before anything is written: the `tools` table's default
+/// limits, no `$env` (no row has id 0, as no variable is set on a new tool).
+fn unsaved_tool(user: &User, new: &NewTool) -> Tool {
+    let now = now_ms();
+    Tool {
+        id: ToolId(0),
+        kind: ListingKind::Tool,
+        department: user.department.name.clone(),
+        department_id: user.department.id.0,
+        name: new.name.to_string(),
+        title: new.title.as_str().to_owned(),
+        description: new.description.as_str().to_owned(),
+        tags: new.tags.as_slice().to_vec(),
+        visibility: new.visibility,
+        status: Status::Active,
+        owner_id: user.id,
+        owner_username: user.username.clone(),
+        owner_display_name: user.display_name.clone(),
+        published_version: None,
+        pending_version: None,
+        pending_text: None,
+        review_note: None,
+        moderation_note: None,
+        latest_version: None,
+        read_only_hint: false,
+        destructive_hint: false,
+        fetch_allow: Vec::new(),
+        timeout_ms: 2_000,
+        memory_mib: 32,
+        code_mode: CodeMode::Off,
+        forked_from: None,
+        created_at: now,
+        updated_at: now,
+        pinned: false,
     }
 }
 

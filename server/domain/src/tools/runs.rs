@@ -208,7 +208,7 @@ impl Toolshed {
     }
 
     /// The tool, if `user` may run `source` of it.
-    async fn tool_to_run(&self, user: &User, id: ToolId, source: &RunSource) -> Result<Tool, ToolError> {
+    pub(super) async fn tool_to_run(&self, user: &User, id: ToolId, source: &RunSource) -> Result<Tool, ToolError> {
         let tool = match source {
             RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
             _ => self.tool(user, id).await?,
@@ -317,7 +317,7 @@ impl Toolshed {
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn run_unrecorded(
+    pub(super) async fn run_unrecorded(
         &self,
         user: &User,
         tool: &Tool,

@@ -2,12 +2,14 @@
 //! by one or all at once against the editor's code, and the gate that makes a
 //! department's (or the whole instance's) publishes wait for them to pass.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json_path::JsonPath;
 use sqlx::Row;
 
-use super::{ListingKind, RunSource, Tool, ToolError};
+use super::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
@@ -172,6 +174,57 @@ pub struct TestCase {
     pub recording: Option<Vec<FetchExchange>>,
 }
 
+/// A test case as a run needs it: stored, or a tool file's before it is.
+#[derive(Clone, Copy)]
+pub(crate) struct Case<'a> {
+    pub name: &'a str,
+    pub args: &'a Value,
+    pub check: &'a Check,
+    pub recording: Option<&'a [FetchExchange]>,
+}
+
+impl TestCase {
+    pub(crate) fn case(&self) -> Case<'_> {
+        Case { name: &self.name, args: &self.args, check: &self.check, recording: self.recording.as_deref() }
+    }
+}
+
+/// A case's name and arguments as they may be stored: the name trimmed.
+pub(crate) fn checked_case<'a>(name: &'a str, args: &Value) -> Result<&'a str, ToolError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 80 {
+        return Err(Invalid { field: "Test case name", reason: "must be 1 to 80 characters".into() }.into());
+    }
+    if !args.is_object() {
+        return Err(Invalid { field: "Test case arguments", reason: "must be a JSON object".into() }.into());
+    }
+    Ok(name)
+}
+
+/// Creates or replaces `tool`'s test case of this name (checked with [`checked_case`]).
+pub(crate) async fn insert_test_case(conn: &mut sqlx::AnyConnection, tool: ToolId, case: Case<'_>) -> Result<(), ToolError> {
+    let name = checked_case(case.name, case.args)?;
+    let (kind, path, expected) = case.check.columns();
+    sqlx::query(
+        "INSERT INTO test_cases (tool_id, name, args_json, expected, check_kind, check_path, created_at, fetches_json) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (tool_id, name) DO UPDATE SET args_json = excluded.args_json, expected = excluded.expected, \
+         check_kind = excluded.check_kind, check_path = excluded.check_path, fetches_json = excluded.fetches_json",
+    )
+    .bind(tool.0)
+    .bind(name)
+    .bind(case.args.to_string())
+    .bind(expected)
+    .bind(kind)
+    .bind(path)
+    .bind(now_ms())
+    .bind(case.recording.map(|r| serde_json::to_string(r).unwrap_or_default()))
+    .execute(conn)
+    .await
+    .map_err(StoreError::from)?;
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestCaseResult {
     pub name: String,
@@ -222,7 +275,7 @@ impl Toolshed {
     /// Creates or replaces the test case with this name.
     pub async fn save_test_case(&self, user: &User, id: ToolId, name: &str, args: Value, check: Check) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
-        self.store_test_case(id, name, args, check, None).await
+        self.store_test_case(id, Case { name, args: &args, check: &check, recording: None }).await
     }
 
     /// Saves a test case whose `$fetch` answers from failed call `call`'s
@@ -237,42 +290,13 @@ impl Toolshed {
         check: Check,
     ) -> Result<(), ToolError> {
         let recorded = self.failed_call(user, id, call).await?;
-        self.store_test_case(id, name, args, check, Some(&recorded.call.fetches)).await
+        self.store_test_case(id, Case { name, args: &args, check: &check, recording: Some(&recorded.call.fetches) }).await
     }
 
-    async fn store_test_case(
-        &self,
-        id: ToolId,
-        name: &str,
-        args: Value,
-        check: Check,
-        recording: Option<&[FetchExchange]>,
-    ) -> Result<(), ToolError> {
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > 80 {
-            return Err(Invalid { field: "Test case name", reason: "must be 1 to 80 characters".into() }.into());
-        }
-        if !args.is_object() {
-            return Err(Invalid { field: "Test case arguments", reason: "must be a JSON object".into() }.into());
-        }
-        let (kind, path, expected) = check.columns();
-        sqlx::query(
-            "INSERT INTO test_cases (tool_id, name, args_json, expected, check_kind, check_path, created_at, fetches_json) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (tool_id, name) DO UPDATE SET args_json = excluded.args_json, expected = excluded.expected, \
-             check_kind = excluded.check_kind, check_path = excluded.check_path, fetches_json = excluded.fetches_json",
-        )
-        .bind(id.0)
-        .bind(name)
-        .bind(args.to_string())
-        .bind(expected)
-        .bind(kind)
-        .bind(path)
-        .bind(now_ms())
-        .bind(recording.map(|r| serde_json::to_string(r).unwrap_or_default()))
-        .execute(self.db.pool())
-        .await
-        .map_err(StoreError::from)?;
+    async fn store_test_case(&self, id: ToolId, case: Case<'_>) -> Result<(), ToolError> {
+        let mut tx = self.begin().await?;
+        insert_test_case(&mut tx, id, case).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -286,34 +310,27 @@ impl Toolshed {
     /// Runs every test case against `source`, one after another.
     pub async fn run_test_cases(&self, user: &User, id: ToolId, source: RunSource) -> Result<Vec<TestCaseResult>, ToolError> {
         let cases = self.test_cases(user, id).await?;
+        // A tool that may not run so (disabled, a version never served) fails each case, saying why.
+        let tool = self.tool_to_run(user, id, &source).await.map_err(|e| e.to_string());
         let mut results = Vec::with_capacity(cases.len());
-        for case in cases {
-            let outcome = match &case.recording {
-                None => self.run_tool(user, id, source.clone(), case.args.clone(), "test", None).await,
-                Some(recording) => {
-                    self.run_tool_replaying(user, id, source.clone(), case.args.clone(), std::sync::Arc::new(recording.clone())).await
-                }
-            };
-            let (actual, duration_ms, reason) = match outcome {
-                Ok(report) => {
-                    let ms = report.outcome.duration.as_secs_f64() * 1000.0;
-                    match report.outcome.result {
-                        Ok(v) => (result_text(&v), ms, case.check.failure(&v)),
-                        Err(e) => (e.to_string(), ms, Some("the run failed".to_owned())),
-                    }
-                }
-                Err(e) => (e.to_string(), 0.0, Some("the run failed".to_owned())),
-            };
-            results.push(TestCaseResult {
-                name: case.name,
-                passed: reason.is_none(),
-                actual,
-                expected: case.check.describe(),
-                reason,
-                duration_ms,
+        for case in &cases {
+            results.push(match &tool {
+                Ok(tool) => self.run_case(user, tool, &source, case.case()).await,
+                Err(why) => case_result(case.case(), Err(why.clone())),
             });
         }
         Ok(results)
+    }
+
+    /// Runs one case against `source` of `tool`, which the caller looked up as
+    /// `user` may run it; `$fetch` answers from the case's recording if it has one.
+    pub(crate) async fn run_case(&self, user: &User, tool: &Tool, source: &RunSource, case: Case<'_>) -> TestCaseResult {
+        let (source, args) = (source.clone(), case.args.clone());
+        let outcome = match case.recording {
+            None => self.run_loaded(user, tool, source, args, Via { transport: "test", token_id: None, bundle_id: None }, None).await,
+            Some(recording) => self.run_unrecorded(user, tool, source, args, "replay", None, Some(Arc::new(recording.to_vec()))).await,
+        };
+        case_result(case, outcome.map_err(|e| e.to_string()))
     }
 
     /// Whether publishing a tool of `department` needs passing test cases: the
@@ -353,6 +370,21 @@ impl Toolshed {
             None => self.run_test_cases(user, tool.id, RunSource::Version(n)).await.map(Some),
         }
     }
+}
+
+/// How `case` did, given its run (or why it could not run).
+fn case_result(case: Case<'_>, outcome: Result<RunReport, String>) -> TestCaseResult {
+    let (actual, duration_ms, reason) = match outcome {
+        Ok(report) => {
+            let ms = report.outcome.duration.as_secs_f64() * 1000.0;
+            match report.outcome.result {
+                Ok(v) => (result_text(&v), ms, case.check.failure(&v)),
+                Err(e) => (e.to_string(), ms, Some("the run failed".to_owned())),
+            }
+        }
+        Err(why) => (why, 0.0, Some("the run failed".to_owned())),
+    };
+    TestCaseResult { name: case.name.to_owned(), passed: reason.is_none(), actual, expected: case.check.describe(), reason, duration_ms }
 }
 
 /// Refuses a publish whose required test cases are missing or failed.

@@ -181,23 +181,11 @@ impl Toolshed {
     pub async fn save_version(&self, user: &User, id: ToolId, source: Source, changelog: &str) -> Result<i64, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let changelog = parse_changelog(changelog)?;
-        let now = now_ms();
         let mut tx = self.begin().await?;
-        let version = match insert_version(&mut tx, user, id, &source, &changelog).await {
+        let version = match write_version(&mut tx, user, &tool, &source, &changelog).await {
             Ok(v) => v,
             Err(e) => return Err(super::rolled_back(tx, e).await),
         };
-        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(&mut *tx).await?;
-        sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now).bind(id.0).execute(&mut *tx).await?;
-        audit::record(
-            &mut tx,
-            Some(user.id),
-            "tool.version_saved",
-            &tool.audit_target(),
-            None,
-            Some(serde_json::json!({"version": version, "changelog": changelog})),
-        )
-        .await?;
         tx.commit().await?;
         Ok(version)
     }
@@ -245,7 +233,7 @@ impl Toolshed {
     }
 
     /// [`Toolshed::publish`], given the results of the tool's test cases
-    /// against `n` when the caller has just run them (a push does anyway).
+    /// against `n` when the caller has just run them.
     pub(crate) async fn publish_tested(
         &self,
         user: &User,
@@ -255,32 +243,36 @@ impl Toolshed {
     ) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
         let version = self.version_row(id, n).await?;
-        super::test_cases::gate_passed(self.test_gate(user, &tool, n, tested).await?)?;
-        self.screen(user, &tool, &version.args, n).await?;
-        if !user.is_admin && self.review_required(tool.department_id).await? {
-            return self.request_review(user, &tool, n).await;
-        }
-        let action = tool.publish_action(n);
+        let review = match self.publish_gates(user, &tool, &version.args, n, tested).await? {
+            Gate::Open { review } => review,
+            Gate::Held(held) => return Err(self.hold(user, &tool, n, held).await),
+        };
         let mut tx = self.begin().await?;
-        sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
-            .bind(n)
-            .bind(now_ms())
-            .bind(id.0)
-            .execute(&mut *tx)
-            .await?;
-        mark_published(&mut tx, id, n).await?;
-        audit::record(
-            &mut tx,
-            Some(user.id),
-            &action,
-            &tool.audit_target(),
-            Some(serde_json::json!({"version": tool.published_version})),
-            Some(serde_json::json!({"version": n})),
-        )
-        .await?;
+        write_publish(&mut tx, user, &tool, n, review).await?;
         tx.commit().await?;
-        tracing::info!(listing = %tool.audit_target(), version = n, action = %action, "published");
         self.tool(user, id).await
+    }
+
+    /// The gates every publish passes, whoever asks (the editor, a roll back,
+    /// a push, the demo seed), in order: where the department requires them,
+    /// test cases, all passing against that very code (`tested`: their
+    /// results, when the caller has just run them); then the hidden-instruction
+    /// scan of what models will read of `tool` (with the texts it will have)
+    /// serving `args`; and whether the publish then waits for an admin's
+    /// review. Writes nothing: the caller writes the publish, or the hold.
+    pub(crate) async fn publish_gates(
+        &self,
+        user: &User,
+        tool: &Tool,
+        args: &[ArgDef],
+        n: i64,
+        tested: Option<Vec<super::TestCaseResult>>,
+    ) -> Result<Gate, ToolError> {
+        super::test_cases::gate_passed(self.test_gate(user, tool, n, tested).await?)?;
+        if let Some(held) = self.unaccepted_findings(tool, args).await? {
+            return Ok(Gate::Held(held));
+        }
+        Ok(Gate::Open { review: !user.is_admin && self.review_required(tool.department_id).await? })
     }
 
     /// The change from version `from` to `to`: of the code and the argument
@@ -352,6 +344,52 @@ pub(crate) async fn insert_version(
         }
     }
     Err(ToolError::Conflict("Others saved versions of this tool at the same moment; try again.".into()))
+}
+
+/// Where a publish stands once past its gates ([`Toolshed::publish_gates`]).
+pub(crate) enum Gate {
+    /// It goes ahead; with `review`, as a request an admin decides (an
+    /// editor's publish in a department that requires review).
+    Open { review: bool },
+    /// What models would read has findings no admin accepted: held.
+    Held(crate::moderation::Held),
+}
+
+/// Saves `source` as `tool`'s next version in `tx`, drops `user`'s draft of
+/// it and writes the audit row; returns the version's number.
+pub(crate) async fn write_version(
+    tx: &mut sqlx::AnyConnection,
+    user: &User,
+    tool: &Tool,
+    source: &Source,
+    changelog: &str,
+) -> Result<i64, ToolError> {
+    let version = insert_version(tx, user, tool.id, source, changelog).await?;
+    sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(tool.id.0).bind(user.id.0).execute(&mut *tx).await?;
+    sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(tool.id.0).execute(&mut *tx).await?;
+    let after = serde_json::json!({"version": version, "changelog": changelog});
+    audit::record(tx, Some(user.id), "tool.version_saved", &tool.audit_target(), None, Some(after)).await?;
+    Ok(version)
+}
+
+/// Writes the publish of `tool`'s version `n` in `tx`: served from now on, or,
+/// with `review`, waiting for an admin while the endpoint keeps its version.
+pub(crate) async fn write_publish(tx: &mut sqlx::AnyConnection, user: &User, tool: &Tool, n: i64, review: bool) -> Result<(), ToolError> {
+    if review {
+        return crate::moderation::request_review(tx, user, tool, n).await;
+    }
+    let action = tool.publish_action(n);
+    sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")
+        .bind(n)
+        .bind(now_ms())
+        .bind(tool.id.0)
+        .execute(&mut *tx)
+        .await?;
+    mark_published(tx, tool.id, n).await?;
+    let (before, after) = (serde_json::json!({"version": tool.published_version}), serde_json::json!({"version": n}));
+    audit::record(tx, Some(user.id), &action, &tool.audit_target(), Some(before), Some(after)).await?;
+    tracing::info!(listing = %tool.audit_target(), version = n, action = %action, "published");
+    Ok(())
 }
 
 /// Marks version `n` as served (its first publish or approval): from then on

@@ -5,7 +5,7 @@ use crate::support::{finance_and_legal as world, text_arg};
 use serde_json::json;
 use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::market::{BrowseQuery, ListingKind};
-use toolshed_domain::names::ToolName;
+use toolshed_domain::names::{DepartmentName, ToolName};
 use toolshed_domain::tools::{Check, EnvKind, NewTool, RunSource, Source, Tool, ToolError};
 use toolshed_domain::{Db, Toolshed, User};
 
@@ -72,6 +72,51 @@ store_test!(a_fork_copies_the_published_version_and_test_cases_into_the_forkers_
     assert_eq!(out.outcome.result.unwrap(), toolshed_domain::sandbox::ToolValue::Text("OK".into()));
     let forks = ts.forks(&alice, src.id).await.unwrap();
     assert_eq!(forks.iter().map(|c| c.slug()).collect::<Vec<_>>(), ["legal/shout"]);
+});
+
+store_test!(a_forks_test_cases_keep_their_checks_and_none_comes_from_a_real_call, |db: Db| async move {
+    let (ts, alice, bob, carol) = world(db).await;
+    let root = User { is_admin: true, ..carol.clone() };
+    let code = "if ($text.startsWith('boom')) throw new Error('boom'); return { words: $text.split(' ').length, text: $text };";
+    let src = tool(&ts, &alice, "count", "everyone", &[code]).await;
+    let checks = [
+        ("any success", Check::Succeeds),
+        ("two words", Check::parse("json_path", Some("$.words"), Some("2")).unwrap()),
+        ("keeps the text", Check::parse("contains", None, Some("a b")).unwrap()),
+        ("shape", Check::parse("schema", None, Some(r#"{"type": "object", "required": ["words", "text"]}"#)).unwrap()),
+        ("whole", Check::parse("equals", None, Some(r#"{"text": "a b", "words": 2}"#)).unwrap()),
+    ];
+    for (name, check) in checks {
+        ts.save_test_case(&alice, src.id, name, json!({"text": "a b"}), check).await.unwrap();
+    }
+    // Bob's call fails; Alice keeps it as a test case, with his arguments and the recording.
+    let call = ts.run_tool(&bob, src.id, RunSource::Published, json!({"text": "boom: bob's own words"}), "mcp-http", None);
+    assert!(call.await.unwrap().outcome.result.is_err());
+    ts.usage().flush().await;
+    let kept = ts.failed_calls(&alice, src.id).await.unwrap().remove(0);
+    ts.save_test_case_from_call(&alice, src.id, kept.id, "bob's call", kept.call.args.clone(), Check::Succeeds).await.unwrap();
+
+    let fork = ts.fork(&carol, src.id, name("count")).await.unwrap();
+    let original = ts.test_cases(&alice, src.id).await.unwrap();
+    let copied = ts.test_cases(&carol, fork.id).await.unwrap();
+    let names: Vec<&str> = copied.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["any success", "keeps the text", "shape", "two words", "whole"], "nothing of Bob's call");
+    for case in &copied {
+        let from = original.iter().find(|o| o.name == case.name).unwrap();
+        assert_eq!((&case.args, &case.check, &case.recording), (&from.args, &from.check, &None), "{}", case.name);
+    }
+    // They pass exactly as the source's do, so a department requiring tests publishes the fork.
+    let results = |user: User, id| {
+        let ts = ts.clone();
+        async move {
+            let results = ts.run_test_cases(&user, id, RunSource::Version(1)).await.unwrap();
+            results.into_iter().map(|r| (r.name, r.passed, r.reason)).collect::<Vec<_>>()
+        }
+    };
+    let source_results = results(alice.clone(), src.id).await;
+    assert_eq!(results(carol.clone(), fork.id).await, source_results.into_iter().filter(|r| r.0 != "bob's call").collect::<Vec<_>>());
+    ts.set_tests_required(&root, &DepartmentName::parse("legal").unwrap(), true).await.unwrap();
+    assert_eq!(ts.publish(&carol, fork.id, 1).await.unwrap().published_version, Some(1));
 });
 
 store_test!(forking_what_you_cannot_see_or_into_a_taken_name_is_refused, |db: Db| async move {

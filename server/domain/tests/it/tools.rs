@@ -7,7 +7,7 @@ use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::names::DepartmentName;
 use toolshed_domain::sandbox::{RunError, ToolValue};
-use toolshed_domain::tools::{Check, EnvKind, NewTool, RunSource, SecretHosts, Source, ToolError, Visibility};
+use toolshed_domain::tools::{Check, EnvKind, NewTool, PushOutcome, RunSource, SecretHosts, Source, ToolError, ToolFile, Visibility};
 use toolshed_domain::{Db, User};
 
 fn source(code: &str) -> Source {
@@ -452,3 +452,66 @@ fn titled(title: &str, description: &str) -> toolshed_domain::tools::ToolSetting
         memory_mib: 32,
     }
 }
+
+/// A tool file for `shout` (department-wide, one passing test case), with `changes` over it.
+fn shout_file(changes: serde_json::Value) -> ToolFile {
+    let mut file = json!({
+        "name": "shout", "title": "Shout", "description": "Upper-cases a text.", "visibility": "department",
+        "code": "return $text.toUpperCase();",
+        "arguments": [{"name": "text", "type": {"kind": "string"}, "required": true}],
+        "test_cases": [{"name": "hello", "args": {"text": "hello"}, "expected": "HELLO"}],
+    });
+    file.as_object_mut().unwrap().extend(changes.as_object().unwrap().clone());
+    serde_json::from_value(file).unwrap()
+}
+
+store_test!(a_push_refused_for_failing_tests_changes_nothing, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let first = ts.push_tool(&alice, shout_file(json!({})), false).await.unwrap();
+    assert_eq!((first.outcome, first.version), (PushOutcome::Published, Some(1)));
+    let id = ts.tool_by_slug(&alice, "finance", "shout").await.unwrap().id;
+    let state =
+        || async { (ts.tool(&alice, id).await.unwrap(), ts.versions(&alice, id).await.unwrap(), ts.test_cases(&alice, id).await.unwrap()) };
+    let before = state().await;
+
+    // New texts and tags, wider visibility, a new test case, and code that fails the old one.
+    let refused = shout_file(json!({
+        "title": "Louder", "description": "Shouts at everyone.", "visibility": "everyone", "tags": ["loud"],
+        "code": "return $text;", "changelog": "quieter",
+        "test_cases": [{"name": "hello", "args": {"text": "hello"}, "expected": "HELLO"}, {"name": "new", "args": {"text": "a"}}],
+    }));
+    let report = ts.push_tool(&alice, refused, false).await.unwrap();
+    assert_eq!((report.outcome, report.version, report.new_version, report.created), (PushOutcome::TestsFailed, None, false, false));
+    let results: Vec<(&str, bool)> = report.test_results.iter().map(|r| (r.name.as_str(), r.passed)).collect();
+    assert_eq!(results, [("hello", false), ("new", true)]);
+    assert_eq!(state().await, before, "title, description, visibility, settings, versions and test cases as they were");
+    assert!(matches!(ts.tool(&carol, id).await, Err(ToolError::NotFound)), "still the department's alone");
+
+    // Refused for want of test cases, a new tool is not created either.
+    let root = User { is_admin: true, ..carol.clone() };
+    ts.set_tests_required(&root, &DepartmentName::parse("finance").unwrap(), true).await.unwrap();
+    let untested = serde_json::from_value(json!({"name": "other", "code": "return 1;"})).unwrap();
+    assert_eq!(ts.push_tool(&alice, untested, false).await.unwrap().outcome, PushOutcome::TestsMissing);
+    assert!(matches!(ts.tool_by_slug(&alice, "finance", "other").await, Err(ToolError::NotFound)));
+});
+
+store_test!(a_push_whose_new_description_waits_for_review_says_so, |db: Db| async move {
+    let (ts, alice, _, carol) = world(db).await;
+    let root = User { is_admin: true, ..carol.clone() };
+    ts.push_tool(&alice, shout_file(json!({})), false).await.unwrap();
+    ts.set_review_required(&root, &DepartmentName::parse("finance").unwrap(), true).await.unwrap();
+
+    let report = ts.push_tool(&alice, shout_file(json!({"description": "Upper-cases, loudly."})), false).await.unwrap();
+    assert_eq!(
+        (report.outcome, report.version, report.new_version, report.text_waiting_for_review),
+        (PushOutcome::Published, Some(1), false, true),
+        "version 1 is served as it was; the text waits"
+    );
+    let tool = ts.tool_by_slug(&alice, "finance", "shout").await.unwrap();
+    assert_eq!(tool.description, "Upper-cases a text.", "models read the approved text");
+    assert_eq!(tool.pending_text.map(|p| p.description).as_deref(), Some("Upper-cases, loudly."));
+
+    let changed = shout_file(json!({"description": "Upper-cases, loudly.", "code": "return $text.toUpperCase() + '';"}));
+    let report = ts.push_tool(&alice, changed, false).await.unwrap();
+    assert_eq!((report.outcome, report.version, report.text_waiting_for_review), (PushOutcome::PendingReview, Some(2), true));
+});

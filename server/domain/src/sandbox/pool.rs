@@ -146,6 +146,9 @@ struct Turns {
     running: usize,
     by_tool: HashMap<ToolId, usize>,
     by_caller: HashMap<UserId, usize>,
+    /// Runs started whose caller has no answer yet (a run holds its thread a
+    /// little longer, to tear its runtime down).
+    unanswered: HashMap<UserId, usize>,
     /// Waiting callers in round-robin order, each with their calls in order.
     waiting: VecDeque<(UserId, VecDeque<Job>)>,
     waiting_count: usize,
@@ -159,6 +162,7 @@ impl Turns {
             self.running += 1;
             *self.by_tool.entry(job.lane.tool).or_default() += 1;
             *self.by_caller.entry(job.lane.caller).or_default() += 1;
+            *self.unanswered.entry(job.lane.caller).or_default() += 1;
             // The receiver lives as long as the pool's shared state.
             let _ = jobs.send(job);
         }
@@ -197,10 +201,15 @@ impl Turns {
         release(&mut self.by_caller, lane.caller);
     }
 
-    /// The caller's calls in progress and waiting.
+    fn answered(&mut self, caller: UserId) {
+        release(&mut self.unanswered, caller);
+    }
+
+    /// The caller's calls not answered yet: waiting, or in progress. A client
+    /// with N calls at once never has more than N.
     fn in_flight(&self, caller: UserId) -> usize {
         let waiting = self.waiting.iter().find(|(c, _)| *c == caller).map_or(0, |(_, jobs)| jobs.len());
-        self.by_caller.get(&caller).copied().unwrap_or(0) + waiting
+        self.unanswered.get(&caller).copied().unwrap_or(0) + waiting
     }
 
     /// Forgets `caller`'s abandoned calls.
@@ -316,9 +325,13 @@ fn work(shared: &Shared) {
         let Ok(Job { req, lane, reply, .. }) = msg else { return };
         // The engine does not panic by design; this keeps the worker alive if it
         // ever does (the caller then sees `WorkerLost`, and the core is given back).
+        let mut answered = false;
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
             let runner = Runner::start(&shared.cores, lane.caller);
             engine::run_scheduled(req, &runner, |outcome| {
+                // Counted out before the answer leaves, so the caller's next call never sees it.
+                shared.turns().answered(lane.caller);
+                answered = true;
                 let _ = reply.send(outcome);
             })
         }));
@@ -326,6 +339,9 @@ fn work(shared: &Shared) {
             tracing::error!("a sandbox worker recovered from a panic");
         }
         let mut turns = shared.turns();
+        if !answered {
+            turns.answered(lane.caller);
+        }
         turns.finished(lane);
         shared.dispatch(&mut turns);
     }

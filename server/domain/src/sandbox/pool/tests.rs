@@ -146,6 +146,25 @@ async fn a_caller_over_their_calls_in_flight_is_refused_and_another_caller_is_no
 }
 
 #[tokio::test]
+async fn a_caller_with_as_many_calls_at_once_as_their_share_is_never_refused() {
+    let sandbox = pool(SandboxConfig { workers: 4, caller_calls: 2, ..SandboxConfig::default() });
+    // Two clients of one caller, each sending its next call as soon as the last is answered.
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let sandbox = sandbox.clone();
+            tokio::spawn(async move {
+                for _ in 0..200 {
+                    assert_eq!(text(sandbox.run(RunRequest::new("return 'ok'"), lane(1, 1)).await), "ok");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_short_call_is_answered_while_one_callers_loops_outnumber_the_cores() {
     let sandbox = pool(SandboxConfig { cores: 2, workers: 8, per_caller: 4, ..SandboxConfig::default() });
     let mut loops = Vec::new();

@@ -9,9 +9,11 @@
 //! - A run is **short** until it has executed for a `slice`, then **long**.
 //! - Long runs hold at most `long_slots` (all cores but one, at least one), so
 //!   a core is left for short calls and for the server around them.
-//! - A long run gives up its slot at its next checkpoint (the QuickJS
-//!   interrupt handler, every few thousand operations) when a short run waits
-//!   for one, or once it has run a slice while another long run waits.
+//! - A short run that finds every slot taken takes one a long run holds, at
+//!   once; that long run parks at its next checkpoint (the QuickJS interrupt
+//!   handler, every few thousand operations). So a short run never waits for
+//!   a long one, even one the operating system is not running just then.
+//! - A long run that has run a slice gives its slot to a waiting long run.
 //! - Waiting runs are served short ones first, each class round-robin by
 //!   caller, so one caller's many loops share one caller's turn.
 //! - A run awaiting its `$fetch`es or tool calls gives its slot back meanwhile.
@@ -34,8 +36,9 @@ pub(super) struct Cores {
     long_slots: usize,
     slice: Duration,
     state: Mutex<State>,
-    /// Copies of the lines' lengths, read by checkpoints without the lock.
-    short_waiting: AtomicUsize,
+    /// Copies of `State::evicted` and the long line's length, read by
+    /// checkpoints without the lock.
+    evicted: AtomicUsize,
     long_waiting: AtomicUsize,
 }
 
@@ -49,6 +52,8 @@ enum Class {
 struct State {
     short: usize,
     long: usize,
+    /// Long runs whose slot a short run took, still to park at a checkpoint.
+    evicted: usize,
     short_line: Line,
     long_line: Line,
 }
@@ -78,6 +83,11 @@ impl Line {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Runs waiting, of all callers.
+    fn len(&self) -> usize {
+        self.0.iter().map(|(_, runs)| runs.len()).sum()
+    }
 }
 
 /// A parked run's thread, and whether it has been given its slot.
@@ -101,7 +111,7 @@ impl Cores {
             long_slots: (slots - 1).max(1),
             slice,
             state: Mutex::default(),
-            short_waiting: AtomicUsize::new(0),
+            evicted: AtomicUsize::new(0),
             long_waiting: AtomicUsize::new(0),
         }
     }
@@ -111,50 +121,67 @@ impl Cores {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A long run whose slot was taken still executes until it parks, so it
+    /// still counts.
     fn fits(&self, state: &State, class: Class) -> bool {
-        state.short + state.long < self.slots && (class == Class::Short || state.long < self.long_slots)
+        let long = state.long + state.evicted;
+        state.short + long < self.slots && (class == Class::Short || long < self.long_slots)
     }
 
-    fn take(state: &mut State, class: Class) {
-        match class {
-            Class::Short => state.short += 1,
-            Class::Long => state.long += 1,
+    /// Takes a slot for a run of `class`: a free one or, for a short run,
+    /// one a long run holds (that run parks at its next checkpoint).
+    fn admit(&self, state: &mut State, class: Class) -> bool {
+        if self.fits(state, class) {
+            match class {
+                Class::Short => state.short += 1,
+                Class::Long => state.long += 1,
+            }
+            return true;
         }
+        if class == Class::Long || state.long == 0 {
+            return false;
+        }
+        state.long -= 1;
+        state.evicted += 1;
+        self.evicted.store(state.evicted, Ordering::Relaxed);
+        state.short += 1;
+        true
     }
 
-    fn give_back(state: &mut State, class: Class) {
+    fn give_back(&self, state: &mut State, class: Class) {
         match class {
             Class::Short => state.short -= 1,
+            // A long run whose slot a short one took has nothing left to give.
+            Class::Long if state.evicted > 0 => {
+                state.evicted -= 1;
+                self.evicted.store(state.evicted, Ordering::Relaxed);
+            }
             Class::Long => state.long -= 1,
         }
     }
 
-    fn line<'s>(&self, state: &'s mut State, class: Class) -> (&'s mut Line, &AtomicUsize) {
+    fn line<'s>(&self, state: &'s mut State, class: Class) -> &'s mut Line {
         match class {
-            Class::Short => (&mut state.short_line, &self.short_waiting),
-            Class::Long => (&mut state.long_line, &self.long_waiting),
+            Class::Short => &mut state.short_line,
+            Class::Long => &mut state.long_line,
         }
     }
 
-    /// Hands free slots to waiting runs: short ones first.
+    /// Hands slots to waiting runs: short ones first.
     fn grant(&self, state: &mut State) {
         for class in [Class::Short, Class::Long] {
-            while self.fits(state, class) {
-                let (line, waiting) = self.line(state, class);
-                let Some(wake) = line.pop() else { break };
-                waiting.fetch_sub(1, Ordering::Relaxed);
-                Self::take(state, class);
-                wake.grant();
+            while !self.line(state, class).is_empty() && self.admit(state, class) {
+                self.line(state, class).pop().expect("the line is not empty").grant();
             }
         }
+        self.long_waiting.store(state.long_line.len(), Ordering::Relaxed);
     }
 
     /// Joins the line for a slot of `class` (the caller must then [`park`]).
     fn enqueue(&self, state: &mut State, caller: UserId, class: Class) -> Arc<Wake> {
         let wake = Arc::new(Wake { thread: thread::current(), granted: AtomicBool::new(false) });
-        let (line, waiting) = self.line(state, class);
-        line.push(caller, wake.clone());
-        waiting.fetch_add(1, Ordering::Relaxed);
+        self.line(state, class).push(caller, wake.clone());
+        self.long_waiting.store(state.long_line.len(), Ordering::Relaxed);
         wake
     }
 }
@@ -179,23 +206,26 @@ pub(super) struct Runner {
     /// Time executed before `since`.
     executed: Cell<Duration>,
     waited: Cell<Duration>,
+    /// Called once, when the run turns long (before it continues as one).
+    on_long: Cell<Option<Box<dyn FnOnce()>>>,
 }
 
 impl Runner {
     /// A run outside the pool: it executes on its own thread, unscheduled.
     pub(super) fn alone() -> Rc<Self> {
-        Rc::new(Self::new(None, UserId(0)))
+        Rc::new(Self::new(None, UserId(0), None))
     }
 
-    /// Waits for a slot (as a short run) for `caller`'s run.
-    pub(super) fn start(cores: &Arc<Cores>, caller: UserId) -> Rc<Self> {
-        let runner = Self::new(Some(cores.clone()), caller);
+    /// Waits for a slot (as a short run) for `caller`'s run; `on_long` is
+    /// called if the run turns long.
+    pub(super) fn start(cores: &Arc<Cores>, caller: UserId, on_long: impl FnOnce() + 'static) -> Rc<Self> {
+        let runner = Self::new(Some(cores.clone()), caller, Some(Box::new(on_long)));
         runner.acquire();
         runner.waited.set(Duration::ZERO);
         Rc::new(runner)
     }
 
-    fn new(cores: Option<Arc<Cores>>, caller: UserId) -> Self {
+    fn new(cores: Option<Arc<Cores>>, caller: UserId, on_long: Option<Box<dyn FnOnce()>>) -> Self {
         Self {
             cores,
             caller,
@@ -204,6 +234,7 @@ impl Runner {
             since: Cell::new(Instant::now()),
             executed: Cell::new(Duration::ZERO),
             waited: Cell::new(Duration::ZERO),
+            on_long: Cell::new(on_long),
         }
     }
 
@@ -222,9 +253,9 @@ impl Runner {
             Class::Short if self.executed.get() + held >= cores.slice => self.turn_long(cores, now),
             Class::Short => {}
             Class::Long => {
-                let short_waits = cores.short_waiting.load(Ordering::Relaxed) > 0;
+                let evicted = cores.evicted.load(Ordering::Relaxed) > 0;
                 let long_waits = held >= cores.slice && cores.long_waiting.load(Ordering::Relaxed) > 0;
-                if short_waits || long_waits {
+                if evicted || long_waits {
                     self.step_aside(cores, now);
                 }
             }
@@ -242,12 +273,14 @@ impl Runner {
     /// A short run has executed a slice: it continues as a long one if the
     /// long runs have a slot to spare, else it waits for their turn.
     fn turn_long(&self, cores: &Cores, now: Instant) {
+        if let Some(on_long) = self.on_long.take() {
+            on_long();
+        }
         let mut state = cores.state();
         self.stop_clock(now);
-        Cores::give_back(&mut state, Class::Short);
+        cores.give_back(&mut state, Class::Short);
         self.class.set(Class::Long);
-        if state.long_line.is_empty() && cores.fits(&state, Class::Long) {
-            Cores::take(&mut state, Class::Long);
+        if state.long_line.is_empty() && cores.admit(&mut state, Class::Long) {
             // Its first turn as a long run starts now.
             self.since.set(now);
             return;
@@ -255,15 +288,16 @@ impl Runner {
         self.wait_turn(cores, state, now);
     }
 
-    /// A long run yields its slot if someone still waits for it.
+    /// A long run parks if a short run took its slot, or gives its slot to
+    /// a waiting long run once it has run a slice.
     fn step_aside(&self, cores: &Cores, now: Instant) {
         let mut state = cores.state();
         let held = now.saturating_duration_since(self.since.get());
-        if state.short_line.is_empty() && (held < cores.slice || state.long_line.is_empty()) {
+        if state.evicted == 0 && (held < cores.slice || state.long_line.is_empty()) {
             return;
         }
         self.stop_clock(now);
-        Cores::give_back(&mut state, Class::Long);
+        cores.give_back(&mut state, Class::Long);
         self.wait_turn(cores, state, now);
     }
 
@@ -272,8 +306,7 @@ impl Runner {
         let now = Instant::now();
         let mut state = cores.state();
         let class = self.class.get();
-        if cores.line(&mut state, class).0.is_empty() && cores.fits(&state, class) {
-            Cores::take(&mut state, class);
+        if cores.line(&mut state, class).is_empty() && cores.admit(&mut state, class) {
             self.since.set(now);
             self.holding.set(true);
             return;
@@ -288,7 +321,7 @@ impl Runner {
         }
         let mut state = cores.state();
         self.stop_clock(Instant::now());
-        Cores::give_back(&mut state, self.class.get());
+        cores.give_back(&mut state, self.class.get());
         self.holding.set(false);
         cores.grant(&mut state);
     }
@@ -348,7 +381,7 @@ mod tests {
         let (started, news) = mpsc::channel();
         let cores = cores.clone();
         let run = thread::spawn(move || {
-            let runner = Runner::start(&cores, UserId(caller));
+            let runner = Runner::start(&cores, UserId(caller), || ());
             started.send(()).unwrap();
             while !stop.load(Ordering::Acquire) {
                 runner.checkpoint();
@@ -359,6 +392,35 @@ mod tests {
     }
 
     #[test]
+    fn a_short_run_takes_a_long_runs_core_at_once_and_the_long_run_parks_at_its_next_checkpoint() {
+        let cores = Arc::new(Cores::new(1, Duration::ZERO));
+        let (turned_long, is_long) = mpsc::channel();
+        let (go_on, resume) = mpsc::channel::<()>();
+        let long_cores = cores.clone();
+        let long = thread::spawn(move || {
+            let runner = Runner::start(&long_cores, UserId(1), || ());
+            // No slice: this checkpoint makes it long, on the only core.
+            runner.checkpoint();
+            turned_long.send(()).unwrap();
+            // Not running meanwhile, as if the system gave its thread no CPU.
+            resume.recv().unwrap();
+            runner.checkpoint();
+        });
+        is_long.recv().unwrap();
+        // Had it to wait for the long run's next checkpoint, this would never return.
+        let short = Runner::start(&cores, UserId(2), || ());
+        let at = |cores: &Cores| {
+            let state = cores.state();
+            (state.short, state.long, state.evicted)
+        };
+        assert_eq!(at(&cores), (1, 0, 1));
+        go_on.send(()).unwrap();
+        drop(short);
+        long.join().unwrap();
+        assert_eq!(at(&cores), (0, 0, 0));
+    }
+
+    #[test]
     fn a_long_run_gives_its_core_to_a_short_run_of_another_caller_at_its_next_checkpoint() {
         // One core and no slice: every run that has checked in once is long.
         let cores = Arc::new(Cores::new(1, Duration::ZERO));
@@ -366,7 +428,7 @@ mod tests {
         let (started, long) = looping(&cores, 1, stop.clone());
         started.recv().unwrap();
         // The loop never ends by itself, yet the short run gets the only core.
-        let short = Runner::start(&cores, UserId(2));
+        let short = Runner::start(&cores, UserId(2), || ());
         assert_eq!(cores.state().short, 1);
         drop(short);
         stop.store(true, Ordering::Release);
@@ -374,18 +436,25 @@ mod tests {
     }
 
     #[test]
-    fn long_runs_keep_a_core_free_for_short_ones() {
+    fn long_runs_never_execute_on_more_than_all_cores_but_one() {
         let cores = Arc::new(Cores::new(2, Duration::ZERO));
         let stop = Arc::new(AtomicBool::new(false));
         let loops: Vec<_> = (0..3).map(|_| looping(&cores, 1, stop.clone())).collect();
         for (started, _) in &loops {
             started.recv().unwrap();
         }
-        // Three loops, two cores: one loop executes, and a short run still
-        // finds a free core without anyone having to step aside.
-        let short = Runner::start(&cores, UserId(2));
+        // Three loops, two cores: at most one loop executes (the others wait
+        // in line), and a short run gets a core.
+        let short = Runner::start(&cores, UserId(2), || ());
         let state = cores.state();
-        assert_eq!((state.short, state.long), (1, 1));
+        assert!(
+            state.short >= 1 && state.long + state.evicted <= 1,
+            "{} short, {} long, {} evicted",
+            state.short,
+            state.long,
+            state.evicted
+        );
+        assert!(state.long_line.len() >= 1, "a loop waits");
         drop(state);
         drop(short);
         stop.store(true, Ordering::Release);

@@ -5,6 +5,11 @@
 //!   from start to end, also while it awaits `$fetch` or waits for a core, so
 //!   there are more threads than cores; which runs execute at any moment is
 //!   decided by [`Cores`] (one per core, time-sliced, short calls first).
+//! - **Long runs get the leftovers.** A run that turns long drops its thread
+//!   to the lowest CPU priority (nice 19), so while it executes the operating
+//!   system still gives the cores to the server and to short calls first. A
+//!   thread cannot raise its priority again: a fresh one takes its place first,
+//!   and it ends with the run.
 //! - **Caps.** At most `per_listing` runs of one listing and `per_caller` runs
 //!   of one caller are in progress at once. Past a cap, calls wait their turn;
 //!   waiting callers are served round-robin, so one caller's flood queues
@@ -15,9 +20,11 @@
 //! - **Queue briefly rather than refuse.** A call waits up to `queue_wait_ms` for
 //!   its turn; only then, or past `queue` waiting calls in all, is it refused `Busy`.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -138,6 +145,8 @@ struct Shared {
     jobs: Mutex<Option<Sender<Job>>>,
     queue: Mutex<Receiver<Job>>,
     cores: Arc<Cores>,
+    /// Threads started so far, for their names.
+    threads: AtomicUsize,
 }
 
 /// Who is in progress and who waits, by lane.
@@ -264,7 +273,7 @@ impl Sandbox {
             ..config
         };
         let (jobs, queue) = mpsc::channel();
-        static POOLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        static POOLS: AtomicUsize = AtomicUsize::new(0);
         let shared = Arc::new(Shared {
             id: POOLS.fetch_add(1, Ordering::Relaxed),
             cores: Arc::new(Cores::new(config.cores, Duration::from_millis(config.slice_ms))),
@@ -272,13 +281,10 @@ impl Sandbox {
             turns: Mutex::default(),
             jobs: Mutex::new(Some(jobs)),
             queue: Mutex::new(queue),
+            threads: AtomicUsize::new(0),
         });
-        for i in 0..shared.config.workers {
-            let worker = shared.clone();
-            thread::Builder::new()
-                .name(format!("sandbox-{}-{i}", shared.id))
-                .stack_size(MAX_STACK_BYTES + 8 * MIB)
-                .spawn(move || work(&worker))?;
+        for _ in 0..shared.config.workers {
+            spawn_worker(&shared)?;
         }
         Ok(Self { owner: Arc::new(Owner(shared)) })
     }
@@ -319,15 +325,44 @@ impl Sandbox {
     }
 }
 
-fn work(shared: &Shared) {
+fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
+    let worker = shared.clone();
+    thread::Builder::new()
+        .name(format!("sandbox-{}-{}", shared.id, shared.threads.fetch_add(1, Ordering::Relaxed)))
+        .stack_size(MAX_STACK_BYTES + 8 * MIB)
+        .spawn(move || work(&worker))
+        .map(drop)
+}
+
+/// Makes the calling worker thread a long run's: a replacement starts at
+/// normal priority (a thread inherits its creator's), then this one drops to
+/// the lowest, so the operating system gives the cores to everything else
+/// first; it ends after the run, since it may not raise its priority again.
+/// True if it did.
+fn step_down(shared: &Arc<Shared>) -> bool {
+    if let Err(e) = spawn_worker(shared) {
+        tracing::error!(error = %e, "could not start a sandbox worker; a long run keeps its priority");
+        return false;
+    }
+    // SAFETY: setpriority on this thread's own id; lowering a priority needs no privilege.
+    let lowered = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) } == 0;
+    if !lowered {
+        tracing::warn!("could not lower a long sandbox run's priority");
+    }
+    true
+}
+
+fn work(shared: &Arc<Shared>) {
     loop {
         let msg = shared.queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(Job { req, lane, reply, .. }) = msg else { return };
         // The engine does not panic by design; this keeps the worker alive if it
         // ever does (the caller then sees `WorkerLost`, and the core is given back).
         let mut answered = false;
+        let retire = Rc::new(Cell::new(false));
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-            let runner = Runner::start(&shared.cores, lane.caller);
+            let (worker, retiring) = (shared.clone(), retire.clone());
+            let runner = Runner::start(&shared.cores, lane.caller, move || retiring.set(step_down(&worker)));
             engine::run_scheduled(req, &runner, |outcome| {
                 // Counted out before the answer leaves, so the caller's next call never sees it.
                 shared.turns().answered(lane.caller);
@@ -344,6 +379,10 @@ fn work(shared: &Shared) {
         }
         turns.finished(lane);
         shared.dispatch(&mut turns);
+        drop(turns);
+        if retire.get() {
+            return;
+        }
     }
 }
 

@@ -116,16 +116,38 @@ async fn a_trivial_tool_at_256_concurrent_calls_queues_instead_of_refusing() {
     }
 }
 
-/// The names of this pool's worker threads.
-fn worker_threads(pool_id: usize) -> Vec<String> {
+/// The nice values of this pool's worker threads, by thread name.
+fn worker_niceness(pool_id: usize) -> Vec<(String, i64)> {
     let prefix = format!("sandbox-{pool_id}-");
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|task| {
-            let name = std::fs::read_to_string(task.ok()?.path().join("comm")).ok()?.trim().to_owned();
-            name.starts_with(&prefix).then_some(name)
+            let dir = task.ok()?.path();
+            let name = std::fs::read_to_string(dir.join("comm")).ok()?.trim().to_owned();
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            // Fields after the parenthesised name: state is the 3rd field, nice the 19th.
+            let nice = stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()?;
+            name.starts_with(&prefix).then_some((name, nice))
         })
         .collect()
+}
+
+#[tokio::test]
+async fn a_long_runs_thread_drops_to_the_lowest_priority_and_a_fresh_one_takes_its_place() {
+    let sandbox = pool(SandboxConfig { workers: 2, ..SandboxConfig::default() });
+    let id = sandbox.owner.0.id;
+    until(|| worker_niceness(id).len() == 2, "two workers start").await;
+    assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
+    let (running, mut started) = spinning(&sandbox, lane(1, 1), 600);
+    started.recv().await.unwrap();
+    until(|| worker_niceness(id).iter().any(|(_, nice)| *nice == 19), "the loop's thread drops").await;
+    let during = worker_niceness(id);
+    assert_eq!((during.len(), during.iter().filter(|(_, nice)| *nice == 0).count()), (3, 2), "{during:?}");
+    assert!(running.await.unwrap().unwrap().result.is_err());
+    // The loop's thread ended with its run; the pool is as it was.
+    until(|| worker_niceness(id).len() == 2, "the loop's thread ends").await;
+    assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
+    assert_eq!(text(quick(&sandbox, lane(2, 2), "fresh").await.unwrap()), "fresh");
 }
 
 #[tokio::test]
@@ -200,9 +222,9 @@ async fn a_dropped_pool_stops_its_threads() {
     let sandbox = pool(SandboxConfig { workers: 3, ..SandboxConfig::default() });
     let id = sandbox.owner.0.id;
     assert_eq!(text(quick(&sandbox, lane(1, 1), "ok").await.unwrap()), "ok");
-    until(|| worker_threads(id).len() == 3, "three workers start").await;
+    until(|| worker_niceness(id).len() == 3, "three workers start").await;
     drop(sandbox);
-    until(|| worker_threads(id).is_empty(), "the workers stop").await;
+    until(|| worker_niceness(id).is_empty(), "the workers stop").await;
 }
 
 /// Waits up to 2 s for `done` (threads take their names, and end, a moment

@@ -4,12 +4,12 @@
 //! - **Threads hold runs, cores execute them.** A run keeps its worker thread
 //!   from start to end, also while it awaits `$fetch` or waits for a core, so
 //!   there are more threads than cores; which runs execute at any moment is
-//!   decided by [`Cores`] (one per core, time-sliced, short calls first).
+//!   decided by [`Cores`] (short runs one per core; long runs on all cores
+//!   but one, taking turns).
 //! - **Long runs get the leftovers.** A run that turns long drops its thread
-//!   to the lowest CPU priority (nice 19), so while it executes the operating
-//!   system still gives the cores to the server and to short calls first. A
-//!   thread cannot raise its priority again: a fresh one takes its place first,
-//!   and it ends with the run.
+//!   to the lowest CPU priority (nice 19), so the operating system gives the
+//!   cores to the server and to short calls first. A thread cannot raise its
+//!   priority again: a fresh one takes its place first, and it ends with the run.
 //! - **Caps.** At most `per_listing` runs of one listing and `per_caller` runs
 //!   of one caller are in progress at once. Past a cap, calls wait their turn;
 //!   waiting callers are served round-robin, so one caller's flood queues

@@ -7,8 +7,9 @@
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh search       # search_tools quality: 50 written queries among 10,000 listings
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
-#   scripts/bench.sh abuse        # echo's latency while other callers run endless loops,
-#                                 # and a trivial tool at concurrency 256
+#   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
+#                                 # and a memory bomb in flight, at the default and the
+#                                 # maximum tool limits; and echo at concurrency 256
 #
 # The MCP load benchmark needs the release server (scripts/build.sh) and the
 # TypeScript reference's node_modules (scripts/bootstrap.sh). Knobs:
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp abuse)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp fairness)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -55,8 +56,10 @@ wait_quiet() {
     done
     die "the machine did not get quiet in 10 minutes (rustc or cargo build still running)"
 }
-if wants mcp || wants abuse; then
+if wants mcp || wants fairness; then
     [ -x target/toolshed ] || die "target/toolshed is missing: run scripts/build.sh first"
+fi
+if wants mcp; then
     [ -d bench/ts-reference/node_modules ] || die "bench/ts-reference/node_modules is missing: run scripts/bootstrap.sh"
 fi
 wait_quiet
@@ -64,7 +67,7 @@ build=()
 wants sandbox && build+=(-p toolshed-bench)
 wants browse && build+=(-p toolshed-bench -p toolshed)
 wants search && build+=(-p toolshed-bench)
-{ wants mcp || wants abuse; } && build+=(-p toolshed-load)
+{ wants mcp || wants fairness; } && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
 
@@ -95,7 +98,7 @@ if wants search; then
     "$CARGO_TARGET_DIR/release/search"
 fi
 
-(wants mcp || wants abuse) || exit 0
+(wants mcp || wants fairness) || exit 0
 echo "server: target/toolshed built $(date -u -r "$(readlink -f target/toolshed)" '+%Y-%m-%d %H:%M UTC'), tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- server app migrations 2>/dev/null || echo ' + uncommitted changes')"
 
 load() { # label mode url [token]
@@ -106,27 +109,33 @@ load() { # label mode url [token]
 }
 
 # The Toolshed release server with a fresh SQLite database, in session mode $1.
-# Sets $server (pid), $server_url, $server_token, $server_data.
+# Sets $server (pid), $server_url, $server_base, $server_token, $server_data.
 start_toolshed() {
-    local data port base
-    data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-bench.XXXXXX"); dirs+=("$data")
-    port=$(free_port); base="http://127.0.0.1:$port"
-    TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
-        DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn \
-        target/toolshed serve --mcp-sessions "$1" >"$data/stdout.log" 2>"$data/stderr.log" &
+    server_data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-bench.XXXXXX"); dirs+=("$server_data")
+    serve_toolshed "$1"
+    # A token made the way an operator would (as scripts/e2e.sh does).
+    server_token=$(operator create-token --username admin --name bench --expires-in-days 1 | tail -n 1)
+}
+
+# Starts the release server on $server_data (again) in session mode $1; sets $server, $server_url, $server_base.
+serve_toolshed() {
+    local port
+    port=$(free_port); server_base="http://127.0.0.1:$port"
+    TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$server_data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
+        DATABASE_URL="sqlite://$server_data/toolshed.db" RUST_LOG=warn \
+        target/toolshed serve --mcp-sessions "$1" >>"$server_data/stdout.log" 2>>"$server_data/stderr.log" &
     server=$!; pids+=("$server")
     for _ in $(seq 1 200); do
-        curl -fsS "$base/healthz" >/dev/null 2>&1 && break
-        kill -0 "$server" 2>/dev/null || { cat "$data/stderr.log" >&2; die "toolshed did not start"; }
+        curl -fsS "$server_base/healthz" >/dev/null 2>&1 && break
+        kill -0 "$server" 2>/dev/null || { cat "$server_data/stderr.log" >&2; die "toolshed did not start"; }
         sleep 0.1
     done
-    curl -fsS "$base/healthz" >/dev/null || die "toolshed did not answer /healthz in 20 s"
-    # A token made the way an operator would (as scripts/e2e.sh does).
-    server_token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
-        target/toolshed admin create-token --username admin --name bench --expires-in-days 1 | tail -n 1)
-    server_url="$base/mcp/tools/demo/echo"
-    server_data=$data
+    curl -fsS "$server_base/healthz" >/dev/null || die "toolshed did not answer /healthz in 20 s"
+    server_url="$server_base/mcp/tools/demo/echo"
 }
+
+# `toolshed admin …` on the database of the server started last.
+operator() { DATABASE_URL="sqlite://$server_data/toolshed.db" TOOLSHED_DATA_DIR="$server_data" target/toolshed admin "$@"; }
 
 # The TypeScript SDK reference server in mode $1. Sets $server, $server_url.
 start_reference() {
@@ -161,34 +170,78 @@ measure() {
 
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 
-if wants abuse; then
+if wants fairness; then
     wait_quiet
-    echo "abuse: demo/echo (admin) at concurrency $concurrency, alone and while another user's calls of"
-    echo "abuse: general/spin (while (true) {}, 2 s limit) keep N sandbox runs spinning; then echo at concurrency 256"
-    start_toolshed stateful
-    abuse_base=${server_url%/mcp/*}
-    operator() { DATABASE_URL="sqlite://$server_data/toolshed.db" TOOLSHED_DATA_DIR="$server_data" target/toolshed admin "$@"; }
-    publisher=$(operator create-token --username admin --name bench-push --publish | tail -n 1)
-    TOOLSHED_TOKEN="$publisher" target/toolshed push bench/abuse/spin.json --url "$abuse_base" >/dev/null
-    echo 'vivid-otter-parade-lantern' | operator create-user --username mallory >/dev/null
-    mallory=$(operator create-token --username mallory --name bench | tail -n 1)
-    abuse_line() { # label spinners: echo measured while `spinners` spin calls are kept going
-        local spinner=()
-        if [ "$2" -gt 0 ]; then
-            "$CARGO_TARGET_DIR/release/mcp-load" "$abuse_base/mcp/tools/general/spin" --token "$mallory" --label spin \
-                --concurrency "$2" --requests 1000000 --warmup 0 --max-seconds $((max_seconds + 10)) --max-error-rate 1 >/dev/null &
-            spinner=($!); pids+=("$!")
-            sleep 3 # every spinner is running (each call lasts 2 s)
-        fi
-        load "$1" stateful "$server_url" "$server_token"
-        [ ${#spinner[@]} -eq 0 ] || stop "${spinner[0]}"
+    echo "fairness: demo/echo called by the admin at concurrency 8 (and 256), alone, then while mallory keeps"
+    echo "fairness: 4 calls of general/spin (while (true) {}) and 1 of general/bomb (allocates without end) in flight;"
+    echo "fairness: at the default tool limits (2 s, 32 MiB) and at the policy's maximum (30 s, 256 MiB)"
+    declare -A fair
+    fair_load() { # key concurrency: echo measured, its line kept in fair[key] (errors are reported, not fatal)
+        fair[$1]=$(concurrency=$2 load "$1" stateful "$server_url" "$server_token" || true)
+        echo "${fair[$1]:-$1: mcp-load failed (see above)}"
     }
-    abuse_line alone 0
-    abuse_line "2-spinning" 2
-    abuse_line "16-spinning" 16
-    concurrency=256 load "c256" stateful "$server_url" "$server_token"
-    stop "$server"
-    echo "abuse: the lines above, p99 against 'alone'; goals: p99 within 3x of alone, 0 errors at c=256"
+    for limits in default max; do
+        start_toolshed stateful
+        publisher=$(operator create-token --username admin --name bench-push --publish | tail -n 1)
+        for tool in spin bomb; do
+            TOOLSHED_TOKEN="$publisher" target/toolshed push "bench/fairness/$tool.json" --url "$server_base" >/dev/null
+        done
+        echo 'vivid-otter-parade-lantern' | operator create-user --username mallory >/dev/null
+        mallory=$(operator create-token --username mallory --name bench | tail -n 1)
+        if [ "$limits" = max ]; then
+            # A tool file carries no limits (they are the editor's settings): set them in the
+            # database, with the server stopped so that nothing it cached says otherwise.
+            stop "$server"
+            python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+with db:
+    db.execute("UPDATE tools SET timeout_ms = 30000, memory_mib = 256 WHERE name IN (?, ?)", ("spin", "bomb"))' \
+                "$server_data/toolshed.db"
+            serve_toolshed stateful
+        fi
+        fair_load "$limits.alone" 8
+        fair_load "$limits.alone.c256" 256
+        # Mallory's calls: exactly 5 in flight (the client waits as long as a call takes). The
+        # bomb goes first, to be among the 4 runs a caller has going at once (the fifth waits).
+        abusers=()
+        for pair in bomb:1 spin:4; do
+            "$CARGO_TARGET_DIR/release/mcp-load" "$server_base/mcp/tools/general/${pair%%:*}" --tool "${pair%%:*}" \
+                --token "$mallory" --label "mallory-${pair%%:*}" --concurrency "${pair##*:}" --requests 1000000 --warmup 0 \
+                --max-seconds 600 --timeout-seconds 600 --max-error-rate 1 >/dev/null 2>&1 &
+            abusers+=($!); pids+=($!)
+            sleep 1 # its calls are in the sandbox
+        done
+        fair_load "$limits.abused" 8
+        fair_load "$limits.abused.c256" 256
+        for p in "${abusers[@]}"; do stop "$p"; done
+        stop "$server"
+        # What became of mallory's calls, from the server's usage records.
+        fair[$limits.mallory]=$(python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT t.name, u.outcome, COUNT(*) FROM usage_records u JOIN tools t ON t.id = u.tool_id "
+                  "JOIN users p ON p.id = u.user_id WHERE p.username = ? GROUP BY 1, 2 ORDER BY 1, 2", ("mallory",))
+print(", ".join(f"{name} {outcome} × {n}" for name, outcome, n in rows))' "$server_data/toolshed.db")
+        echo "fairness: $limits limits: mallory's calls ended: ${fair[$limits.mallory]}"
+    done
+    echo
+    echo "| limits | echo | calls ok | errors | req/s | p50 ms | p99 ms | p99 ÷ alone |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    verdict=()
+    for limits in default max; do
+        for run in alone abused alone.c256 abused.c256; do
+            line=${fair[$limits.$run]}
+            base=${fair[$limits.alone]}
+            [ "${run%.c256}" = "$run" ] || base=${fair[$limits.alone.c256]}
+            ratio=$(awk -v a="$(field "$line" p99_ms)" -v b="$(field "$base" p99_ms)" 'BEGIN { if (a != "" && b > 0) printf "%.2f×", a/b }')
+            echo "| $limits | $run | $(field "$line" ok) | $(field "$line" errors) | $(field "$line" req_s) | $(field "$line" p50_ms) | $(field "$line" p99_ms) | $ratio |"
+        done
+        a=${fair[$limits.abused]}; b=${fair[$limits.alone]}
+        ok=$(awk -v a="$(field "$a" p99_ms)" -v b="$(field "$b" p99_ms)" -v e="$(field "$a" errors)" -v c="$(field "${fair[$limits.abused.c256]}" errors)" -v d="$(field "${fair[$limits.alone.c256]}" errors)" \
+            'BEGIN { print (a != "" && b > 0 && a <= 3 * b && e == 0 && c == 0 && d == 0) ? "met" : "missed" }')
+        verdict+=("$limits limits: echo p99 $(field "$a" p99_ms) ms abused vs $(field "$b" p99_ms) ms alone (goal ≤ 3×), errors $(field "$a" errors) (c=8) and $(field "${fair[$limits.abused.c256]}" errors) (c=256, abused) (goal 0): $ok")
+    done
+    echo
+    printf 'goal %s\n' "${verdict[@]}"
     wants mcp || exit 0
 fi
 

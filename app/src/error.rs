@@ -99,6 +99,7 @@ mod from_domain {
                 ToolError::NotAnAuthor => AppError::Refused(e.to_string()),
                 ToolError::NameTaken(_) | ToolError::NotPublished | ToolError::Conflict(_) => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
+                ToolError::TooManyCalls => AppError::TooManyAttempts(e.to_string()),
                 ToolError::Disabled => AppError::Refused(e.to_string()),
                 ToolError::Store(e) => {
                     tracing::error!(error = %e, "store failure");

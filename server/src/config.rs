@@ -98,6 +98,21 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_EMBEDDING_MODEL", global = true)]
     pub embedding_model: Option<PathBuf>,
 
+    /// One caller's tool runs in progress at once; their further calls wait
+    /// their turn (default: a quarter of the sandbox's threads, 8 per core).
+    #[arg(long, env = "TOOLSHED_SANDBOX_PER_CALLER", global = true)]
+    pub sandbox_per_caller: Option<usize>,
+
+    /// One listing's runs in progress at once, across callers (default: half
+    /// the sandbox's threads).
+    #[arg(long, env = "TOOLSHED_SANDBOX_PER_LISTING", global = true)]
+    pub sandbox_per_listing: Option<usize>,
+
+    /// Calls one caller may have in flight (in progress or waiting); past it
+    /// their next call is refused (HTTP 429, an MCP tool error), nobody else's.
+    #[arg(long, env = "TOOLSHED_SANDBOX_CALLER_CALLS", global = true)]
+    pub sandbox_caller_calls: Option<usize>,
+
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
     /// Default: target/site under the current directory or the source tree.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]
@@ -129,6 +144,21 @@ impl Config {
             sso_provider: sso.then(|| self.oidc_name.trim().to_owned()),
             sso_admin_group: self.sso_admin_group.clone().filter(|g| !g.trim().is_empty()),
             ..Default::default()
+        })
+    }
+
+    /// The sandbox's fair shares: the defaults, or what was set (at least 1 each).
+    pub fn sandbox(&self) -> anyhow::Result<toolshed_domain::sandbox::SandboxConfig> {
+        let defaults = toolshed_domain::sandbox::SandboxConfig::default();
+        let share = |name: &str, set: Option<usize>, default: usize| match set {
+            Some(0) => Err(anyhow::anyhow!("{name} must be at least 1")),
+            set => Ok(set.unwrap_or(default)),
+        };
+        Ok(toolshed_domain::sandbox::SandboxConfig {
+            per_caller: share("TOOLSHED_SANDBOX_PER_CALLER", self.sandbox_per_caller, defaults.per_caller)?,
+            per_listing: share("TOOLSHED_SANDBOX_PER_LISTING", self.sandbox_per_listing, defaults.per_listing)?,
+            caller_calls: share("TOOLSHED_SANDBOX_CALLER_CALLS", self.sandbox_caller_calls, defaults.caller_calls)?,
+            ..defaults
         })
     }
 

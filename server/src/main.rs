@@ -80,7 +80,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => Some(toolshed_domain::semantic::SentenceModel::load(dir).context("TOOLSHED_EMBEDDING_MODEL")?),
         None => None,
     };
-    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, ..sign_in };
+    let sandbox = config.sandbox()?;
+    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, ..sign_in };
     let toolshed = Toolshed::new(db, settings);
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,

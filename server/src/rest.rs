@@ -63,6 +63,8 @@ pub enum ApiError {
     Breaking(Box<PushReport>),
     #[error("The sandbox is busy; try again in a moment.")]
     Busy,
+    #[error("Too many calls in flight for you; try again shortly.")]
+    TooManyCalls,
     #[error("Something went wrong on the server.")]
     Internal,
 }
@@ -76,6 +78,7 @@ impl ApiError {
             ApiError::NameTaken(_) | ApiError::Conflict(_) | ApiError::Breaking(_) => StatusCode::CONFLICT,
             ApiError::TestsFailed { .. } | ApiError::TestsMissing(_) | ApiError::HiddenInstructions(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooManyCalls => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -95,6 +98,7 @@ impl ApiError {
             ApiError::HiddenInstructions(_) => "hidden_instructions",
             ApiError::Breaking(_) => "breaking_change",
             ApiError::Busy => "busy",
+            ApiError::TooManyCalls => "too_many_calls",
             ApiError::Internal => "internal",
         }
     }
@@ -110,6 +114,7 @@ impl From<ToolError> for ApiError {
             ToolError::Conflict(m) => ApiError::Conflict(m),
             ToolError::Disabled => ApiError::Disabled,
             ToolError::Busy => ApiError::Busy,
+            ToolError::TooManyCalls => ApiError::TooManyCalls,
             ToolError::HiddenInstructions(_) => ApiError::HiddenInstructions(e.to_string()),
             ToolError::NoSuchVersion(_)
             | ToolError::NotPublished

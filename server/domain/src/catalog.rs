@@ -23,7 +23,7 @@ use crate::codegen::{token_count, tools_list_json, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, Match, SearchText};
 use crate::names::{DepartmentName, Invalid, Tags};
-use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, SandboxError, ToolHost};
+use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, ToolHost};
 use crate::tokens::TokenInfo;
 use crate::tools::{Status, Tool, ToolError, Via};
 use crate::{audit, now_ms, Toolshed};
@@ -354,12 +354,7 @@ impl Catalog {
         let span = tracing::info_span!("run_code", endpoint = "me", user = %self.user.username, transport = via.transport);
         // One lane per person: their runs queue behind each other, not behind everyone's.
         let lane = crate::sandbox::Lane { tool: ToolId(0), caller: self.user.id };
-        tracing::Instrument::instrument(self.toolshed.sandbox().run(request, lane), span).await.map_err(|e| {
-            if e != SandboxError::Busy {
-                tracing::error!(error = %e, "sandbox failure");
-            }
-            ToolError::Busy
-        })
+        Ok(tracing::Instrument::instrument(self.toolshed.sandbox().run(request, lane), span).await?)
     }
 }
 

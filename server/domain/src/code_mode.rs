@@ -16,7 +16,7 @@ use crate::calls::{Callable, Callables};
 use crate::codegen::{run_code_def, ToolDef};
 use crate::ids::ToolId;
 use crate::names::Invalid;
-use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, SandboxError, ToolCall, ToolHost, ToolValue};
+use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, ToolCall, ToolHost, ToolValue};
 use crate::tools::{ListingKind, PreparedRun, RunReport, Status, Tool, ToolError, Via};
 use crate::{audit, now_ms, Toolshed};
 
@@ -146,12 +146,7 @@ impl Toolshed {
         });
         let span = tracing::info_span!("run_code", bundle = %bundle.slug(), transport = via.transport);
         let lane = crate::sandbox::Lane { tool: bundle.id, caller: user.id };
-        tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await.map_err(|e| {
-            if e != SandboxError::Busy {
-                tracing::error!(error = %e, "sandbox failure");
-            }
-            ToolError::Busy
-        })
+        Ok(tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await?)
     }
 }
 

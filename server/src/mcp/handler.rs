@@ -543,13 +543,13 @@ fn string_argument(arguments: &serde_json::Map<String, serde_json::Value>, key: 
     }
 }
 
-/// A call that ran no code: bad arguments and a busy sandbox are results the
-/// model can read; anything else is a protocol error.
+/// A call that ran no code: bad arguments, a busy sandbox and a caller over
+/// their share are results the model can read; anything else is a protocol error.
 fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
     match e {
         // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
         ToolError::BadArguments(m) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
-        ToolError::Busy => Ok(CallToolResult::error(vec![ContentBlock::text(ToolError::Busy.to_string())])),
+        ToolError::Busy | ToolError::TooManyCalls => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
         ToolError::UnknownTool(name) => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
         e => Err(McpError::internal_error(e.to_string(), None)),

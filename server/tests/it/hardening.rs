@@ -1,7 +1,9 @@
 //! Abuse from inside, against the real server process: whatever a tool's code
-//! does, what its run hands the host stays within the run's own limits.
+//! does, what its run hands the host stays within the run's own limits, and a
+//! caller over their share is refused while nobody else is.
 
 use crate::common::TestServer;
+use crate::mcp::{call, Session};
 use serde_json::json;
 
 server_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: TestServer| async move {
@@ -28,6 +30,44 @@ server_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: 
     // Each run may use its 32 MiB heap; before, the first run alone raised the peak by ~900 MiB.
     assert!(grew_mib < 120, "the server's peak memory grew by {grew_mib} MiB");
 });
+
+server_test!(
+    a_caller_with_too_many_calls_in_flight_is_refused_and_nobody_else_is,
+    ["--sandbox-caller-calls", "1"],
+    |srv: TestServer| async move {
+        let alice = srv.member("alice", "research").await;
+        let tool = srv.create_tool(&alice, "spin", "private").await;
+        let spin = || {
+            srv.server_fn(
+                &alice,
+                "tools/run",
+                json!({"tool": tool, "target": {"Draft": {"code": "while (true) {}", "args": []}}, "input": "{}"}),
+            )
+        };
+        // Two runs of alice's at once, one more than her share: whichever comes second is refused at once.
+        let (mut a, mut b) = (std::pin::pin!(spin()), std::pin::pin!(spin()));
+        let (refused, spinning) = tokio::select! {
+            answer = &mut a => (answer, b),
+            answer = &mut b => (answer, a),
+        };
+        assert_eq!(refused.0, 429, "{}", refused.1);
+        assert!(refused.1.to_string().contains("Too many calls in flight for you; try again shortly."), "{}", refused.1);
+        // While her loop runs, her MCP calls are refused too, with a message a model can read...
+        let echo = call(1, "echo", json!({"text": "hi"}));
+        let hers = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("alice")).await.request(&echo).await;
+        let result = &hers.last().unwrap()["result"];
+        assert_eq!(
+            (&result["isError"], &result["content"][0]["text"]),
+            (&json!(true), &json!("Too many calls in flight for you; try again shortly."))
+        );
+        // ...and nobody else's are.
+        let admins = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("admin")).await.request(&echo).await;
+        assert_eq!(admins.last().unwrap()["result"]["content"][0]["text"], "hi");
+        let (status, body) = spinning.await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.to_string().contains("Timed out after 2000 ms"), "{body}");
+    }
+);
 
 /// A sign-in the way the wasm sends it (JSON back); `forwarded_for` as a proxy adds it.
 async fn sign_in_status(srv: &TestServer, client: &reqwest::Client, user: &str, password: &str, forwarded_for: &str) -> u16 {

@@ -70,6 +70,10 @@ struct Args {
     /// Tokio worker threads for the load generator itself (it shares the machine with the server).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// How long one request may take before the client gives up on it (and
+    /// sends the next: a long limit keeps exactly `concurrency` calls in flight).
+    #[arg(long, default_value_t = 10)]
+    timeout_seconds: u64,
 }
 
 /// Why a call did not count as OK.
@@ -79,7 +83,8 @@ enum Failure {
     Status(u16),
     Unparsable,
     RpcError(i64),
-    ToolError,
+    /// By its text (a time limit, out of memory, a refusal), cut to 80 characters.
+    ToolError(String),
     WrongText,
 }
 
@@ -126,7 +131,7 @@ async fn run(args: Args) -> ExitCode {
         .http1_only()
         .pool_max_idle_per_host(args.concurrency)
         .tcp_nodelay(true)
-        .timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(args.timeout_seconds))
         .no_proxy()
         .build()
         .expect("http client");
@@ -278,7 +283,8 @@ async fn call(shared: &Shared, session: Option<&str>, id: u64, text: &str) -> Re
     }
     let result = &msg["result"];
     if result["isError"].as_bool() == Some(true) {
-        return Err((Failure::ToolError, format!("request {id}: tool error {result}")));
+        let text: String = result["content"][0]["text"].as_str().unwrap_or_default().chars().take(80).collect();
+        return Err((Failure::ToolError(text), format!("request {id}: tool error {result}")));
     }
     if result["content"][0]["text"].as_str() != Some(text) {
         return Err((Failure::WrongText, format!("request {id}: sent {text:?}, got {result}")));

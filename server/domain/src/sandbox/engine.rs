@@ -11,6 +11,7 @@ use rquickjs::{Coerced, Context, Ctx, Runtime, Value};
 
 use super::alloc::{CappedAllocator, MemoryStats};
 use super::calls::{settle, HostCalls, Reply, Settled, ToolCall, Wait};
+use super::cores::Runner;
 use super::globals::{display, install, Host, Needs};
 use super::{FetchExchange, Limits, RunError, RunOutcome, RunRequest, ToolValue, KIB, MIB};
 
@@ -35,25 +36,35 @@ const FAR_FUTURE: Duration = Duration::from_secs(24 * 3600);
 /// headroom, and must not be inside a tokio runtime (`$fetch` blocks on its
 /// own). Async code should use [`super::Sandbox::run`].
 pub fn run_blocking(req: RunRequest) -> RunOutcome {
-    run(req).0
+    run(req, &Runner::alone()).0
 }
 
 /// Like [`run_blocking`], but hands the outcome to `report` before tearing
 /// the runtime down (about a fifth of a trivial call), so the caller can
 /// answer first.
 pub fn run_reporting(req: RunRequest, report: impl FnOnce(RunOutcome)) {
-    let (outcome, context) = run(req);
+    run_scheduled(req, &Runner::alone(), report);
+}
+
+/// [`run_reporting`] for a pool worker: the run executes while `runner`
+/// holds a core, and steps aside when it is another run's turn.
+pub(super) fn run_scheduled(req: RunRequest, runner: &Rc<Runner>, report: impl FnOnce(RunOutcome)) {
+    let (outcome, context) = run(req, runner);
     report(outcome);
     drop(context);
 }
 
-fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
+fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Context>) {
     let started = Instant::now();
     let host = Rc::new(Host::new(started, req.events.take(), req.limits.console_bytes));
     let stats = Rc::new(MemoryStats::default());
     let guard = Guard {
         limits: req.limits.clone(),
-        deadline: started.checked_add(Duration::from_millis(req.limits.wall_clock_ms)).unwrap_or(started + FAR_FUTURE),
+        clock: Clock {
+            runner: runner.clone(),
+            deadline: started.checked_add(Duration::from_millis(req.limits.wall_clock_ms)).unwrap_or(started + FAR_FUTURE),
+            waited_before: runner.waited(),
+        },
         timed_out: Rc::new(Cell::new(false)),
         stats: stats.clone(),
     };
@@ -73,9 +84,29 @@ fn run(mut req: RunRequest) -> (RunOutcome, Option<Context>) {
 /// The limits of one call and what tripped them.
 struct Guard {
     limits: Limits,
-    deadline: Instant,
+    clock: Clock,
     timed_out: Rc<Cell<bool>>,
     stats: Rc<MemoryStats>,
+}
+
+/// The time limit counts the run's own time: executing, or awaiting its host
+/// calls. Time spent waiting for a core while others run does not count, so a
+/// busy machine slows a run down but does not time it out.
+#[derive(Clone)]
+struct Clock {
+    runner: Rc<Runner>,
+    /// The deadline if the run never waits for a core.
+    deadline: Instant,
+    /// The runner's waiting before this run started (a member's run starts
+    /// partway through its caller's).
+    waited_before: Duration,
+}
+
+impl Clock {
+    fn deadline(&self) -> Instant {
+        let waited = self.runner.waited().saturating_sub(self.waited_before);
+        self.deadline.checked_add(waited).unwrap_or(self.deadline)
+    }
 }
 
 impl Guard {
@@ -84,9 +115,11 @@ impl Guard {
         let runtime = Runtime::new_with_alloc(allocator).map_err(|_| self.out_of_memory())?;
         // Zero would switch QuickJS's check off and let recursion crash the thread.
         runtime.set_max_stack_size(self.limits.stack_bytes.clamp(64 * KIB, MAX_STACK_BYTES));
-        let (deadline, timed_out) = (self.deadline, self.timed_out.clone());
+        let (clock, timed_out) = (self.clock.clone(), self.timed_out.clone());
         runtime.set_interrupt_handler(Some(Box::new(move || {
-            let late = Instant::now() >= deadline;
+            // First: a run's turn may end here, and its waiting moves its deadline.
+            clock.runner.checkpoint();
+            let late = Instant::now() >= clock.deadline();
             if late {
                 timed_out.set(true);
             }
@@ -258,7 +291,7 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
 
     loop {
         while ctx.execute_pending_job() {
-            if Instant::now() >= guard.deadline {
+            if Instant::now() >= guard.clock.deadline() {
                 return Err(guard.timeout());
             }
         }
@@ -271,7 +304,9 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
             Some(Err(e)) => return Err(guard.failure(ctx, e)),
             None => {}
         }
-        let next = calls.borrow_mut().wait(guard.deadline);
+        // Awaiting host calls counts against the time limit, but needs no core.
+        let deadline = guard.clock.deadline();
+        let next = guard.clock.runner.outside(|| calls.borrow_mut().wait(deadline));
         match next {
             Wait::Done(resolvers, reply) => {
                 let result = match reply {
@@ -294,13 +329,13 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
         ToolCall::Run { request, finish } => (request, finish),
         ToolCall::Answered(result) => return result,
     };
-    let left = guard.deadline.saturating_duration_since(Instant::now());
+    let left = guard.clock.deadline().saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(guard.timeout().to_string());
     }
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
     request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);
-    finish(run(*request).0)
+    finish(run(*request, &guard.clock.runner).0)
 }
 
 /// Drops the frame of the wrapper's call, which is not the user's code.

@@ -15,6 +15,7 @@
 
 mod alloc;
 mod calls;
+mod cores;
 mod engine;
 mod fetch;
 mod globals;
@@ -47,7 +48,8 @@ const MIB: usize = 1024 * KIB;
 pub struct Limits {
     /// Bytes the JS heap may hold at once.
     pub memory_bytes: usize,
-    /// Wall-clock budget for the whole call, including awaited `$fetch`es.
+    /// Time budget for the whole call: executing, and awaiting `$fetch`es and
+    /// tool calls; time spent waiting for a core while others run does not count.
     pub wall_clock_ms: u64,
     /// Native stack QuickJS may use before throwing a stack overflow.
     pub stack_bytes: usize,

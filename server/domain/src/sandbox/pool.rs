@@ -1,32 +1,39 @@
 //! The worker threads that run tool code off the async reactor, shared fairly:
-//! no tool and no caller can take the pool from the others.
+//! no listing and no caller can take the sandbox from the others.
 //!
-//! - **More threads than cores.** A run waiting on `$fetch` holds a thread,
-//!   not a core, and a spinning run must not leave others without a thread.
-//! - **Caps.** At most `per_tool` runs of one tool and `per_caller` runs of one
-//!   caller at once. Past a cap, calls wait their turn; waiting callers are
-//!   served round-robin, so one caller's flood queues behind itself, not in
-//!   front of everyone else.
-//! - **A slow lane.** A run still going after `slow_after_ms` is CPU-heavy or
-//!   stuck: its thread's scheduling priority drops to the lowest (nice 19), so
-//!   the cores go to everyone else's calls first. A thread may not raise its
-//!   priority again (without privileges), so it retires after that run and the
-//!   watcher starts a fresh one in its place (a thread inherits its creator's
-//!   priority, so the slow one cannot).
+//! - **Threads hold runs, cores execute them.** A run keeps its worker thread
+//!   from start to end, also while it awaits `$fetch` or waits for a core, so
+//!   there are more threads than cores; which runs execute at any moment is
+//!   decided by [`Cores`] (short runs one per core; long runs on all cores
+//!   but one, taking turns).
+//! - **Long runs get the leftovers.** A run that turns long drops its thread
+//!   to the lowest CPU priority (nice 19), so the operating system gives the
+//!   cores to the server and to short calls first. A thread cannot raise its
+//!   priority again: a fresh one takes its place first, and it ends with the run.
+//! - **Caps.** At most `per_listing` runs of one listing and `per_caller` runs
+//!   of one caller are in progress at once. Past a cap, calls wait their turn;
+//!   waiting callers are served round-robin, so one caller's flood queues
+//!   behind itself, not in front of everyone else.
+//! - **A caller over their share is refused, nobody else.** Past
+//!   `caller_calls` calls in flight (in progress or waiting), a caller's next
+//!   call is refused `TooManyCalls` at once.
 //! - **Queue briefly rather than refuse.** A call waits up to `queue_wait_ms` for
-//!   its turn; only then, or past `queue` waiting calls, is it refused `Busy`.
+//!   its turn; only then, or past `queue` waiting calls in all, is it refused `Busy`.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use super::cores::{Cores, Runner};
 use super::engine::{self, MAX_STACK_BYTES};
 use super::{RunOutcome, RunRequest, MIB};
 use crate::ids::{ToolId, UserId};
@@ -34,25 +41,41 @@ use crate::ids::{ToolId, UserId};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SandboxConfig {
-    /// Worker threads, each running one call at a time.
+    /// Worker threads: runs in progress at once (executing, waiting for a
+    /// core, or awaiting their `$fetch`es).
     pub workers: usize,
-    /// Calls that may wait for their turn before more are refused at once.
+    /// Runs executing JavaScript at once: the machine's cores.
+    pub cores: usize,
+    /// A run that has executed this long is a long run; long runs take turns
+    /// of this length (see [`Cores`]).
+    pub slice_ms: u64,
+    /// Calls that may wait for their turn, in all, before more are refused `Busy`.
     pub queue: usize,
-    /// Runs of one tool at once.
-    pub per_tool: usize,
-    /// Runs for one caller at once.
+    /// Runs of one listing in progress at once.
+    pub per_listing: usize,
+    /// Runs of one caller in progress at once.
     pub per_caller: usize,
+    /// Calls of one caller in flight (in progress or waiting) before more are
+    /// refused `TooManyCalls`.
+    pub caller_calls: usize,
     /// How long a call may wait for its turn before it is refused `Busy`.
     pub queue_wait_ms: u64,
-    /// A run going longer than this moves to the slow lane (lowest CPU priority).
-    pub slow_after_ms: u64,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
         let cores = thread::available_parallelism().map_or(2, |n| n.get());
         let workers = (cores * 8).clamp(8, 64);
-        Self { workers, queue: 4096, per_tool: workers / 4, per_caller: workers / 4, queue_wait_ms: 10_000, slow_after_ms: 100 }
+        Self {
+            workers,
+            cores,
+            slice_ms: 10,
+            queue: 4096,
+            per_listing: workers / 2,
+            per_caller: workers / 4,
+            caller_calls: 256,
+            queue_wait_ms: 10_000,
+        }
     }
 }
 
@@ -60,6 +83,9 @@ impl Default for SandboxConfig {
 pub enum SandboxError {
     #[error("the sandbox is busy: too many tool calls are waiting, try again shortly")]
     Busy,
+    /// This caller has `caller_calls` calls in flight already; others are not refused.
+    #[error("too many calls in flight for you; try again shortly")]
+    TooManyCalls,
     #[error("the sandbox worker stopped before answering")]
     WorkerLost,
 }
@@ -67,6 +93,7 @@ pub enum SandboxError {
 /// Whose run it is, for the caps and the turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Lane {
+    /// The listing: a tool, or a bundle for its code mode.
     pub tool: ToolId,
     pub caller: UserId,
 }
@@ -104,7 +131,6 @@ struct Owner(Arc<Shared>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.0.closed.store(true, Ordering::Release);
         // With the only sender gone, every worker's next `recv` ends it.
         self.0.jobs.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
@@ -117,29 +143,21 @@ struct Shared {
     turns: Mutex<Turns>,
     /// `None` once the pool is dropped.
     jobs: Mutex<Option<Sender<Job>>>,
-    queue: Arc<Mutex<Receiver<Job>>>,
-    /// One per worker thread (a replacement thread takes over its slot).
-    slots: Vec<Arc<Slot>>,
-    closed: AtomicBool,
+    queue: Mutex<Receiver<Job>>,
+    cores: Arc<Cores>,
+    /// Threads started so far, for their names.
+    threads: AtomicUsize,
 }
 
-/// What the slow-lane watcher knows of one worker thread.
-#[derive(Default)]
-struct Slot {
-    /// Milliseconds since `EPOCH` when the current run started; 0 when idle.
-    started_ms: AtomicU64,
-    tid: AtomicI32,
-    demoted: AtomicBool,
-    /// The thread left after a slow run: the watcher starts another.
-    vacant: AtomicBool,
-}
-
-/// Who is running and who waits, by lane.
+/// Who is in progress and who waits, by lane.
 #[derive(Default)]
 struct Turns {
     running: usize,
     by_tool: HashMap<ToolId, usize>,
     by_caller: HashMap<UserId, usize>,
+    /// Runs started whose caller has no answer yet (a run holds its thread a
+    /// little longer, to tear its runtime down).
+    unanswered: HashMap<UserId, usize>,
     /// Waiting callers in round-robin order, each with their calls in order.
     waiting: VecDeque<(UserId, VecDeque<Job>)>,
     waiting_count: usize,
@@ -153,13 +171,14 @@ impl Turns {
             self.running += 1;
             *self.by_tool.entry(job.lane.tool).or_default() += 1;
             *self.by_caller.entry(job.lane.caller).or_default() += 1;
+            *self.unanswered.entry(job.lane.caller).or_default() += 1;
             // The receiver lives as long as the pool's shared state.
             let _ = jobs.send(job);
         }
     }
 
-    /// The next job whose tool and caller are under their caps, taking callers
-    /// in turn; drops the abandoned ones it passes.
+    /// The next job whose listing and caller are under their caps, taking
+    /// callers in turn; drops the abandoned ones it passes.
     fn next(&mut self, config: &SandboxConfig) -> Option<Job> {
         for i in 0..self.waiting.len() {
             let (caller, jobs) = &mut self.waiting[i];
@@ -167,7 +186,7 @@ impl Turns {
                 continue;
             }
             let by_tool = &self.by_tool;
-            let Some(at) = jobs.iter().position(|j| by_tool.get(&j.lane.tool).copied().unwrap_or(0) < config.per_tool) else {
+            let Some(at) = jobs.iter().position(|j| by_tool.get(&j.lane.tool).copied().unwrap_or(0) < config.per_listing) else {
                 continue;
             };
             let job = jobs.remove(at).expect("the position is in the queue");
@@ -189,6 +208,17 @@ impl Turns {
         self.running -= 1;
         release(&mut self.by_tool, lane.tool);
         release(&mut self.by_caller, lane.caller);
+    }
+
+    fn answered(&mut self, caller: UserId) {
+        release(&mut self.unanswered, caller);
+    }
+
+    /// The caller's calls not answered yet: waiting, or in progress. A client
+    /// with N calls at once never has more than N.
+    fn in_flight(&self, caller: UserId) -> usize {
+        let waiting = self.waiting.iter().find(|(c, _)| *c == caller).map_or(0, |(_, jobs)| jobs.len());
+        self.unanswered.get(&caller).copied().unwrap_or(0) + waiting
     }
 
     /// Forgets `caller`'s abandoned calls.
@@ -237,37 +267,44 @@ impl Sandbox {
     pub fn new(config: SandboxConfig) -> std::io::Result<Self> {
         let config = SandboxConfig {
             workers: config.workers.max(1),
-            per_tool: config.per_tool.max(1),
+            per_listing: config.per_listing.max(1),
             per_caller: config.per_caller.max(1),
+            caller_calls: config.caller_calls.max(1),
             ..config
         };
         let (jobs, queue) = mpsc::channel();
-        static POOLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        static POOLS: AtomicUsize = AtomicUsize::new(0);
         let shared = Arc::new(Shared {
             id: POOLS.fetch_add(1, Ordering::Relaxed),
-            slots: (0..config.workers).map(|_| Arc::default()).collect(),
+            cores: Arc::new(Cores::new(config.cores, Duration::from_millis(config.slice_ms))),
             config,
             turns: Mutex::default(),
             jobs: Mutex::new(Some(jobs)),
-            queue: Arc::new(Mutex::new(queue)),
-            closed: AtomicBool::new(false),
+            queue: Mutex::new(queue),
+            threads: AtomicUsize::new(0),
         });
-        for i in 0..shared.config.workers {
-            spawn_worker(&shared, i)?;
+        for _ in 0..shared.config.workers {
+            spawn_worker(&shared)?;
         }
-        let watched = Arc::downgrade(&shared);
-        thread::Builder::new().name(format!("sandbox-{}-watch", shared.id)).spawn(move || watch(&watched))?;
         Ok(Self { owner: Arc::new(Owner(shared)) })
     }
 
-    /// Runs a call on a worker when its lane's turn comes. `Busy` when it
-    /// waited too long, or too many calls are waiting already.
+    /// Runs a call on a worker when its lane's turn comes. `TooManyCalls` at
+    /// once when its caller has too many in flight; `Busy` when it waited too
+    /// long, or too many calls are waiting already.
     pub async fn run(&self, req: RunRequest, lane: Lane) -> Result<RunOutcome, SandboxError> {
         let shared = &self.owner.0;
         let (reply, mut answer) = oneshot::channel();
         let state = Arc::new(AtomicU8::new(QUEUED));
         {
             let mut turns = shared.turns();
+            if turns.in_flight(lane.caller) >= shared.config.caller_calls {
+                // Calls whose callers went away do not count.
+                turns.purge(lane.caller);
+                if turns.in_flight(lane.caller) >= shared.config.caller_calls {
+                    return Err(SandboxError::TooManyCalls);
+                }
+            }
             if turns.waiting_count >= shared.config.queue {
                 return Err(SandboxError::Busy);
             }
@@ -282,90 +319,71 @@ impl Sandbox {
                 shared.turns().purge(lane.caller);
                 Err(SandboxError::Busy)
             }
-            // It started meanwhile: the run is bounded by its own wall clock.
+            // It started meanwhile: the run is bounded by its own time limit.
             Err(_) => answer.await.map_err(|_| SandboxError::WorkerLost),
         }
     }
 }
 
-fn spawn_worker(shared: &Arc<Shared>, slot: usize) -> std::io::Result<()> {
-    let shared = shared.clone();
+fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
+    let worker = shared.clone();
     thread::Builder::new()
-        .name(format!("sandbox-{}-{slot}", shared.id))
+        .name(format!("sandbox-{}-{}", shared.id, shared.threads.fetch_add(1, Ordering::Relaxed)))
         .stack_size(MAX_STACK_BYTES + 8 * MIB)
-        .spawn(move || work(&shared, slot))
+        .spawn(move || work(&worker))
         .map(drop)
 }
 
-fn work(shared: &Arc<Shared>, slot_index: usize) {
-    let slot = &shared.slots[slot_index];
-    // SAFETY: gettid has no preconditions.
-    slot.tid.store(unsafe { libc::gettid() }, Ordering::Release);
-    slot.demoted.store(false, Ordering::Release);
+/// Makes the calling worker thread a long run's: a replacement starts at
+/// normal priority (a thread inherits its creator's), then this one drops to
+/// the lowest, so the operating system gives the cores to everything else
+/// first; it ends after the run, since it may not raise its priority again.
+/// True if it did.
+fn step_down(shared: &Arc<Shared>) -> bool {
+    if let Err(e) = spawn_worker(shared) {
+        tracing::error!(error = %e, "could not start a sandbox worker; a long run keeps its priority");
+        return false;
+    }
+    // SAFETY: setpriority on this thread's own id; lowering a priority needs no privilege.
+    let lowered = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) } == 0;
+    if !lowered {
+        tracing::warn!("could not lower a long sandbox run's priority");
+    }
+    true
+}
+
+fn work(shared: &Arc<Shared>) {
     loop {
         let msg = shared.queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(Job { req, lane, reply, .. }) = msg else { return };
-        slot.started_ms.store(now_ms(), Ordering::Release);
         // The engine does not panic by design; this keeps the worker alive if it
-        // ever does (the caller then sees `WorkerLost`).
+        // ever does (the caller then sees `WorkerLost`, and the core is given back).
+        let mut answered = false;
+        let retire = Rc::new(Cell::new(false));
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-            engine::run_reporting(req, |outcome| {
+            let (worker, retiring) = (shared.clone(), retire.clone());
+            let runner = Runner::start(&shared.cores, lane.caller, move || retiring.set(step_down(&worker)));
+            engine::run_scheduled(req, &runner, |outcome| {
+                // Counted out before the answer leaves, so the caller's next call never sees it.
+                shared.turns().answered(lane.caller);
+                answered = true;
                 let _ = reply.send(outcome);
             })
         }));
         if ran.is_err() {
             tracing::error!("a sandbox worker recovered from a panic");
         }
-        slot.started_ms.store(0, Ordering::Release);
-        {
-            let mut turns = shared.turns();
-            turns.finished(lane);
-            shared.dispatch(&mut turns);
+        let mut turns = shared.turns();
+        if !answered {
+            turns.answered(lane.caller);
         }
-        if slot.demoted.load(Ordering::Acquire) {
-            // This thread runs at the lowest priority for good: the watcher starts a fresh one.
-            slot.vacant.store(true, Ordering::Release);
+        turns.finished(lane);
+        shared.dispatch(&mut turns);
+        drop(turns);
+        if retire.get() {
             return;
         }
     }
-}
-
-/// Moves runs that go on past `slow_after_ms` to the slow lane; stops with the pool.
-fn watch(shared: &Weak<Shared>) {
-    loop {
-        let Some(shared) = shared.upgrade() else { return };
-        if shared.closed.load(Ordering::Acquire) {
-            return;
-        }
-        let slow_after = shared.config.slow_after_ms;
-        let now = now_ms();
-        for (i, slot) in shared.slots.iter().enumerate() {
-            if slot.vacant.load(Ordering::Acquire) {
-                match spawn_worker(&shared, i) {
-                    Ok(()) => slot.vacant.store(false, Ordering::Release),
-                    Err(e) => tracing::error!(error = %e, "could not start a sandbox worker; trying again"),
-                }
-                continue;
-            }
-            let started = slot.started_ms.load(Ordering::Acquire);
-            if started != 0 && now.saturating_sub(started) >= slow_after && !slot.demoted.swap(true, Ordering::AcqRel) {
-                let tid = slot.tid.load(Ordering::Acquire);
-                // SAFETY: setpriority on a thread id of this process; lowering priority needs no privilege.
-                let lowered = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) } == 0;
-                if !lowered {
-                    tracing::warn!(tid, "could not lower a slow sandbox run's priority");
-                }
-            }
-        }
-        drop(shared);
-        thread::sleep(Duration::from_millis((slow_after / 4).clamp(5, 50)));
-    }
-}
-
-/// Milliseconds on a monotonic clock (never 0 once running).
-fn now_ms() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 #[cfg(test)]

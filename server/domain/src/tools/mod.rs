@@ -255,6 +255,9 @@ pub enum ToolError {
     BadArguments(String),
     #[error("The sandbox is busy; try again in a moment.")]
     Busy,
+    /// This caller has more calls in flight than their share; others are not refused.
+    #[error("Too many calls in flight for you; try again shortly.")]
+    TooManyCalls,
     /// A publish that may break callers' calls, not confirmed: the changes, `path: what`.
     #[error("This version may break calls made to the published version ({}); confirm to publish it.", .0.join("; "))]
     Breaking(Vec<String>),
@@ -277,6 +280,20 @@ pub enum ToolError {
 impl From<sqlx::Error> for ToolError {
     fn from(e: sqlx::Error) -> Self {
         ToolError::Store(e.into())
+    }
+}
+
+impl From<crate::sandbox::SandboxError> for ToolError {
+    fn from(e: crate::sandbox::SandboxError) -> Self {
+        use crate::sandbox::SandboxError;
+        match e {
+            SandboxError::Busy => ToolError::Busy,
+            SandboxError::TooManyCalls => ToolError::TooManyCalls,
+            SandboxError::WorkerLost => {
+                tracing::error!(error = %e, "sandbox failure");
+                ToolError::Busy
+            }
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::policy::Policy;
-use crate::sandbox::{FetchExchange, Limits, RunError, RunEvent, RunOutcome, RunRequest, SandboxError};
+use crate::sandbox::{FetchExchange, Limits, RunError, RunEvent, RunOutcome, RunRequest};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
 use crate::Toolshed;
@@ -287,7 +287,7 @@ impl Toolshed {
                 },
             ),
             Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
-            Err(ToolError::Busy) => (None, Outcome::Busy),
+            Err(ToolError::Busy | ToolError::TooManyCalls) => (None, Outcome::Busy),
             Err(_) => return,
         };
         self.usage().record(UsageRecord {
@@ -332,13 +332,7 @@ impl Toolshed {
         request.replay = replay;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
-        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await.map_err(|e| match e {
-            SandboxError::Busy => ToolError::Busy,
-            other => {
-                tracing::error!(error = %other, "sandbox failure");
-                ToolError::Busy
-            }
-        })?;
+        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await?;
         env.redact(&mut outcome);
         Ok(RunReport { version, outcome })
     }

@@ -78,7 +78,7 @@ async fn a_call_that_waits_too_long_for_its_turn_is_refused_busy_and_leaves_the_
 
 #[tokio::test]
 async fn one_tool_never_holds_more_than_its_share_of_the_workers() {
-    let sandbox = pool(SandboxConfig { workers: 4, per_tool: 2, per_caller: 4, ..SandboxConfig::default() });
+    let sandbox = pool(SandboxConfig { workers: 4, per_listing: 2, per_caller: 4, ..SandboxConfig::default() });
     let mut spinners = Vec::new();
     let mut news = Vec::new();
     for _ in 0..4 {
@@ -96,7 +96,7 @@ async fn one_tool_never_holds_more_than_its_share_of_the_workers() {
 
 #[tokio::test]
 async fn one_caller_never_holds_more_than_their_share_and_others_are_served_in_turn() {
-    let sandbox = pool(SandboxConfig { workers: 3, per_tool: 3, per_caller: 2, ..SandboxConfig::default() });
+    let sandbox = pool(SandboxConfig { workers: 3, per_listing: 3, per_caller: 2, ..SandboxConfig::default() });
     let mut news = Vec::new();
     for tool in 1..=3 {
         let (_, started) = spinning(&sandbox, lane(tool, 1), 3_000);
@@ -127,27 +127,94 @@ fn worker_niceness(pool_id: usize) -> Vec<(String, i64)> {
             let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
             // Fields after the parenthesised name: state is the 3rd field, nice the 19th.
             let nice = stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()?;
-            (name.starts_with(&prefix) && !name.ends_with("watch")).then_some((name, nice))
+            name.starts_with(&prefix).then_some((name, nice))
         })
         .collect()
 }
 
 #[tokio::test]
-async fn a_run_past_the_slow_mark_yields_the_cores_and_its_thread_is_replaced() {
-    let sandbox = pool(SandboxConfig { workers: 2, slow_after_ms: 50, ..SandboxConfig::default() });
+async fn a_long_runs_thread_drops_to_the_lowest_priority_and_a_fresh_one_takes_its_place() {
+    let sandbox = pool(SandboxConfig { workers: 2, ..SandboxConfig::default() });
     let id = sandbox.owner.0.id;
     until(|| worker_niceness(id).len() == 2, "two workers start").await;
     assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
     let (running, mut started) = spinning(&sandbox, lane(1, 1), 600);
     started.recv().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until(|| worker_niceness(id).iter().any(|(_, nice)| *nice == 19), "the loop's thread drops").await;
     let during = worker_niceness(id);
-    assert_eq!(during.iter().filter(|(_, nice)| *nice == 19).count(), 1, "{during:?}");
+    assert_eq!((during.len(), during.iter().filter(|(_, nice)| *nice == 0).count()), (3, 2), "{during:?}");
     assert!(running.await.unwrap().unwrap().result.is_err());
-    // The slow thread retired; its replacement runs at normal priority.
+    // The loop's thread ended with its run; the pool is as it was.
+    until(|| worker_niceness(id).len() == 2, "the loop's thread ends").await;
+    assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
     assert_eq!(text(quick(&sandbox, lane(2, 2), "fresh").await.unwrap()), "fresh");
-    until(|| worker_niceness(id).iter().filter(|(_, nice)| *nice == 0).count() == 2, "the replacement starts").await;
-    assert_eq!(worker_niceness(id).len(), 2, "{:?}", worker_niceness(id));
+}
+
+#[tokio::test]
+async fn a_caller_over_their_calls_in_flight_is_refused_and_another_caller_is_not() {
+    let sandbox = pool(SandboxConfig { workers: 2, per_caller: 1, caller_calls: 2, ..SandboxConfig::default() });
+    let (running, mut started) = spinning(&sandbox, lane(1, 1), 500);
+    started.recv().await.unwrap();
+    // Caller 1's second call waits for their first; a third is one too many.
+    let waiting = quick(&sandbox, lane(1, 1), "waited");
+    tokio::task::yield_now().await;
+    let refused = sandbox.run(RunRequest::new("return 'refused'"), lane(2, 1)).await;
+    assert_eq!(refused.unwrap_err(), SandboxError::TooManyCalls);
+    // Someone else, meanwhile, is served at once.
+    assert_eq!(text(quick(&sandbox, lane(3, 2), "someone else").await.unwrap()), "someone else");
+    assert!(!running.is_finished());
+    assert_eq!(running.await.unwrap().unwrap().result, Err(RunError::Timeout { limit_ms: 500 }));
+    assert_eq!(text(waiting.await.unwrap()), "waited");
+}
+
+#[tokio::test]
+async fn a_caller_with_as_many_calls_at_once_as_their_share_is_never_refused() {
+    let sandbox = pool(SandboxConfig { workers: 4, caller_calls: 2, ..SandboxConfig::default() });
+    // Two clients of one caller, each sending its next call as soon as the last is answered.
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let sandbox = sandbox.clone();
+            tokio::spawn(async move {
+                for _ in 0..200 {
+                    assert_eq!(text(sandbox.run(RunRequest::new("return 'ok'"), lane(1, 1)).await), "ok");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_short_call_is_answered_while_one_callers_loops_outnumber_the_cores() {
+    let sandbox = pool(SandboxConfig { cores: 2, workers: 8, per_caller: 4, ..SandboxConfig::default() });
+    let mut loops = Vec::new();
+    for tool in 1..=3 {
+        let (run, mut started) = spinning(&sandbox, lane(tool, 1), 500);
+        started.recv().await.unwrap();
+        loops.push(run);
+    }
+    // Three loops of 500 ms each, and long runs get one of the two cores: none can be over yet.
+    assert_eq!(text(quick(&sandbox, lane(9, 2), "someone else").await.unwrap()), "someone else");
+    assert!(loops.iter().all(|run| !run.is_finished()), "the loops are still going");
+    for run in loops {
+        assert_eq!(run.await.unwrap().unwrap().result, Err(RunError::Timeout { limit_ms: 500 }));
+    }
+}
+
+#[tokio::test]
+async fn waiting_for_a_core_does_not_count_against_a_runs_time_limit() {
+    let sandbox = pool(SandboxConfig { cores: 1, ..SandboxConfig::default() });
+    let began = std::time::Instant::now();
+    let (first, _) = spinning(&sandbox, lane(1, 1), 400);
+    let (second, _) = spinning(&sandbox, lane(2, 2), 400);
+    for run in [first, second] {
+        assert_eq!(run.await.unwrap().unwrap().result, Err(RunError::Timeout { limit_ms: 400 }));
+    }
+    // One core executes one run at a time, and each ran its full 400 ms: had
+    // the waits counted, both would have stopped about 400 ms after they began.
+    assert!(began.elapsed() >= Duration::from_millis(780), "{:?}", began.elapsed());
 }
 
 #[tokio::test]

@@ -285,7 +285,7 @@ for mode in $modes; do
         line=${pair#*:}
         echo "| $mode | ${pair%%:*} | $(field "$line" req_s) | $(field "$line" p50_ms) | $(field "$line" p99_ms) | $(field "$line" max_ms) | $(field "$line" errors) | $(field "$line" server_cpu_us) µs |"
     done
-    goal=$([ "$mode" = stateful ] && echo 2.5 || echo 5)
+    goal=$([ "$mode" = stateful ] && echo 3 || echo 7)
     read -r tput p50 p99 cpu ok <<<"$(awk -v a="$(field "$t" req_s)" -v b="$(field "$r" req_s)" \
         -v c="$(field "$t" p50_ms)" -v d="$(field "$r" p50_ms)" -v e="$(field "$t" p99_ms)" -v f="$(field "$r" p99_ms)" \
         -v h="$(field "$t" server_cpu_us)" -v i="$(field "$r" server_cpu_us)" -v g="$goal" \

@@ -19,6 +19,11 @@ use toolshed_domain::{Db, Settings, Toolshed};
 
 use crate::config::Config;
 
+// glibc's malloc was a tenth of the server's CPU under MCP load: tokio's tasks are
+// allocated on one thread and freed on another (see BENCHMARKS.md, per-call cost).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "toolshed", version, about = "Toolshed: write one JavaScript function, every agent in the company gains a tool.")]
 struct Cli {

@@ -132,22 +132,20 @@ pub fn routes(
             sessions.session_config.keep_alive = Some(IDLE_IN_MEMORY);
             let sessions = Arc::new(sessions);
             tokio::spawn(sessions::keep_sessions(toolshed.clone(), sessions.clone(), stored, closing.clone()));
-            axum::routing::any_service(StreamableHttpService::new(factory, sessions, config))
+            shared(StreamableHttpService::new(factory, sessions, config))
         }
-        SessionMode::Stateless => {
-            axum::routing::any_service(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config))
-        }
+        SessionMode::Stateless => shared(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
     let streamable = streamable.layer(axum::middleware::from_fn_with_state(closing.clone(), end_idle_stream));
     let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing };
-    let gate = Gate {
+    let gate = Arc::new(Gate {
         toolshed,
         site_origin,
         allowed_hosts: Arc::new(allowed_hosts),
         stateful: mode == SessionMode::Stateful,
         owners: Default::default(),
         oauth,
-    };
+    });
     let mut listings = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
@@ -165,6 +163,21 @@ pub fn routes(
         .route_layer(axum::middleware::from_fn_with_state(gate.clone(), authorize))
         .merge(me.route_layer(axum::middleware::from_fn_with_state(gate, authorize_me)))
         .with_state(state)
+}
+
+/// rmcp's service clones itself, its whole configuration included, on every
+/// request (twice, through axum's `any_service`); behind an `Arc` one request
+/// costs one reference count.
+fn shared<S, M>(service: StreamableHttpService<S, M>) -> axum::routing::MethodRouter<McpState>
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    M: rmcp::transport::streamable_http_server::SessionManager,
+{
+    let service = Arc::new(service);
+    axum::routing::any(move |req: Request| {
+        let service = service.clone();
+        async move { service.handle(req).await }
+    })
 }
 
 /// At shutdown the standalone event stream (a `GET`: server-initiated messages
@@ -397,7 +410,12 @@ async fn credentials_of(gate: &Gate, req: &mut Request) -> Result<(User, Option<
 /// Finds the caller (token, or a same-origin browser session) and the listing
 /// as that caller sees it: 401 without valid credentials, 404 for a listing the
 /// caller may not see (its existence is not revealed), 403 when disabled.
-async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(String, String)>, mut req: Request, next: Next) -> Response {
+async fn authorize(
+    State(gate): State<Arc<Gate>>,
+    Path((department, name)): Path<(String, String)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     if !gate.allows_host(&req) {
         return forbidden_host();
     }
@@ -441,7 +459,7 @@ async fn authorize(State(gate): State<Gate>, Path((department, name)): Path<(Str
 
 /// `/mcp/me`: the caller's own endpoint. An API token's scope limits what its
 /// catalog holds; an OAuth token must have been granted for this endpoint.
-async fn authorize_me(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
+async fn authorize_me(State(gate): State<Arc<Gate>>, mut req: Request, next: Next) -> Response {
     if !gate.allows_host(&req) {
         return forbidden_host();
     }

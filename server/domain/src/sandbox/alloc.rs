@@ -13,14 +13,27 @@ const ALIGN: usize = 16;
 /// Each block starts with its usable size, padded to keep the payload aligned.
 const HEADER: usize = ALIGN;
 
+/// A runtime's memory: what it holds now, and the current run's cap, peak and refusals.
 #[derive(Debug, Default)]
 pub(super) struct MemoryStats {
+    limit: Cell<usize>,
     used: Cell<usize>,
     peak: Cell<usize>,
     refused: Cell<bool>,
 }
 
 impl MemoryStats {
+    /// Starts a run that may hold `limit` bytes in all (the runtime's own included).
+    pub(super) fn begin(&self, limit: usize) {
+        self.limit.set(limit);
+        self.peak.set(self.used.get());
+        self.refused.set(false);
+    }
+
+    pub(super) fn used(&self) -> usize {
+        self.used.get()
+    }
+
     pub(super) fn peak(&self) -> usize {
         self.peak.get()
     }
@@ -32,18 +45,17 @@ impl MemoryStats {
 }
 
 pub(super) struct CappedAllocator {
-    limit: usize,
     stats: Rc<MemoryStats>,
 }
 
 impl CappedAllocator {
-    pub(super) fn new(limit: usize, stats: Rc<MemoryStats>) -> Self {
-        Self { limit, stats }
+    pub(super) fn new(stats: Rc<MemoryStats>) -> Self {
+        Self { stats }
     }
 
     fn reserve(&self, bytes: usize) -> bool {
         match self.stats.used.get().checked_add(bytes) {
-            Some(used) if used <= self.limit => {
+            Some(used) if used <= self.stats.limit.get() => {
                 self.stats.used.set(used);
                 if used > self.stats.peak.get() {
                     self.stats.peak.set(used);
@@ -162,7 +174,8 @@ mod tests {
     #[test]
     fn the_allocator_refuses_past_its_cap_and_remembers_the_peak() {
         let stats = Rc::new(MemoryStats::default());
-        let mut a = CappedAllocator::new(1024, stats.clone());
+        stats.begin(1024);
+        let mut a = CappedAllocator::new(stats.clone());
         let p = a.alloc(600);
         assert!(!p.is_null());
         assert!(a.alloc(600).is_null());

@@ -1,5 +1,6 @@
-//! One call: fresh runtime and context, run the async body to completion,
-//! turn the outcome (or the way it failed) into a [`RunOutcome`].
+//! One call: a fresh context (on the thread's kept runtime, or a new one),
+//! run the async body to completion, turn the outcome (or the way it failed)
+//! into a [`RunOutcome`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -36,11 +37,11 @@ const FAR_FUTURE: Duration = Duration::from_secs(24 * 3600);
 /// headroom, and must not be inside a tokio runtime (`$fetch` blocks on its
 /// own). Async code should use [`super::Sandbox::run`].
 pub fn run_blocking(req: RunRequest) -> RunOutcome {
-    run(req, &Runner::alone()).0
+    run_reporting_on(req, &Runner::alone())
 }
 
-/// Like [`run_blocking`], but hands the outcome to `report` before tearing
-/// the runtime down (about a fifth of a trivial call), so the caller can
+/// Like [`run_blocking`], but hands the outcome to `report` before freeing
+/// the run's context (about a fifth of a trivial call), so the caller can
 /// answer first.
 pub fn run_reporting(req: RunRequest, report: impl FnOnce(RunOutcome)) {
     run_scheduled(req, &Runner::alone(), report);
@@ -49,15 +50,25 @@ pub fn run_reporting(req: RunRequest, report: impl FnOnce(RunOutcome)) {
 /// [`run_reporting`] for a pool worker: the run executes while `runner`
 /// holds a core, and steps aside when it is another run's turn.
 pub(super) fn run_scheduled(req: RunRequest, runner: &Rc<Runner>, report: impl FnOnce(RunOutcome)) {
-    let (outcome, context) = run(req, runner);
+    let (outcome, finished) = run(req, runner);
+    let clean = ended_cleanly(&outcome.result);
     report(outcome);
-    drop(context);
+    if let Some(finished) = finished {
+        finished.recycle(clean);
+    }
 }
 
-fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Context>) {
+fn run_reporting_on(req: RunRequest, runner: &Rc<Runner>) -> RunOutcome {
+    let mut outcome = None;
+    run_scheduled(req, runner, |o| outcome = Some(o));
+    outcome.expect("run_scheduled reports every run")
+}
+
+fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Finished>) {
     let started = Instant::now();
     let host = Rc::new(Host::new(started, req.events.take(), req.limits.console_bytes));
-    let stats = Rc::new(MemoryStats::default());
+    let engine = Engine::take(req.limits.memory_bytes);
+    let stats = engine.as_ref().map_or_else(|| Rc::new(MemoryStats::default()), |e| e.stats.clone());
     let guard = Guard {
         limits: req.limits.clone(),
         clock: Clock {
@@ -69,7 +80,11 @@ fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Context>
         stats: stats.clone(),
     };
     let needs = Needs::of(&req.code, req.tools.is_some());
-    let (result, fetches, context) = match guard.start(&needs) {
+    let started_context = match &engine {
+        Some(engine) => guard.start(&engine.runtime, &needs),
+        None => Err(guard.out_of_memory()),
+    };
+    let (result, fetches, context) = match started_context {
         Ok(context) => {
             let (result, fetches) = context.with(|ctx| execute(&ctx, &req, &needs, &host, &guard));
             (result, fetches, Some(context))
@@ -78,7 +93,99 @@ fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Context>
     };
     let outcome =
         RunOutcome { result, console: host.take_console(), fetches, duration: started.elapsed(), peak_memory_bytes: stats.peak() };
-    (outcome, context)
+    (outcome, engine.map(|engine| Finished { engine, context }))
+}
+
+/// False for the ways a run may end that can leave its runtime in any state:
+/// such a runtime is not kept.
+fn ended_cleanly(result: &Result<ToolValue, RunError>) -> bool {
+    !matches!(
+        result,
+        Err(RunError::Timeout { .. }
+            | RunError::OutOfMemory { .. }
+            | RunError::StackOverflow { .. }
+            | RunError::NeverSettled
+            | RunError::Internal { .. })
+    )
+}
+
+/// A runtime kept by its thread between runs: creating one (its atoms,
+/// classes and shapes) and freeing it was about a sixth of a trivial call's
+/// CPU. Every run still gets a context of its own, so no global a run sets is
+/// seen by the next; what a run leaves in the runtime itself is checked
+/// before it is kept (see [`Finished::recycle`]).
+struct Engine {
+    runtime: Runtime,
+    stats: Rc<MemoryStats>,
+    /// Bytes the runtime held when new, before any context.
+    baseline: usize,
+    runs: u32,
+}
+
+thread_local! {
+    static KEPT: RefCell<Option<Engine>> = const { RefCell::new(None) };
+}
+
+/// A kept runtime may hold this much more than when it was new (grown atom
+/// and shape tables), else it is dropped.
+const KEPT_GROWTH_BYTES: usize = 256 * KIB;
+/// Past this many runs a runtime is dropped anyway, bounding whatever the
+/// checks cannot see.
+const KEPT_RUNS: u32 = 10_000;
+
+impl Engine {
+    /// The thread's kept runtime, or a new one, for a run that may hold
+    /// `limit` bytes in all; `None` if a runtime does not fit in that.
+    fn take(limit: usize) -> Option<Self> {
+        // A nested run (a member called by code mode) finds none: its caller's is taken.
+        if let Some(engine) = KEPT.with(|kept| kept.borrow_mut().take()) {
+            engine.stats.begin(limit);
+            return Some(engine);
+        }
+        let stats = Rc::new(MemoryStats::default());
+        stats.begin(limit);
+        let runtime = Runtime::new_with_alloc(CappedAllocator::new(stats.clone())).ok()?;
+        let baseline = stats.used();
+        Some(Self { runtime, stats, baseline, runs: 0 })
+    }
+}
+
+/// How many runs the thread's kept runtime has served, if it keeps one.
+#[cfg(test)]
+pub(super) fn kept_runs() -> Option<u32> {
+    KEPT.with(|kept| kept.borrow().as_ref().map(|engine| engine.runs))
+}
+
+/// A run's runtime and context once its outcome is known.
+struct Finished {
+    engine: Engine,
+    context: Option<Context>,
+}
+
+impl Finished {
+    /// Frees the run's context, and keeps the runtime for the thread's next
+    /// run if the run ended `clean` and nothing of it is left: no job queued,
+    /// its memory given back.
+    fn recycle(self, clean: bool) {
+        let Self { mut engine, context } = self;
+        drop(context);
+        // The handler holds the run's place at the cores (see `Runner`'s Drop).
+        engine.runtime.set_interrupt_handler(None);
+        if !clean || engine.runs >= KEPT_RUNS {
+            return;
+        }
+        engine.runtime.run_gc();
+        if engine.runtime.is_job_pending() || engine.stats.used() > engine.baseline + KEPT_GROWTH_BYTES {
+            return;
+        }
+        engine.runs += 1;
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if kept.is_none() {
+                *kept = Some(engine);
+            }
+        });
+    }
 }
 
 /// The limits of one call and what tripped them.
@@ -110,9 +217,7 @@ impl Clock {
 }
 
 impl Guard {
-    fn start(&self, needs: &Needs) -> Result<Context, RunError> {
-        let allocator = CappedAllocator::new(self.limits.memory_bytes, self.stats.clone());
-        let runtime = Runtime::new_with_alloc(allocator).map_err(|_| self.out_of_memory())?;
+    fn start(&self, runtime: &Runtime, needs: &Needs) -> Result<Context, RunError> {
         // Zero would switch QuickJS's check off and let recursion crash the thread.
         runtime.set_max_stack_size(self.limits.stack_bytes.clamp(64 * KIB, MAX_STACK_BYTES));
         let (clock, timed_out) = (self.clock.clone(), self.timed_out.clone());
@@ -126,14 +231,14 @@ impl Guard {
             late
         })));
         let context = match (needs.date, needs.regexp, needs.map_set) {
-            (false, false, false) => Context::custom::<Core>(&runtime),
-            (true, false, false) => Context::custom::<(Core, Date)>(&runtime),
-            (false, true, false) => Context::custom::<(Core, RegExp)>(&runtime),
-            (false, false, true) => Context::custom::<(Core, MapSet)>(&runtime),
-            (true, true, false) => Context::custom::<(Core, Date, RegExp)>(&runtime),
-            (true, false, true) => Context::custom::<(Core, Date, MapSet)>(&runtime),
-            (false, true, true) => Context::custom::<(Core, RegExp, MapSet)>(&runtime),
-            (true, true, true) => Context::custom::<(Core, Date, RegExp, MapSet)>(&runtime),
+            (false, false, false) => Context::custom::<Core>(runtime),
+            (true, false, false) => Context::custom::<(Core, Date)>(runtime),
+            (false, true, false) => Context::custom::<(Core, RegExp)>(runtime),
+            (false, false, true) => Context::custom::<(Core, MapSet)>(runtime),
+            (true, true, false) => Context::custom::<(Core, Date, RegExp)>(runtime),
+            (true, false, true) => Context::custom::<(Core, Date, MapSet)>(runtime),
+            (false, true, true) => Context::custom::<(Core, RegExp, MapSet)>(runtime),
+            (true, true, true) => Context::custom::<(Core, Date, RegExp, MapSet)>(runtime),
         };
         let context = context.map_err(|e| {
             if self.stats.exhausted() {
@@ -335,7 +440,7 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
     }
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
     request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);
-    finish(run(*request, &guard.clock.runner).0)
+    finish(run_reporting_on(*request, &guard.clock.runner))
 }
 
 /// Drops the frame of the wrapper's call, which is not the user's code.

@@ -418,6 +418,44 @@ fn globals_do_not_leak_between_calls() {
 }
 
 #[test]
+fn a_thread_keeps_its_runtime_between_runs_and_no_run_sees_what_another_left() {
+    let first = run("globalThis.leak = 42; Object.prototype.polluted = 1; Array.prototype.push = null; return 'set'");
+    assert_eq!(first.result, Ok(ToolValue::Text("set".into())));
+    let kept = engine::kept_runs().expect("a clean run's runtime is kept");
+    let second = run("const a = []; a.push(1); return [typeof leak, typeof ({}).polluted, a.length].join()");
+    assert_eq!(second.result, Ok(ToolValue::Text("undefined,undefined,1".into())));
+    assert_eq!(engine::kept_runs(), Some(kept + 1), "the second run used the same runtime");
+}
+
+#[test]
+fn a_kept_runtime_gives_each_run_its_whole_memory_limit() {
+    // Garbage with cycles, left for the collector: freed before the next run.
+    let big =
+        "const a = []; for (let i = 0; i < 40; i++) { const o = {data: new Array(10000).fill(i)}; o.self = o; a.push(o); } return 'ok'";
+    assert_eq!(with_limits(big, |l| l.memory_bytes = 8 * MIB).result, Ok(ToolValue::Text("ok".into())));
+    assert!(engine::kept_runs().is_some());
+    let small = run("return 1");
+    assert!(small.peak_memory_bytes < MIB, "the last run's memory was given back: {}", small.peak_memory_bytes);
+    assert_eq!(with_limits(big, |l| l.memory_bytes = 8 * MIB).result, Ok(ToolValue::Text("ok".into())));
+}
+
+#[test]
+fn a_runtime_is_not_kept_after_a_run_that_hit_a_limit() {
+    let endings: [(&str, fn(&mut Limits)); 4] = [
+        ("while (true) {}", |l| l.wall_clock_ms = 100),
+        ("const a = []; while (true) a.push(new Array(100000).fill(1.5));", |l| l.memory_bytes = 4 * MIB),
+        ("function down(n) { return down(n + 1) + 1; }\nreturn down(0);", |_| ()),
+        ("await new Promise(() => {}); return 1", |_| ()),
+    ];
+    for (code, limits) in endings {
+        assert_eq!(run("return 1").result, Ok(ToolValue::Json(json!(1))));
+        assert!(engine::kept_runs().is_some());
+        assert!(with_limits(code, limits).result.is_err(), "{code}");
+        assert_eq!(engine::kept_runs(), None, "{code}");
+    }
+}
+
+#[test]
 fn json2markdowntable_renders_rows() {
     let outcome = run("return $json2MarkdownTable([{name: 'a|b', n: 1}, {name: 'c', tags: ['x'], at: new Date(0)}])");
     assert_eq!(

@@ -78,8 +78,20 @@ impl Caller {
     }
 }
 
+/// What the MCP handlers share; axum clones a handler's state for every
+/// request, so it is one `Arc`.
 #[derive(Clone)]
-pub struct McpState {
+pub struct McpState(Arc<Shared>);
+
+impl std::ops::Deref for McpState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     toolshed: Toolshed,
     sse: sse::SseSessions,
     /// Cancelled at shutdown: legacy SSE streams end.
@@ -136,8 +148,8 @@ pub fn routes(
         }
         SessionMode::Stateless => shared(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
-    let streamable = streamable.layer(axum::middleware::from_fn_with_state(closing.clone(), end_idle_stream));
-    let state = McpState { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing };
+    let streamable = streamable.layer(axum::middleware::from_fn_with_state(Arc::new(closing.clone()), end_idle_stream));
+    let state = McpState(Arc::new(Shared { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing }));
     let gate = Arc::new(Gate {
         toolshed,
         site_origin,
@@ -183,14 +195,14 @@ where
 /// At shutdown the standalone event stream (a `GET`: server-initiated messages
 /// only, no call's answer) ends at once; a POST's stream carries its call's
 /// answer to the end.
-async fn end_idle_stream(State(closing): State<tokio_util::sync::CancellationToken>, req: Request, next: Next) -> Response {
+async fn end_idle_stream(State(closing): State<Arc<tokio_util::sync::CancellationToken>>, req: Request, next: Next) -> Response {
     let get = req.method() == axum::http::Method::GET;
     let res = next.run(req).await;
     if !get || !is_event_stream(&res) {
         return res;
     }
     let (parts, body) = res.into_parts();
-    let body = axum::body::Body::from_stream(futures::StreamExt::take_until(body.into_data_stream(), closing.cancelled_owned()));
+    let body = axum::body::Body::from_stream(futures::StreamExt::take_until(body.into_data_stream(), (*closing).clone().cancelled_owned()));
     Response::from_parts(parts, body)
 }
 

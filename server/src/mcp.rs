@@ -235,7 +235,7 @@ async fn typescript_api(State(state): State<McpState>, axum::Extension(caller): 
 fn new_session_id() -> String {
     use rand::Rng;
     let bytes: [u8; 16] = rand::thread_rng().gen();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// A JSON-RPC parse error (-32700) as the HTTP answer to a body that is not a message.

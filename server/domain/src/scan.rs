@@ -151,7 +151,7 @@ pub fn scan_all(texts: &[(String, String)]) -> (Vec<Finding>, String) {
         hash.update([0]);
         findings.extend(scan(field, text));
     }
-    let fingerprint = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let fingerprint = hex::encode(hash.finalize());
     (findings, fingerprint)
 }
 

@@ -38,7 +38,7 @@ impl TokenInfo {
 }
 
 pub(crate) fn hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 fn info_from_row(r: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {

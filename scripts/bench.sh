@@ -85,7 +85,8 @@ if wants browse; then
     bench_dir=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-bench.XXXXXX"); dirs+=("$bench_dir")
     "$CARGO_TARGET_DIR/release/browse" --seed "$bench_dir/toolshed.db"
     bench_port=$(free_port)
-    TOOLSHED_ADDR="127.0.0.1:$bench_port" TOOLSHED_DATA_DIR="$bench_dir" DATABASE_URL="sqlite://$bench_dir/toolshed.db" \
+    # Open registration: the benchmark signs a reader up (the seeded database has people, so no first-admin sign-up).
+    TOOLSHED_REGISTRATION=open TOOLSHED_ADDR="127.0.0.1:$bench_port" TOOLSHED_DATA_DIR="$bench_dir" DATABASE_URL="sqlite://$bench_dir/toolshed.db" \
         RUST_LOG=warn "$CARGO_TARGET_DIR/release/toolshed" serve --no-demo >"$bench_dir/stdout.log" 2>&1 &
     bench_server=$!; pids+=("$bench_server")
     for _ in $(seq 1 200); do curl -fsS "http://127.0.0.1:$bench_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -1,9 +1,9 @@
-//! Latency of one trivial call: fresh runtime + context, arguments,
+//! Latency of one trivial call: a fresh context (on the thread's kept runtime), arguments,
 //! `return $text`, result. `cargo run --release -p toolshed-bench --bin sandbox` (scripts/bench.sh).
 //!
 //! Prints two figures: the full `run_blocking` cycle, and the time until the
-//! outcome is reported (`run_reporting`, what a pool caller waits for; the
-//! runtime teardown follows it). Then a call that `$fetch`es 16 KiB from a
+//! outcome is reported (`run_reporting`, what a pool caller waits for; freeing
+//! the context follows it). Then a call that `$fetch`es 16 KiB from a
 //! loopback server (recorded, as every run is), and the same call replayed
 //! from its recording (a failed call's Replay, without the network).
 

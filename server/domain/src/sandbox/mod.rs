@@ -1,5 +1,6 @@
 //! Runs a tool's JavaScript (the body of an async function) in a fresh QuickJS
-//! runtime and context per call, with memory, time, stack and output limits.
+//! context per call (on a runtime its worker thread keeps between clean runs),
+//! with memory, time, stack and output limits.
 //!
 //! Inside the sandbox the code sees its arguments as `$name` and `args`,
 //! `console.*`, `$env`, `$context`, `$progress`, `$json2MarkdownTable` and

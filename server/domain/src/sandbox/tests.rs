@@ -439,20 +439,21 @@ fn a_kept_runtime_gives_each_run_its_whole_memory_limit() {
     assert_eq!(with_limits(big, |l| l.memory_bytes = 8 * MIB).result, Ok(ToolValue::Text("ok".into())));
 }
 
+/// Runs `code` on a thread that keeps a runtime, and checks that the run
+/// failed and the runtime was dropped with it.
+fn drops_the_kept_runtime(code: &str, limits: impl FnOnce(&mut Limits)) {
+    assert_eq!(run("return 1").result, Ok(ToolValue::Json(json!(1))));
+    assert!(engine::kept_runs().is_some());
+    assert!(with_limits(code, limits).result.is_err(), "{code}");
+    assert_eq!(engine::kept_runs(), None, "{code}");
+}
+
 #[test]
 fn a_runtime_is_not_kept_after_a_run_that_hit_a_limit() {
-    let endings: [(&str, fn(&mut Limits)); 4] = [
-        ("while (true) {}", |l| l.wall_clock_ms = 100),
-        ("const a = []; while (true) a.push(new Array(100000).fill(1.5));", |l| l.memory_bytes = 4 * MIB),
-        ("function down(n) { return down(n + 1) + 1; }\nreturn down(0);", |_| ()),
-        ("await new Promise(() => {}); return 1", |_| ()),
-    ];
-    for (code, limits) in endings {
-        assert_eq!(run("return 1").result, Ok(ToolValue::Json(json!(1))));
-        assert!(engine::kept_runs().is_some());
-        assert!(with_limits(code, limits).result.is_err(), "{code}");
-        assert_eq!(engine::kept_runs(), None, "{code}");
-    }
+    drops_the_kept_runtime("while (true) {}", |l| l.wall_clock_ms = 100);
+    drops_the_kept_runtime("const a = []; while (true) a.push(new Array(100000).fill(1.5));", |l| l.memory_bytes = 4 * MIB);
+    drops_the_kept_runtime("function down(n) { return down(n + 1) + 1; }\nreturn down(0);", |_| ());
+    drops_the_kept_runtime("await new Promise(() => {}); return 1", |_| ());
 }
 
 #[test]

@@ -155,11 +155,15 @@ impl SemanticIndex {
             let encoded = tokio::task::spawn_blocking(move || encoder.encode_all(texts)).await.expect("encoding does not panic");
             let mut tx = db.begin().await?;
             for (id, vector, source) in &encoded {
-                sqlx::query(
-                    "INSERT INTO listing_vectors (tool_id, model, source, vector, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                // Only while the text is still the tool's: another catch-up (this
+                // replica's background one, or another replica's) may have read it
+                // before an edit and finish after the vector of the new text was written.
+                sqlx::query(&format!(
+                    "INSERT INTO listing_vectors (tool_id, model, source, vector, updated_at) \
+                     SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM tools t WHERE t.id = $1 AND {SOURCE_SQL} = $3) \
                      ON CONFLICT (tool_id) DO UPDATE SET model = excluded.model, source = excluded.source, \
-                     vector = excluded.vector, updated_at = excluded.updated_at",
-                )
+                     vector = excluded.vector, updated_at = excluded.updated_at"
+                ))
                 .bind(id)
                 .bind(&self.model.name)
                 .bind(source)

@@ -15,6 +15,7 @@ use axum::serve::ListenerExt;
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tokio::sync::watch;
 use toolshed_domain::sessions::DbSessionStore;
 use toolshed_domain::Toolshed;
 use tower_http::compression::CompressionLayer;
@@ -111,7 +112,11 @@ const DRAIN_MAX: Duration = Duration::from_secs(4);
 #[derive(Clone, Default)]
 pub struct Shutdown {
     draining: tokio_util::sync::CancellationToken,
-    /// Cancelled at SIGTERM: event streams end once no call's answer is due on
+    /// Cancelled once the listening socket is closed: from then on a new
+    /// connection is refused, so whatever the shutdown does next (ending the
+    /// idle streams first) is seen by clients after the refusal holds.
+    refusing: tokio_util::sync::CancellationToken,
+    /// Cancelled at SIGTERM, once new connections are refused: event streams end once no call's answer is due on
     /// them (a standalone Streamable HTTP stream at once; a legacy SSE stream
     /// after the answers to the calls it carries).
     pub streams: tokio_util::sync::CancellationToken,
@@ -123,36 +128,36 @@ impl Shutdown {
     async fn sequence(self, signal: impl std::future::Future<Output = ()>) {
         signal.await;
         self.draining.cancel();
+        self.refusing.cancelled().await;
         self.streams.cancel();
-        let _ = tokio::time::timeout(DRAIN_MAX, async {
-            while !self.connections.only_streams() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        let mut changed = self.connections.0.subscribe();
+        let _ = tokio::time::timeout(DRAIN_MAX, changed.wait_for(|open| open.values().all(|streaming| *streaming))).await;
     }
 }
 
 /// The open connections, by peer address, each marked once it serves an event
 /// stream opened by a GET (those end when `Shutdown::streams` is cancelled; a
 /// POST answered with a stream is a call in flight, drained like any request).
-#[derive(Clone, Default)]
-struct Connections(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<SocketAddr, bool>>>);
+/// A watch channel, so that the drain wakes on each change instead of polling.
+#[derive(Clone)]
+struct Connections(std::sync::Arc<watch::Sender<std::collections::HashMap<SocketAddr, bool>>>);
+
+impl Default for Connections {
+    fn default() -> Self {
+        Self(std::sync::Arc::new(watch::Sender::new(std::collections::HashMap::new())))
+    }
+}
 
 impl Connections {
     fn open(&self, peer: SocketAddr) -> Tracked {
-        self.0.lock().expect("connections lock").insert(peer, false);
+        self.0.send_modify(|open| {
+            open.insert(peer, false);
+        });
         Tracked { connections: self.clone(), peer }
     }
 
     fn streaming(&self, peer: SocketAddr) {
-        if let Some(streaming) = self.0.lock().expect("connections lock").get_mut(&peer) {
-            *streaming = true;
-        }
-    }
-
-    fn only_streams(&self) -> bool {
-        self.0.lock().expect("connections lock").values().all(|streaming| *streaming)
+        self.0.send_if_modified(|open| open.get_mut(&peer).map(|streaming| *streaming = true).is_some());
     }
 }
 
@@ -164,7 +169,9 @@ struct Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.connections.0.lock().expect("connections lock").remove(&self.peer);
+        self.connections.0.send_modify(|open| {
+            open.remove(&self.peer);
+        });
     }
 }
 
@@ -232,7 +239,10 @@ impl axum::serve::Listener for DrainingListener {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 },
-                () = self.shutdown.draining.cancelled() => self.queued = self.inner.take().map(close_listener).unwrap_or_default(),
+                () = self.shutdown.draining.cancelled() => {
+                    self.queued = self.inner.take().map(close_listener).unwrap_or_default();
+                    self.shutdown.refusing.cancel();
+                }
             }
         }
     }

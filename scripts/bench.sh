@@ -10,6 +10,7 @@
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the
 #                                 # maximum tool limits; and echo at concurrency 256
+#   scripts/bench.sh hydrate      # pages opened directly with an empty cache: time until live, files
 #
 # The MCP load benchmark needs the release server (scripts/build.sh) and the
 # TypeScript reference's node_modules (scripts/bootstrap.sh). Knobs:
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp fairness)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp fairness hydrate)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -56,7 +57,7 @@ wait_quiet() {
     done
     die "the machine did not get quiet in 10 minutes (rustc or cargo build still running)"
 }
-if wants mcp || wants fairness; then
+if wants mcp || wants fairness || wants hydrate; then
     [ -x target/toolshed ] || die "target/toolshed is missing: run scripts/build.sh first"
 fi
 if wants mcp; then
@@ -99,7 +100,7 @@ if wants search; then
     "$CARGO_TARGET_DIR/release/search"
 fi
 
-(wants mcp || wants fairness) || exit 0
+(wants mcp || wants fairness || wants hydrate) || exit 0
 echo "server: target/toolshed built $(date -u -r "$(readlink -f target/toolshed)" '+%Y-%m-%d %H:%M UTC'), tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- server app migrations 2>/dev/null || echo ' + uncommitted changes')"
 
 load() { # label mode url [token]
@@ -170,6 +171,15 @@ measure() {
 }
 
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+
+if wants hydrate; then
+    wait_quiet
+    start_toolshed stateful
+    TOOLSHED_URL="$server_base" TOOLSHED_ADMIN_PASSWORD="$(sed -n 's/^ *password: //p' "$server_data/stdout.log")" \
+        node bench/hydrate/hydrate.mjs
+    stop "$server"
+    (wants mcp || wants fairness) || exit 0
+fi
 
 if wants fairness; then
     wait_quiet

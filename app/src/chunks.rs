@@ -1,5 +1,5 @@
 //! The wasm chunks of the lazy pages (server side): `scripts/site.mjs` lists
-//! each page's files in `pkg/__wasm_split_chunks.HASH.json`; a page opened
+//! each group of pages' files in `pkg/__wasm_split_chunks.HASH.json`; a page opened
 //! directly names its own in its head, so the browser fetches them beside the
 //! main wasm instead of after it. (Leptos can do this from its own manifest,
 //! but registers them while the page renders, and lost them one load in two.)
@@ -10,12 +10,12 @@ use std::path::Path;
 use leptos::prelude::*;
 use leptos_meta::Link;
 
-/// Each lazy page's chunk files (stems under `/pkg`, shared chunks first), by
-/// its route type in lower case (`browseroute`), and the chunks' loader.
+/// Each group of lazy pages' chunk files (stems under `/pkg`, shared chunks
+/// first), by the group's name (`catalog_pages`), and the chunks' loader.
 #[derive(Clone, Debug, Default)]
 pub struct PageChunks {
     loader: String,
-    pages: HashMap<String, Vec<String>>,
+    groups: HashMap<String, Vec<String>>,
 }
 
 impl PageChunks {
@@ -32,31 +32,31 @@ impl PageChunks {
         read().unwrap_or_default()
     }
 
-    /// Keys the build's list by route type once, so a page render only looks
-    /// its own up: Leptos' `lazy_route` names the split of `BrowseRoute`
-    /// `__browse_route_view_HASH`.
+    /// Keys the build's list by group once, so a page render only looks its
+    /// own up: Leptos' `#[lazy]` names the split of `fn catalog_pages`
+    /// `catalog_pages_HASH`.
     fn from_splits(loader: String, splits: HashMap<String, Vec<String>>) -> Self {
-        let pages = splits
+        let groups = splits
             .into_iter()
             .filter_map(|(split, files)| {
-                let (name, _hash) = split.trim_start_matches('_').rsplit_once('_')?;
-                Some((name.strip_suffix("_view")?.replace('_', ""), files))
+                let (name, _hash) = split.rsplit_once('_')?;
+                Some((name.to_owned(), files))
             })
             .collect();
-        Self { loader, pages }
+        Self { loader, groups }
     }
 
-    /// The files of the page whose route type is `page` (`BrowseRoute`).
-    fn of(&self, page: &str) -> Option<&[String]> {
-        self.pages.get(&page.to_lowercase()).map(Vec::as_slice)
+    /// The files of the group of pages named `group` (`catalog_pages`).
+    fn of(&self, group: &str) -> Option<&[String]> {
+        self.groups.get(group).map(Vec::as_slice)
     }
 }
 
-/// Puts `<link rel=preload>` for the chunks of `page` in the head of the page
-/// being rendered (leptos_meta collects what `to_html` registers).
-pub fn name_in_head(page: &str) {
+/// Puts `<link rel=preload>` for the chunks of the page's `group` in the head
+/// of the page being rendered (leptos_meta collects what `to_html` registers).
+pub fn name_in_head(group: &str) {
     let Some(chunks) = use_context::<PageChunks>() else { return };
-    let Some(files) = chunks.of(page) else { return };
+    let Some(files) = chunks.of(group) else { return };
     for file in files {
         let _ =
             view! { <Link rel="preload" href=format!("/pkg/{file}.wasm") as_="fetch" type_="application/wasm" crossorigin="anonymous" /> }
@@ -70,22 +70,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_page_finds_its_files_by_its_route_type() {
+    fn a_group_of_pages_finds_its_files_by_its_name() {
         let chunks = PageChunks::from_splits(
             "__wasm_split.0123456789abcdef.js".into(),
             HashMap::from([
-                ("__tool_listing_route_view_42".into(), vec!["chunk_1.h".into(), "split___tool_listing_route_view_42.h".into()]),
-                ("__tool_editor_route_view_42".into(), vec!["chunk_2.h".into()]),
+                ("catalog_pages_42".into(), vec!["chunk_1.h".into(), "split_catalog_pages_42.h".into()]),
+                ("authoring_pages_42".into(), vec!["chunk_2.h".into()]),
             ]),
         );
-        assert_eq!(chunks.of("ToolListingRoute"), Some(&["chunk_1.h".to_owned(), "split___tool_listing_route_view_42.h".to_owned()][..]));
-        assert_eq!(chunks.of("ToolEditorRoute"), Some(&["chunk_2.h".to_owned()][..]));
-        assert_eq!(chunks.of("ToolRoute"), None);
+        assert_eq!(chunks.of("catalog_pages"), Some(&["chunk_1.h".to_owned(), "split_catalog_pages_42.h".to_owned()][..]));
+        assert_eq!(chunks.of("authoring_pages"), Some(&["chunk_2.h".to_owned()][..]));
+        assert_eq!(chunks.of("catalog"), None);
     }
 
     #[test]
     fn a_site_without_a_chunk_list_names_nothing() {
         let chunks = PageChunks::load(Path::new("/nonexistent"));
-        assert_eq!(chunks.of("BrowseRoute"), None);
+        assert_eq!(chunks.of("catalog_pages"), None);
     }
 }

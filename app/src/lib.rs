@@ -14,7 +14,7 @@ mod pages;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{lazy_route, path, Lazy, LazyRoute, SsrMode};
+use leptos_router::{path, Lazy, LazyRoute, SsrMode};
 
 use crate::api::Logout;
 #[cfg(feature = "ssr")]
@@ -223,47 +223,78 @@ fn Live() -> impl IntoView {
 }
 
 /// Every page but the home page is a lazy route: its code is split out of the
-/// main wasm into chunks (scripts/build.sh runs wasm-split) that the browser
-/// fetches when the page is first shown, so a first visit downloads only the
-/// home page and the frame. The server renders them as usual, and names the
-/// chunks a page needs in its head (`chunks`) so hydration does not wait for them.
+/// main wasm (scripts/build.sh runs wasm-split) and fetched when the page is
+/// first shown, so a first visit downloads only the home page and the frame.
+/// Pages are split by group, not one by one: wasm-split gives every set of
+/// splits that shares code a chunk of its own, so a split per page made up to
+/// ~200 small files per page (each fetched and instantiated); four groups of
+/// pages people use together make a handful. The server renders them as
+/// usual, and names the chunks a page's group needs in its head (`chunks`) so
+/// hydration does not wait for them.
 macro_rules! lazy_pages {
-    ($($page:ident => $component:ident),* $(,)?) => {$(
-        struct $page;
+    ($($group:ident: $pages:ident { $($page:ident => $component:ident),* $(,)? })*) => {$(
+        /// The pages of one lazy group.
+        #[derive(Clone, Copy)]
+        enum $pages { $($component),* }
 
-        #[lazy_route]
-        impl LazyRoute for $page {
-            fn data() -> Self {
-                #[cfg(feature = "ssr")]
-                chunks::name_in_head(stringify!($page));
-                Self
-            }
-
-            fn view(_this: Self) -> AnyView {
-                view! { <Live /> <$component /> }.into_any()
+        /// One wasm split: the code of every page of the group.
+        #[leptos::lazy]
+        fn $group(page: $pages) -> AnyView {
+            match page {
+                $($pages::$component => view! { <Live /> <$component /> }.into_any()),*
             }
         }
+
+        $(
+            struct $page;
+
+            impl LazyRoute for $page {
+                fn data() -> Self {
+                    #[cfg(feature = "ssr")]
+                    chunks::name_in_head(stringify!($group));
+                    Self
+                }
+
+                async fn view(_this: Self) -> AnyView {
+                    $group($pages::$component).await
+                }
+
+                async fn preload() {
+                    // Starts fetching the group's chunks while the route's data loads.
+                    #[cfg(target_arch = "wasm32")]
+                    pastey::paste! { [<__preload_ $group>]().await; }
+                }
+            }
+        )*
     )*};
 }
 
 lazy_pages! {
-    LoginRoute => LoginPage,
-    RegisterRoute => RegisterPage,
-    AccountRoute => Account,
-    ConsentRoute => Consent,
-    AdminRoute => Admin,
-    PeopleRoute => People,
-    AuditLogRoute => AuditLog,
-    ExternalServersRoute => ExternalServers,
-    BrowseRoute => Browse,
-    PlaygroundRoute => Playground,
-    MyToolsRoute => MyTools,
-    NewToolRoute => NewTool,
-    ToolListingRoute => ToolListing,
-    ToolEditorRoute => ToolEditor,
-    NewBundleRoute => NewBundle,
-    BundleListingRoute => BundleListing,
-    BundleEditorRoute => BundleEditor,
+    account_pages: AccountPages {
+        LoginRoute => LoginPage,
+        RegisterRoute => RegisterPage,
+        AccountRoute => Account,
+        ConsentRoute => Consent,
+    }
+    admin_pages: AdminPages {
+        AdminRoute => Admin,
+        PeopleRoute => People,
+        AuditLogRoute => AuditLog,
+        ExternalServersRoute => ExternalServers,
+    }
+    catalog_pages: CatalogPages {
+        BrowseRoute => Browse,
+        ToolListingRoute => ToolListing,
+        BundleListingRoute => BundleListing,
+    }
+    authoring_pages: AuthoringPages {
+        MyToolsRoute => MyTools,
+        NewToolRoute => NewTool,
+        ToolEditorRoute => ToolEditor,
+        NewBundleRoute => NewBundle,
+        BundleEditorRoute => BundleEditor,
+        PlaygroundRoute => Playground,
+    }
 }
 
 #[cfg(all(test, feature = "ssr"))]

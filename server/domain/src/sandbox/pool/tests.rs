@@ -212,9 +212,12 @@ async fn waiting_for_a_core_does_not_count_against_a_runs_time_limit() {
     for run in [first, second] {
         assert_eq!(run.await.unwrap().unwrap().result, Err(RunError::Timeout { limit_ms: 400 }));
     }
-    // One core executes one run at a time, and each ran its full 400 ms: had
-    // the waits counted, both would have stopped about 400 ms after they began.
-    assert!(began.elapsed() >= Duration::from_millis(780), "{:?}", began.elapsed());
+    // One core executes one run at a time (but for the second's first short
+    // slice, beside the first once it is long), and each ran its full 400 ms:
+    // about 800 ms in all. Had the waits counted, both would have stopped about
+    // 400 ms after they began. (780 failed once under load: the overlap grows
+    // when the machine is busy; the claim lies between the two.)
+    assert!(began.elapsed() >= Duration::from_millis(700), "{:?}", began.elapsed());
 }
 
 #[tokio::test]

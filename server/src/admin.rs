@@ -51,7 +51,7 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
             let display_name = display_name.unwrap_or_else(|| username.clone());
             let mut reg = Registration::parse(&username, &display_name, &department, password)?;
             reg.is_admin = admin;
-            reg.role = toolshed_domain::membership::Role::parse(&role)?;
+            reg.role = toolshed_domain::names::Role::parse(&role)?;
             let user = toolshed.register(reg, None).await?;
             let what = if user.is_admin { "admin" } else { user.role.as_str() };
             println!("created {what} user {} in department {}", user.username, user.department.name);

@@ -298,7 +298,7 @@ pub async fn group_mappings() -> Result<GroupMappingsView, AppError> {
 #[server(endpoint = "admin/sso/groups/map")]
 pub async fn map_group(group: String, department: String, role: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
-    let role = toolshed_domain::membership::Role::parse(&role).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let role = toolshed_domain::names::Role::parse(&role).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     server::toolshed()?.map_group(&user, &group, &department, role).await.map_err(server::fail)
 }
 

@@ -214,8 +214,8 @@ pub async fn save_bundle_version(
 /// Sets the bundle's code mode (`off`, `instead`, `beside`); a plain form.
 #[server(endpoint = "bundles/code_mode")]
 pub async fn set_code_mode(bundle: i64, mode: String) -> Result<ToolInfo, AppError> {
-    use toolshed_domain::code_mode::CodeMode;
     use toolshed_domain::ids::ToolId;
+    use toolshed_domain::names::CodeMode;
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
     let mode = CodeMode::parse(&mode).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;

@@ -111,8 +111,8 @@ pub async fn people() -> Result<PeopleView, AppError> {
 }
 
 #[cfg(feature = "ssr")]
-fn role(raw: &str) -> Result<toolshed_domain::membership::Role, AppError> {
-    toolshed_domain::membership::Role::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
+fn role(raw: &str) -> Result<toolshed_domain::names::Role, AppError> {
+    toolshed_domain::names::Role::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
 }
 
 #[server(endpoint = "people/invite")]

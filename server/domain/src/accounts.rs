@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::ids::{DepartmentId, UserId};
-use crate::membership::Role;
+use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
 use crate::store::StoreError;
 use crate::{audit, now_ms, passwords, Toolshed};
@@ -189,7 +189,7 @@ impl Toolshed {
             return Ok(false);
         }
         let found = self.user_with_hash(&user.username).await?;
-        Ok(found.is_some_and(|(_, hash)| hash != crate::sso::NO_PASSWORD))
+        Ok(found.is_some_and(|(_, hash)| hash != crate::passwords::NO_PASSWORD))
     }
 
     /// Changes the password and signs every other session out; returns the

@@ -18,25 +18,10 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Moved by every write transaction's commit and by every audit row the
-/// change feed sees; owned by one `Toolshed` (cheap to clone).
-#[derive(Clone, Default)]
-pub(crate) struct Epoch(Arc<AtomicU64>);
-
-impl Epoch {
-    /// Invalidates every entry loaded before now.
-    pub fn invalidate(&self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
-    }
-
-    fn current(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-}
+use crate::store::Epoch;
 
 /// The longest an entry is trusted, whatever else happens.
 pub const TTL: Duration = Duration::from_secs(1);

@@ -40,7 +40,7 @@ pub struct ListingChanges {
     db: Db,
     tx: broadcast::Sender<News>,
     /// The call cache's: moved whenever a new audit row appears.
-    epoch: crate::cache::Epoch,
+    epoch: crate::store::Epoch,
 }
 
 /// Changes made after [`ListingChanges::subscribe`] returned.
@@ -65,7 +65,7 @@ impl Subscription {
 impl ListingChanges {
     /// Starts the poller, for the life of the runtime: besides the sessions'
     /// list changes it keeps the call cache true to writes made elsewhere.
-    pub(crate) fn start(db: Db, epoch: crate::cache::Epoch) -> Self {
+    pub(crate) fn start(db: Db, epoch: crate::store::Epoch) -> Self {
         let (tx, _) = broadcast::channel(256);
         let this = Self { db: db.clone(), tx, epoch };
         let feed = this.clone();

@@ -9,13 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use crate::accounts::User;
 use crate::calls::{Callable, Callables};
 use crate::codegen::{run_code_def, ToolDef};
 use crate::ids::ToolId;
-use crate::names::Invalid;
+use crate::names::CodeMode;
 use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, ToolCall, ToolHost, ToolValue};
 use crate::tools::{ListingKind, PreparedRun, RunReport, Status, Tool, ToolError, Via};
 use crate::{audit, now_ms, Toolshed};
@@ -26,38 +24,6 @@ pub const MAX_TOOL_CALLS: u32 = 50;
 
 /// Marks member calls made from `run_code` in usage: `mcp-http+run_code`.
 pub(crate) const USAGE_SUFFIX: &str = "+run_code";
-
-/// What a bundle's endpoint lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CodeMode {
-    /// The members, one MCP tool each.
-    #[default]
-    Off,
-    /// `run_code` alone.
-    Instead,
-    /// `run_code` and the members.
-    Beside,
-}
-
-impl CodeMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CodeMode::Off => "off",
-            CodeMode::Instead => "instead",
-            CodeMode::Beside => "beside",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        match raw {
-            "off" => Ok(CodeMode::Off),
-            "instead" => Ok(CodeMode::Instead),
-            "beside" => Ok(CodeMode::Beside),
-            _ => Err(Invalid { field: "Code mode", reason: "must be off, instead or beside".into() }),
-        }
-    }
-}
 
 /// What `run_code` answers: the console output, then the returned value
 /// (when there is one); `Err` when the code failed, with its output so far

@@ -100,7 +100,7 @@ impl Toolshed {
         };
         // The demo tools' author: an account nobody knows the password of.
         let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
-        reg.role = crate::membership::Role::Maintainer;
+        reg.role = crate::names::Role::Maintainer;
         let owner = self.register(reg, None).await.map_err(account_err)?;
         let mut text_tools = Vec::new();
         for t in demo_tools() {

@@ -68,7 +68,7 @@ struct Inner {
     /// Tool search by meaning, with a sentence model.
     semantic: Option<Arc<semantic::SemanticIndex>>,
     /// Moved after every write commits (here) or is seen (the change feed).
-    epoch: cache::Epoch,
+    epoch: store::Epoch,
 }
 
 /// Knobs the domain needs from configuration.
@@ -123,7 +123,7 @@ impl Toolshed {
     pub fn new(db: Db, settings: Settings) -> Self {
         let sandbox = Sandbox::new(settings.sandbox.clone()).expect("start the sandbox worker threads");
         let usage = UsageRecorder::start(db.clone());
-        let epoch = cache::Epoch::default();
+        let epoch = store::Epoch::default();
         let changes = ListingChanges::start(db.clone(), epoch.clone());
         let calls = cache::CallCache::new(&epoch);
         let semantic = settings.sentence_model.clone().map(|model| {

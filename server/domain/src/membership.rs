@@ -11,45 +11,8 @@ use sqlx::Row;
 
 use crate::accounts::{ensure_department, insert_user, AccountError, Registration, User};
 use crate::ids::UserId;
-use crate::names::Invalid;
+use crate::names::{Invalid, Role};
 use crate::{audit, now_ms, passwords, tokens, Toolshed};
-
-/// A role within one's own department, in increasing power.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Browses, runs and connects to the department's listings.
-    Member,
-    /// And creates, edits and publishes them.
-    Author,
-    /// And invites people, approves requests to join and changes roles.
-    Maintainer,
-}
-
-impl Role {
-    pub const ALL: [Role; 3] = [Role::Member, Role::Author, Role::Maintainer];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Author => "author",
-            Role::Maintainer => "maintainer",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        Role::ALL
-            .into_iter()
-            .find(|r| r.as_str() == raw.trim())
-            .ok_or_else(|| Invalid { field: "Role", reason: "must be member, author or maintainer".into() })
-    }
-
-    /// From the `role` column; the CHECK constraint keeps it one of ours, and
-    /// anything else is an error rather than some default power.
-    pub(crate) fn from_column(raw: &str) -> Result<Self, sqlx::Error> {
-        Role::parse(raw).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
 
 /// How people get an account (`TOOLSHED_REGISTRATION`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -155,6 +155,75 @@ impl NewPassword {
     }
 }
 
+/// A role within one's own department, in increasing power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Browses, runs and connects to the department's listings.
+    Member,
+    /// And creates, edits and publishes them.
+    Author,
+    /// And invites people, approves requests to join and changes roles.
+    Maintainer,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Member, Role::Author, Role::Maintainer];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Author => "author",
+            Role::Maintainer => "maintainer",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == raw.trim())
+            .ok_or_else(|| Invalid { field: "Role", reason: "must be member, author or maintainer".into() })
+    }
+
+    /// From the `role` column; the CHECK constraint keeps it one of ours, and
+    /// anything else is an error rather than some default power.
+    pub(crate) fn from_column(raw: &str) -> Result<Self, sqlx::Error> {
+        Role::parse(raw).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// What a bundle's endpoint lists (its code mode, `crate::code_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeMode {
+    /// The members, one MCP tool each.
+    #[default]
+    Off,
+    /// `run_code` alone.
+    Instead,
+    /// `run_code` and the members.
+    Beside,
+}
+
+impl CodeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeMode::Off => "off",
+            CodeMode::Instead => "instead",
+            CodeMode::Beside => "beside",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "off" => Ok(CodeMode::Off),
+            "instead" => Ok(CodeMode::Instead),
+            "beside" => Ok(CodeMode::Beside),
+            _ => Err(Invalid { field: "Code mode", reason: "must be off, instead or beside".into() }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -193,9 +193,41 @@ impl Clients {
     }
 }
 
+/// Methods a read-only tool's `$fetch` may send.
+pub fn read_only_method(method: &str) -> bool {
+    method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
+}
+
+/// An entry names a host (exact, or `*.example.com` for any subdomain of
+/// example.com) and a port: `host` allows 80 and 443, `host:8080` only 8080.
+pub(crate) fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+    allow.iter().any(|entry| {
+        let (pattern, ports) = split_port(entry.trim());
+        let port_ok = match ports {
+            Some(p) => p == port,
+            None => port == 80 || port == 443,
+        };
+        let pattern = pattern.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host_ok = match pattern.strip_prefix("*.") {
+            Some(domain) => host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => host == pattern,
+        };
+        host_ok && port_ok
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_get_and_head_are_reads() {
+        assert!(read_only_method("GET") && read_only_method("head"));
+        for m in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            assert!(!read_only_method(m), "{m}");
+        }
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

@@ -4,6 +4,10 @@
 use argon2::password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 
+/// Not a PHC string: no password ever verifies against it, so an account made
+/// by single sign-on cannot be entered with a password.
+pub(crate) const NO_PASSWORD: &str = "sso";
+
 /// A hash of a random password, verified against when the account does not exist
 /// so that "no such user" takes as long as "wrong password".
 fn dummy_hash() -> &'static str {

@@ -14,7 +14,7 @@ use sqlx::Row;
 use crate::accounts::{insert_user, AccountError, Registration, User};
 use crate::admin::AdminError;
 use crate::ids::UserId;
-use crate::membership::Role;
+use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
 use crate::{audit, now_ms, passwords, Toolshed};
 
@@ -43,10 +43,6 @@ pub struct GroupMapping {
     pub role: Role,
 }
 
-/// Not a PHC string: no password ever verifies against it, so an account made
-/// by single sign-on cannot be entered with a password.
-pub(crate) const NO_PASSWORD: &str = "sso";
-
 impl Toolshed {
     /// The account for `identity`, made on its first sign-in. Fails when the
     /// account is deactivated, or when a new person is in no mapped group.
@@ -74,7 +70,7 @@ impl Toolshed {
         let mut tx = self.begin().await?;
         let username = free_username(&mut tx, &username_base(identity)).await?;
         let reg = Registration {
-            // Never used to sign in: the stored hash is NO_PASSWORD.
+            // Never used to sign in: the stored hash is `passwords::NO_PASSWORD`.
             password: NewPassword::parse(&passwords::generate(), &username)?,
             username,
             display_name,
@@ -82,7 +78,7 @@ impl Toolshed {
             is_admin: false,
             role,
         };
-        let id = insert_user(&mut tx, &reg, NO_PASSWORD, department_id, true, None).await?;
+        let id = insert_user(&mut tx, &reg, passwords::NO_PASSWORD, department_id, true, None).await?;
         sqlx::query("INSERT INTO user_identities (issuer, subject, user_id, created_at) VALUES ($1, $2, $3, $4)")
             .bind(&identity.issuer)
             .bind(&identity.subject)

@@ -3,6 +3,8 @@
 //! (`$1` placeholders, `RETURNING`, `ON CONFLICT`); only migrations differ.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -150,16 +152,32 @@ impl Db {
     }
 }
 
+/// Moved by every write transaction's commit and by every audit row the
+/// change feed sees; owned by one `Toolshed` (cheap to clone).
+#[derive(Clone, Default)]
+pub(crate) struct Epoch(Arc<AtomicU64>);
+
+impl Epoch {
+    /// Invalidates every entry loaded before now.
+    pub fn invalidate(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn current(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 /// A write transaction of the domain. Committing it empties the call cache
 /// (the epoch moves after the commit, so no read can cache the old row
 /// between the two); dropping it rolls back.
 pub struct Tx {
     inner: sqlx::Transaction<'static, sqlx::Any>,
-    epoch: crate::cache::Epoch,
+    epoch: Epoch,
 }
 
 impl Tx {
-    pub(crate) fn new(inner: sqlx::Transaction<'static, sqlx::Any>, epoch: crate::cache::Epoch) -> Self {
+    pub(crate) fn new(inner: sqlx::Transaction<'static, sqlx::Any>, epoch: Epoch) -> Self {
         Self { inner, epoch }
     }
 
@@ -200,7 +218,7 @@ mod tests {
         db.migrate().await.unwrap();
         let ts = Toolshed::new(db.clone(), Default::default());
         let mut reg = Registration::parse("alice", "Alice", "finance", "a-long-enough-password").unwrap();
-        reg.role = crate::membership::Role::Author;
+        reg.role = crate::names::Role::Author;
         let alice = ts.register(reg, None).await.unwrap();
         let tool = ts.create_tool(&alice, NewTool::parse("t", "Old", "", "", "everyone").unwrap()).await.unwrap();
         let title = || async { ts.listing_for_call(&alice, ListingKind::Tool, "finance", "t").await.unwrap().title };

@@ -13,10 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::now_ms;
+use crate::sandbox::{ConsoleLine, FetchExchange};
 use crate::store::Db;
-use crate::tools::FailureRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -264,7 +266,77 @@ async fn insert(db: &Db, records: &[UsageRecord], failed_calls: &[FailureRecord]
         insert.execute(&mut *tx).await?;
     }
     if !failed_calls.is_empty() {
-        crate::tools::insert_failed_calls(&mut tx, failed_calls).await?;
+        insert_failed_calls(&mut tx, failed_calls).await?;
     }
     tx.commit().await
+}
+
+/// How long failed calls are kept for replay (`tools::failures`), and how many a tool keeps.
+pub const KEPT_DAYS: i64 = 14;
+pub const KEPT_PER_TOOL: i64 = 100;
+pub(crate) const DAY_MS: i64 = 86_400_000;
+
+/// What is kept of a failed call, redacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptCall {
+    pub version: i64,
+    pub at_ms: i64,
+    /// `mcp-http`, `mcp-sse`, `api`, `ui`, ...
+    pub transport: String,
+    /// The error as the caller got it.
+    pub error: String,
+    pub args: Value,
+    pub console: Vec<ConsoleLine>,
+    pub fetches: Vec<FetchExchange>,
+    pub duration_ms: i64,
+}
+
+/// What the usage writer stores (`failed_calls`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureRecord {
+    pub tool_id: i64,
+    pub user_id: i64,
+    pub call: KeptCall,
+}
+
+/// Writes failed calls in the usage writer's transaction, then drops what
+/// is past the retention.
+pub(crate) async fn insert_failed_calls(tx: &mut sqlx::Transaction<'_, sqlx::Any>, records: &[FailureRecord]) -> Result<(), sqlx::Error> {
+    for FailureRecord { tool_id, user_id, call: r } in records {
+        sqlx::query(
+            "INSERT INTO failed_calls (tool_id, version, user_id, at_ms, transport, error, args_json, console_json, fetches_json, duration_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(tool_id)
+        .bind(r.version)
+        .bind(user_id)
+        .bind(r.at_ms)
+        .bind(r.transport.as_str())
+        .bind(r.error.as_str())
+        .bind(r.args.to_string())
+        .bind(json_text(&r.console))
+        .bind(json_text(&r.fetches))
+        .bind(r.duration_ms)
+        .execute(&mut **tx)
+        .await?;
+    }
+    let mut tools: Vec<i64> = records.iter().map(|r| r.tool_id).collect();
+    tools.sort_unstable();
+    tools.dedup();
+    for tool in tools {
+        sqlx::query(
+            "DELETE FROM failed_calls WHERE tool_id = $1 AND id <= \
+             (SELECT id FROM failed_calls WHERE tool_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+        )
+        .bind(tool)
+        .bind(KEPT_PER_TOOL)
+        .execute(&mut **tx)
+        .await?;
+    }
+    sqlx::query("DELETE FROM failed_calls WHERE at_ms < $1").bind(now_ms() - KEPT_DAYS * DAY_MS).execute(&mut **tx).await?;
+    Ok(())
+}
+
+fn json_text<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }

@@ -16,7 +16,6 @@ use tokio::task::{self, JoinSet};
 use super::fetch::{
     check_method, io, replayed, request, response_object, FetchExchange, FetchRequest, FetchResponse, Reach, RECORDED_BYTES,
 };
-use super::globals::json_to_js;
 use super::secrets::Secrets;
 use super::{Limits, RunOutcome, RunRequest, ToolValue};
 
@@ -248,4 +247,10 @@ pub(super) fn settle<'js>(ctx: &Ctx<'js>, (resolve, reject): Settle<'js>, result
         Err(message) => return reject.call((Exception::from_message(ctx.clone(), &message)?,)),
     };
     resolve.call((value,))
+}
+
+/// Through one JSON.parse: cheaper than building the value property by property.
+pub(super) fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
+    let json = serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
+    ctx.json_parse(json)
 }

@@ -9,19 +9,16 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-
-use crate::outbound::{split_port, InternalHosts};
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, LOCATION};
 use reqwest::{Method, StatusCode, Url};
-use rquickjs::function::Opt;
-use rquickjs::{Coerced, Ctx, Exception, Function, IntoJs, Object, Promise, Value};
+use rquickjs::{Coerced, Ctx, Function, IntoJs, Object, Promise, Value};
 use serde::{Deserialize, Serialize};
 
-use super::calls::HostCalls;
 use super::secrets::Secrets;
 use super::{human_bytes, Limits};
+use crate::outbound::{host_allowed, InternalHosts};
 
 const MAX_REDIRECTS: usize = 5;
 
@@ -55,25 +52,6 @@ pub(super) struct Reach {
     /// The tool is read-only: only GET and HEAD go out, without a body or a
     /// header asking for another method.
     pub read_only: bool,
-}
-
-/// An entry names a host (exact, or `*.example.com` for any subdomain of
-/// example.com) and a port: `host` allows 80 and 443, `host:8080` only 8080.
-pub(super) fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
-    allow.iter().any(|entry| {
-        let (pattern, ports) = split_port(entry.trim());
-        let port_ok = match ports {
-            Some(p) => p == port,
-            None => port == 80 || port == 443,
-        };
-        let pattern = pattern.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-        let host_ok = match pattern.strip_prefix("*.") {
-            Some(domain) => host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
-            None => host == pattern,
-        };
-        host_ok && port_ok
-    })
 }
 
 fn check_target(reach: &Reach, url: &Url) -> Result<(), String> {
@@ -314,7 +292,7 @@ pub(super) fn check_method(reach: &Reach, req: &FetchRequest) -> Result<(), Stri
     if !reach.read_only {
         return Ok(());
     }
-    if !crate::tools::read_only_method(req.method.as_str()) {
+    if !crate::outbound::read_only_method(req.method.as_str()) {
         return Err(format!("this tool is read-only: $fetch sends only GET and HEAD requests, not {}", req.method));
     }
     if let Some((name, _)) = req.headers.iter().find(|(name, _)| METHOD_OVERRIDES.iter().any(|o| name.eq_ignore_ascii_case(o))) {
@@ -378,27 +356,8 @@ impl FetchResponse {
     }
 }
 
-/// The JS `$fetch` function.
-pub(super) fn fetch_function<'js>(
-    ctx: &Ctx<'js>,
-    calls: std::rc::Rc<std::cell::RefCell<HostCalls<'js>>>,
-) -> rquickjs::Result<Function<'js>> {
-    Function::new(ctx.clone(), move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
-        let (promise, resolve, reject) = ctx.promise()?;
-        let started = parse_request(&url.0, init.0.as_ref()).and_then(|req| calls.borrow_mut().start_fetch(req, (resolve, reject.clone())));
-        if let Err(message) = started {
-            // A throwing getter on `init` left an exception: let it propagate.
-            if ctx.has_exception() {
-                return Err(rquickjs::Error::Exception);
-            }
-            reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
-        }
-        Ok::<Promise<'js>, rquickjs::Error>(promise)
-    })?
-    .with_name("$fetch")
-}
-
-fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<FetchRequest, String> {
+/// The request `$fetch(url, init)` asks for.
+pub(super) fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<FetchRequest, String> {
     let url = Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))?;
     let mut req = FetchRequest { url, method: Method::GET, headers: Vec::new(), body: None };
     let Some(init) = init.filter(|v| !v.is_undefined() && !v.is_null()) else {
@@ -464,7 +423,8 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::{credential_header, host_allowed, same_url, split_port};
+    use super::{credential_header, same_url};
+    use crate::outbound::{host_allowed, split_port};
 
     #[test]
     fn a_header_whose_name_says_credential_is_redacted_whoever_sent_it() {

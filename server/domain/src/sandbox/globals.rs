@@ -10,8 +10,9 @@ use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, FromJs, Function, IntoJs, Object, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::calls::json_to_js;
 use super::calls::HostCalls;
-use super::fetch::fetch_function;
+use super::fetch::parse_request;
 use super::markdown::{markdown_table, Row};
 use super::{human_bytes, ConsoleLine, LogLevel, RunEvent, RunRequest};
 
@@ -348,12 +349,6 @@ fn js_to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<serde_json::Valu
     serde_json::from_str(&json).map_err(|e| format!("the input cannot be sent as JSON: {e}"))
 }
 
-/// Through one JSON.parse: cheaper than building the value property by property.
-pub(super) fn json_to_js<'js>(ctx: &Ctx<'js>, value: &impl serde::Serialize) -> rquickjs::Result<Value<'js>> {
-    let json = serde_json::to_string(value).map_err(|e| Exception::throw_internal(ctx, &e.to_string()))?;
-    ctx.json_parse(json)
-}
-
 /// Scalars directly, structures through JSON.
 fn value_to_js<'js>(ctx: &Ctx<'js>, value: &serde_json::Value) -> rquickjs::Result<Value<'js>> {
     use serde_json::Value as Json;
@@ -406,6 +401,23 @@ fn table_rows<'js>(ctx: &Ctx<'js>, rows: Value<'js>, budget: usize) -> rquickjs:
 /// Argument names that can follow `$` as a plain identifier.
 fn is_identifier(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+}
+
+/// The JS `$fetch` function.
+fn fetch_function<'js>(ctx: &Ctx<'js>, calls: std::rc::Rc<std::cell::RefCell<HostCalls<'js>>>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Value<'js>>| {
+        let (promise, resolve, reject) = ctx.promise()?;
+        let started = parse_request(&url.0, init.0.as_ref()).and_then(|req| calls.borrow_mut().start_fetch(req, (resolve, reject.clone())));
+        if let Err(message) = started {
+            // A throwing getter on `init` left an exception: let it propagate.
+            if ctx.has_exception() {
+                return Err(rquickjs::Error::Exception);
+            }
+            reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+        }
+        Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
+    })?
+    .with_name("$fetch")
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use regex::{Captures, Regex};
 use reqwest::Url;
 
-use super::fetch::host_allowed;
+use crate::outbound::host_allowed;
 
 /// A secret the code reaches only through its placeholder.
 #[derive(Clone, PartialEq, Eq)]

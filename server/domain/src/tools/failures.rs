@@ -21,30 +21,11 @@ use sqlx::Row;
 use super::{RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
-use crate::sandbox::{ConsoleLine, FetchExchange, REDACTED};
+use crate::sandbox::REDACTED;
 use crate::schema::{ArgDef, ArgType};
 use crate::store::StoreError;
+use crate::usage::{FailureRecord, KeptCall, DAY_MS, KEPT_DAYS, KEPT_PER_TOOL};
 use crate::{now_ms, Toolshed};
-
-pub const KEPT_DAYS: i64 = 14;
-pub const KEPT_PER_TOOL: i64 = 100;
-const PER_MINUTE: u32 = 20;
-const DAY_MS: i64 = 86_400_000;
-
-/// What is kept of a failed call, redacted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KeptCall {
-    pub version: i64,
-    pub at_ms: i64,
-    /// `mcp-http`, `mcp-sse`, `api`, `ui`, ...
-    pub transport: String,
-    /// The error as the caller got it.
-    pub error: String,
-    pub args: Value,
-    pub console: Vec<ConsoleLine>,
-    pub fetches: Vec<FetchExchange>,
-    pub duration_ms: i64,
-}
 
 /// A failed call as its tool's editors see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,13 +37,7 @@ pub struct FailedCall {
     pub call: KeptCall,
 }
 
-/// What the usage writer stores (`failed_calls`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct FailureRecord {
-    pub tool_id: i64,
-    pub user_id: i64,
-    pub call: KeptCall,
-}
+const PER_MINUTE: u32 = 20;
 
 /// How many failed calls each tool kept this minute (per process: a bound,
 /// not an exact count).
@@ -155,48 +130,6 @@ impl FailureRecord {
             },
         })
     }
-}
-
-/// Writes failed calls in the usage writer's transaction, then drops what
-/// is past the retention.
-pub(crate) async fn insert(tx: &mut sqlx::Transaction<'_, sqlx::Any>, records: &[FailureRecord]) -> Result<(), sqlx::Error> {
-    for FailureRecord { tool_id, user_id, call: r } in records {
-        sqlx::query(
-            "INSERT INTO failed_calls (tool_id, version, user_id, at_ms, transport, error, args_json, console_json, fetches_json, duration_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(tool_id)
-        .bind(r.version)
-        .bind(user_id)
-        .bind(r.at_ms)
-        .bind(r.transport.as_str())
-        .bind(r.error.as_str())
-        .bind(r.args.to_string())
-        .bind(json_text(&r.console))
-        .bind(json_text(&r.fetches))
-        .bind(r.duration_ms)
-        .execute(&mut **tx)
-        .await?;
-    }
-    let mut tools: Vec<i64> = records.iter().map(|r| r.tool_id).collect();
-    tools.sort_unstable();
-    tools.dedup();
-    for tool in tools {
-        sqlx::query(
-            "DELETE FROM failed_calls WHERE tool_id = $1 AND id <= \
-             (SELECT id FROM failed_calls WHERE tool_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
-        )
-        .bind(tool)
-        .bind(KEPT_PER_TOOL)
-        .execute(&mut **tx)
-        .await?;
-    }
-    sqlx::query("DELETE FROM failed_calls WHERE at_ms < $1").bind(now_ms() - KEPT_DAYS * DAY_MS).execute(&mut **tx).await?;
-    Ok(())
-}
-
-fn json_text<T: Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
 }
 
 impl Toolshed {

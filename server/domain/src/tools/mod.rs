@@ -5,6 +5,7 @@ mod compat;
 mod env;
 mod failures;
 mod fork;
+mod gates;
 mod permissions;
 mod push;
 mod runs;
@@ -14,13 +15,14 @@ mod versions;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+pub use crate::usage::{FailureRecord, KeptCall};
 pub use compat::{schema_changes, PublishImpact, SchemaChange};
 pub(crate) use env::Env;
 pub use env::{EnvKind, EnvVar, SecretHosts};
-pub(crate) use failures::{insert as insert_failed_calls, FailureBudget};
-pub use failures::{FailedCall, FailureRecord, KeptCall};
+pub use failures::FailedCall;
+pub(crate) use failures::FailureBudget;
 pub use fork::Upstream;
-pub use permissions::{read_only_method, Permissions, META_KEY as PERMISSIONS_META_KEY};
+pub use permissions::{Permissions, META_KEY as PERMISSIONS_META_KEY};
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
 pub use runs::{RunReport, RunSource, Via};
@@ -29,9 +31,10 @@ pub(crate) use versions::{insert_version, mark_published, parse_changelog, schem
 pub use versions::{Draft, Source, ToolVersion, VersionDiff, VersionSummary};
 
 use crate::accounts::User;
-use crate::code_mode::CodeMode;
 use crate::ids::{ToolId, UserId};
-use crate::membership::{may_author, Role};
+use crate::membership::may_author;
+use crate::names::CodeMode;
+use crate::names::Role;
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::store::StoreError;
 use crate::{audit, now_ms, Toolshed};

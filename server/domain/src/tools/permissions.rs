@@ -26,11 +26,6 @@ pub struct Permissions {
     pub writes: bool,
 }
 
-/// Methods a read-only tool's `$fetch` may send.
-pub fn read_only_method(method: &str) -> bool {
-    method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
-}
-
 impl Permissions {
     /// What `tool` can do under `policy`, with `secrets` its secret variables' names.
     pub fn of(tool: &Tool, policy: &Policy, secrets: Vec<String>) -> Self {
@@ -69,18 +64,5 @@ impl Toolshed {
             .await?;
         let secrets = rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>()?;
         Ok(Permissions::of(tool, policy, secrets))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_get_and_head_are_reads() {
-        assert!(read_only_method("GET") && read_only_method("head"));
-        for m in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
-            assert!(!read_only_method(m), "{m}");
-        }
     }
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::compat::{self, schema_changes};
+use super::gates::Held;
 use super::test_cases::{checked_case, insert_test_case, Case};
 use super::versions::{parse_changelog, write_publish, write_version, Gate};
 use super::{
@@ -20,10 +21,9 @@ use super::{
     ToolError, ToolSettings, Visibility,
 };
 use crate::accounts::User;
-use crate::code_mode::CodeMode;
 use crate::ids::ToolId;
 use crate::membership::may_author;
-use crate::moderation::Held;
+use crate::names::CodeMode;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
 use crate::{now_ms, Toolshed};

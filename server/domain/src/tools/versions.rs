@@ -352,7 +352,7 @@ pub(crate) enum Gate {
     /// editor's publish in a department that requires review).
     Open { review: bool },
     /// What models would read has findings no admin accepted: held.
-    Held(crate::moderation::Held),
+    Held(super::gates::Held),
 }
 
 /// Saves `source` as `tool`'s next version in `tx`, drops `user`'s draft of
@@ -376,7 +376,7 @@ pub(crate) async fn write_version(
 /// with `review`, waiting for an admin while the endpoint keeps its version.
 pub(crate) async fn write_publish(tx: &mut sqlx::AnyConnection, user: &User, tool: &Tool, n: i64, review: bool) -> Result<(), ToolError> {
     if review {
-        return crate::moderation::request_review(tx, user, tool, n).await;
+        return super::gates::request_review(tx, user, tool, n).await;
     }
     let action = tool.publish_action(n);
     sqlx::query("UPDATE tools SET published_version = $1, updated_at = $2 WHERE id = $3")

@@ -25,7 +25,7 @@ pub use client::{ClientError, Credential, Endpoint, Transport};
 
 use crate::accounts::User;
 use crate::ids::DepartmentId;
-use crate::membership::Role;
+use crate::names::Role;
 use crate::names::{DepartmentName, Invalid, ToolName};
 use crate::secrets::SecretError;
 use crate::store::StoreError;

@@ -14,5 +14,6 @@ mod membership;
 mod playground;
 mod semantic;
 mod sso;
+mod tidy;
 mod tools;
 mod upstream;

@@ -15,7 +15,7 @@ const DAY_MS: i64 = 86_400_000;
 async fn user(ts: &Toolshed, name: &str, department: &str, is_admin: bool) -> User {
     let mut reg = Registration::parse(name, &format!("{name} Example"), department, "a-long-enough-password").unwrap();
     reg.is_admin = is_admin;
-    reg.role = toolshed_domain::membership::Role::Author;
+    reg.role = toolshed_domain::names::Role::Author;
     ts.register(reg, None).await.unwrap()
 }
 

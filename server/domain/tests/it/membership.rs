@@ -2,7 +2,8 @@
 
 use crate::support::user;
 use toolshed_domain::accounts::Registration;
-use toolshed_domain::membership::{Joined, RegistrationPolicy, Role};
+use toolshed_domain::membership::{Joined, RegistrationPolicy};
+use toolshed_domain::names::Role;
 use toolshed_domain::signin::SignInFrom;
 use toolshed_domain::tools::{NewTool, ToolError};
 use toolshed_domain::{AccountError, Db, Settings, Toolshed, User};

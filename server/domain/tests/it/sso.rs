@@ -5,7 +5,7 @@
 use crate::support::user;
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::admin::AdminError;
-use toolshed_domain::membership::Role;
+use toolshed_domain::names::Role;
 use toolshed_domain::signin::SignInFrom;
 use toolshed_domain::sso::Identity;
 use toolshed_domain::{AccountError, Db, Settings, Toolshed, User};

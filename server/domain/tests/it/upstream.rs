@@ -3,7 +3,7 @@
 //! removal. (Talking to a real server is in server/tests/it/upstream.rs.)
 
 use crate::support::finance_and_legal as world;
-use toolshed_domain::membership::Role;
+use toolshed_domain::names::Role;
 use toolshed_domain::names::{DepartmentName, Invalid};
 use toolshed_domain::upstream::{CredentialChange, ServerName, ServerSpec, Transport, UpstreamError};
 use toolshed_domain::{Db, User};

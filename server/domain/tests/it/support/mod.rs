@@ -91,7 +91,7 @@ impl TestDb {
 /// Registers `name` as an author in `department` (created when new).
 pub async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
     let mut reg = Registration::parse(name, name, department, "a-long-enough-password").unwrap();
-    reg.role = toolshed_domain::membership::Role::Author;
+    reg.role = toolshed_domain::names::Role::Author;
     ts.register(reg, None).await.unwrap()
 }
 

@@ -15,8 +15,9 @@ const FILE_EXTENSIONS: &[&str] = &[".rs", ".mjs", ".js", ".sh", ".md", ".json", 
 
 /// The names in `text` that are files or folders of the repository: backquoted,
 /// no spaces, a file's extension or a trailing `/`. URL paths (`/mcp/…`),
-/// places outside the clone (`~/.cache`, `./data`) and what the build writes
-/// (`pkg/…`, names with a `HASH`) are not.
+/// places outside the clone (`~/.cache`, `./data`) and what the build and the
+/// tests write (`pkg/…`, names with a `HASH`, `end2end/output/`: a fresh clone
+/// has none of them when this test runs) are not.
 fn named_paths(text: &str) -> Vec<String> {
     text.split('`')
         .skip(1)
@@ -24,7 +25,7 @@ fn named_paths(text: &str) -> Vec<String> {
         .filter(|name| !name.contains(char::is_whitespace) && !name.is_empty())
         .filter(|name| name.ends_with('/') || FILE_EXTENSIONS.iter().any(|ext| name.ends_with(ext)))
         .filter(|name| !name.starts_with(['/', '~', '.', '…']) && !name.contains("://"))
-        .filter(|name| !name.starts_with("pkg/") && !name.contains("HASH") && !name.contains("DATA_DIR"))
+        .filter(|name| !name.starts_with("pkg/") && !name.contains("HASH") && !name.contains("DATA_DIR") && !name.ends_with("output/"))
         .flat_map(expand_braces)
         .collect()
 }

@@ -148,17 +148,22 @@ fn code(source: &str) -> String {
     }
 }
 
-/// The modules a module's code names: by its `use` trees, expanded, and by
-/// every path written inline.
+/// The modules a module's code names.
 fn named_modules(module: &Module, known: &std::collections::BTreeSet<Vec<String>>) -> std::collections::BTreeSet<Vec<String>> {
+    written_paths(module).iter().filter_map(|path| resolve(&module.path, path, known)).filter(|target| *target != module.path).collect()
+}
+
+/// The paths as a module's code writes them: its `use` trees, expanded, and
+/// every path written inline (`crate::…`, `super::…`, `axum::…`, or a child
+/// module's, `cache::Epoch` in `lib.rs`).
+fn written_paths(module: &Module) -> Vec<String> {
     let code = code(&module.source);
     let use_tree = regex::Regex::new(r"\buse\s+([^;]+);").unwrap();
-    // Any path written inline: `crate::…`, `super::…`, or a child module's (`cache::Epoch` in `lib.rs`).
-    let inline = regex::Regex::new(r"\b[a-z_]\w*(?:::\w+)+").unwrap();
+    let inline = regex::Regex::new(r"(?:\b|::)[a-z_]\w*(?:::\w+)+").unwrap();
     let mut paths: Vec<String> =
         use_tree.captures_iter(&code).flat_map(|c| expand_use_tree(&c[1].replace(char::is_whitespace, ""))).collect();
-    paths.extend(inline.find_iter(&code).map(|m| m.as_str().to_owned()));
-    paths.iter().filter_map(|path| resolve(&module.path, path, known)).filter(|target| *target != module.path).collect()
+    paths.extend(inline.find_iter(&code).map(|m| m.as_str().trim_start_matches("::").to_owned()));
+    paths
 }
 
 /// `a::{b, c::{d, e}}` → `a::b`, `a::c::d`, `a::c::e`.
@@ -366,13 +371,7 @@ const MUST_NOT_KNOW: &[(&str, &[&str])] = &[
 /// Every path a module's code names, once each, `crate::`-relative ones made
 /// absolute (`super::store::Db` in `tools/mod.rs` is `crate::store::Db`).
 fn named_paths_in_code(module: &Module) -> std::collections::BTreeSet<String> {
-    let code = code(&module.source);
-    let use_tree = regex::Regex::new(r"\buse\s+([^;]+);").unwrap();
-    let inline = regex::Regex::new(r"(?:\b|::)[a-z_]\w*(?:::\w+)+").unwrap();
-    let mut paths: Vec<String> =
-        use_tree.captures_iter(&code).flat_map(|c| expand_use_tree(&c[1].replace(char::is_whitespace, ""))).collect();
-    paths.extend(inline.find_iter(&code).map(|m| m.as_str().trim_start_matches("::").to_owned()));
-    paths
+    written_paths(module)
         .into_iter()
         .map(|path| {
             let mut segments: Vec<&str> = path.split("::").collect();

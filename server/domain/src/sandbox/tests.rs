@@ -39,8 +39,9 @@ fn recording_server(count: usize, respond: impl Fn(&str) -> String + Send + 'sta
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut head = String::new();
             while reader.read_line(&mut head).unwrap() > 0 && !head.ends_with("\r\n\r\n") {}
+            // Reported before answering: once the client has its answer, the test can count it.
+            let _ = heads.send(head.clone());
             stream.write_all(respond(&head).as_bytes()).unwrap();
-            let _ = heads.send(head);
         }
     });
     (port, received)

@@ -116,8 +116,8 @@ async fn a_trivial_tool_at_256_concurrent_calls_queues_instead_of_refusing() {
     }
 }
 
-/// The nice values of this pool's worker threads, by thread name.
-fn worker_niceness(pool_id: usize) -> Vec<(String, i64)> {
+/// The scheduling policies of this pool's worker threads, by thread name.
+fn worker_policies(pool_id: usize) -> Vec<(String, i32)> {
     let prefix = format!("sandbox-{pool_id}-");
     std::fs::read_dir("/proc/self/task")
         .unwrap()
@@ -125,9 +125,9 @@ fn worker_niceness(pool_id: usize) -> Vec<(String, i64)> {
             let dir = task.ok()?.path();
             let name = std::fs::read_to_string(dir.join("comm")).ok()?.trim().to_owned();
             let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-            // Fields after the parenthesised name: state is the 3rd field, nice the 19th.
-            let nice = stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()?;
-            name.starts_with(&prefix).then_some((name, nice))
+            // Fields after the parenthesised name: state is the 3rd field, policy the 41st.
+            let policy = stat.rsplit_once(')')?.1.split_whitespace().nth(38)?.parse().ok()?;
+            name.starts_with(&prefix).then_some((name, policy))
         })
         .collect()
 }
@@ -136,17 +136,17 @@ fn worker_niceness(pool_id: usize) -> Vec<(String, i64)> {
 async fn a_long_runs_thread_drops_to_the_lowest_priority_and_a_fresh_one_takes_its_place() {
     let sandbox = pool(SandboxConfig { workers: 2, ..SandboxConfig::default() });
     let id = sandbox.owner.0.id;
-    until(|| worker_niceness(id).len() == 2, "two workers start").await;
-    assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
+    until(|| worker_policies(id).len() == 2, "two workers start").await;
+    assert!(worker_policies(id).iter().all(|(_, policy)| *policy == libc::SCHED_OTHER), "{:?}", worker_policies(id));
     let (running, mut started) = spinning(&sandbox, lane(1, 1), 600);
     started.recv().await.unwrap();
-    until(|| worker_niceness(id).iter().any(|(_, nice)| *nice == 19), "the loop's thread drops").await;
-    let during = worker_niceness(id);
-    assert_eq!((during.len(), during.iter().filter(|(_, nice)| *nice == 0).count()), (3, 2), "{during:?}");
+    until(|| worker_policies(id).iter().any(|(_, policy)| *policy == libc::SCHED_IDLE), "the loop's thread drops").await;
+    let during = worker_policies(id);
+    assert_eq!((during.len(), during.iter().filter(|(_, policy)| *policy == libc::SCHED_OTHER).count()), (3, 2), "{during:?}");
     assert!(running.await.unwrap().unwrap().result.is_err());
     // The loop's thread ended with its run; the pool is as it was.
-    until(|| worker_niceness(id).len() == 2, "the loop's thread ends").await;
-    assert!(worker_niceness(id).iter().all(|(_, nice)| *nice == 0), "{:?}", worker_niceness(id));
+    until(|| worker_policies(id).len() == 2, "the loop's thread ends").await;
+    assert!(worker_policies(id).iter().all(|(_, policy)| *policy == libc::SCHED_OTHER), "{:?}", worker_policies(id));
     assert_eq!(text(quick(&sandbox, lane(2, 2), "fresh").await.unwrap()), "fresh");
 }
 
@@ -225,9 +225,9 @@ async fn a_dropped_pool_stops_its_threads() {
     let sandbox = pool(SandboxConfig { workers: 3, ..SandboxConfig::default() });
     let id = sandbox.owner.0.id;
     assert_eq!(text(quick(&sandbox, lane(1, 1), "ok").await.unwrap()), "ok");
-    until(|| worker_niceness(id).len() == 3, "three workers start").await;
+    until(|| worker_policies(id).len() == 3, "three workers start").await;
     drop(sandbox);
-    until(|| worker_niceness(id).is_empty(), "the workers stop").await;
+    until(|| worker_policies(id).is_empty(), "the workers stop").await;
 }
 
 /// Waits up to 2 s for `done` (threads take their names, and end, a moment

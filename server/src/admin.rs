@@ -52,14 +52,14 @@ pub async fn run(cmd: AdminCommand, toolshed: &Toolshed) -> anyhow::Result<()> {
             let mut reg = Registration::parse(&username, &display_name, &department, password)?;
             reg.is_admin = admin;
             reg.role = toolshed_domain::names::Role::parse(&role)?;
-            let user = toolshed.register(reg, None).await?;
+            let user = toolshed.accounts().register(reg, None).await?;
             let what = if user.is_admin { "admin" } else { user.role.as_str() };
             println!("created {what} user {} in department {}", user.username, user.department.name);
             Ok(())
         }
         AdminCommand::CreateToken { username, name, expires_in_days, publish } => {
-            let user = toolshed.user_by_username(&username).await?.ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
-            let (info, token) = toolshed.create_token(&user, &name, expires_in_days, Vec::new(), publish).await?;
+            let user = toolshed.accounts().user_by_username(&username).await?.ok_or_else(|| anyhow::anyhow!("no user named {username}"))?;
+            let (info, token) = toolshed.tokens().create_token(&user, &name, expires_in_days, Vec::new(), publish).await?;
             let grant = if publish { ", may publish" } else { "" };
             println!("created token {} ({}{grant}) for {}", info.name, info.prefix, user.username);
             println!("{token}");

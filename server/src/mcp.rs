@@ -218,7 +218,7 @@ pub const ME: &str = "/mcp/me";
 /// this caller, generated from its tools' JSON Schemas.
 async fn typescript_api(State(state): State<McpState>, axum::Extension(caller): axum::Extension<Caller>) -> Response {
     let Served::Listing(listing) = &caller.served else { return StatusCode::NOT_FOUND.into_response() };
-    match state.toolshed.tool_defs(&caller.user, listing).await {
+    match state.toolshed.bundles().tool_defs(&caller.user, listing).await {
         Ok(defs) => (
             [(header::CONTENT_TYPE, "application/typescript; charset=utf-8")],
             toolshed_domain::codegen::typescript_api(&listing.slug(), &defs),
@@ -339,7 +339,7 @@ impl SessionOwners {
         if let Some(owner) = self.0.lock().expect("session owners lock").get(id) {
             return Ok(Some(*owner));
         }
-        let owner = ts.mcp_session_owner(id).await?;
+        let owner = ts.mcp_sessions().mcp_session_owner(id).await?;
         if let Some(owner) = owner {
             self.remember(id, owner);
         }
@@ -380,7 +380,7 @@ async fn browser_user(gate: &Gate, headers: &HeaderMap, session: Option<tower_se
     if !same_origin {
         return None;
     }
-    gate.toolshed.session_user(&session?).await.ok().flatten()
+    gate.toolshed.sessions().session_user(&session?).await.ok().flatten()
 }
 
 /// Who presents which credentials: a user and their API token, their OAuth
@@ -399,11 +399,11 @@ async fn credentials(
     match presented_token(headers, uri) {
         // OAuth access tokens ride in the header only (OAuth 2.1 forbids them in URLs).
         Some(t) if t.starts_with(ACCESS_PREFIX) && headers.contains_key(header::AUTHORIZATION) => {
-            let found = ts.authenticate_access_token(&t).await.map_err(|e| e.to_string());
+            let found = ts.oauth().authenticate_access_token(&t).await.map_err(|e| e.to_string());
             checked(gate, uri, found).map(|(user, grant)| (user, None, Some(grant))).map_err(|res| *res)
         }
         Some(t) => {
-            let found = ts.authenticate_token(&t).await.map_err(|e| e.to_string());
+            let found = ts.tokens().authenticate_token(&t).await.map_err(|e| e.to_string());
             checked(gate, uri, found).map(|(user, token)| (user, Some(token), None)).map_err(|res| *res)
         }
         None => match browser_user(gate, headers, session).await {
@@ -439,7 +439,7 @@ async fn authorize(
     let not_found = || (StatusCode::NOT_FOUND, "No such listing.\n").into_response();
     let Some((name, pin)) = endpoint_name(&name) else { return not_found() };
     let kind = if req.uri().path().starts_with("/mcp/bundles/") { ListingKind::Bundle } else { ListingKind::Tool };
-    let mut listing = match ts.listing_for_call(&user, kind, &department, name).await {
+    let mut listing = match ts.tools().listing_for_call(&user, kind, &department, name).await {
         Ok(t) if t.published_version.is_some() && token.as_ref().is_none_or(|tk| tk.allows(&t.slug())) => t,
         Ok(_) | Err(ToolError::NotFound) => return not_found(),
         Err(e) => {
@@ -451,7 +451,7 @@ async fn authorize(
         return (StatusCode::FORBIDDEN, "This listing has been disabled by an administrator.\n").into_response();
     }
     if let Some(n) = pin {
-        listing = match ts.pinned(&user, listing, n).await {
+        listing = match ts.tools().pinned(&user, listing, n).await {
             Ok(pinned) => pinned,
             Err(ToolError::NoSuchVersion(_)) => {
                 return (StatusCode::NOT_FOUND, format!("This listing has no version {n}.\n")).into_response()
@@ -516,7 +516,7 @@ async fn serve(gate: &Gate, mut req: Request, next: Next, caller: Caller) -> Res
     if gate.stateful {
         if let Some(id) = &session {
             // A DELETE asks the database: the session may have ended elsewhere.
-            let found = if delete { ts.mcp_session_owner(id).await } else { gate.owners.get(ts, id).await };
+            let found = if delete { ts.mcp_sessions().mcp_session_owner(id).await } else { gate.owners.get(ts, id).await };
             match found {
                 Ok(Some(o)) if o == owner => {}
                 Ok(_) => return (StatusCode::NOT_FOUND, "No such session.\n").into_response(),
@@ -533,7 +533,7 @@ async fn serve(gate: &Gate, mut req: Request, next: Next, caller: Caller) -> Res
         match (&session, res.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())) {
             // A new session: its owner is stored before the client learns its id.
             (None, Some(id)) => {
-                if let Err(e) = ts.set_mcp_session_owner(id, owner).await {
+                if let Err(e) = ts.mcp_sessions().set_mcp_session_owner(id, owner).await {
                     tracing::error!(error = %e, "could not record who opened an MCP session");
                     return unavailable();
                 }

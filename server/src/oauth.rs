@@ -225,7 +225,7 @@ async fn register(
         Ok(m) => m,
         Err(e) => return error_response(&OAuthError::InvalidClientMetadata(format!("not a client registration: {e}"))),
     };
-    match oauth.toolshed.register_client(meta).await {
+    match oauth.toolshed.oauth().register_client(meta).await {
         Ok(client) => {
             tracing::info!(client = %client.client_name, "an OAuth client registered");
             let mut res = (StatusCode::CREATED, Json(client)).into_response();
@@ -267,17 +267,17 @@ async fn authorize(State(oauth): State<OAuth>, session: Session, ConnectInfo(pee
     let params = Query::<AuthorizationParams>::try_from_uri(req.uri()).map(|q| q.0).unwrap_or_default();
     let client_id = params.client_id.as_deref().unwrap_or_default();
     let client = client_address(&oauth, peer, req.headers());
-    if oauth.toolshed.would_fetch_client_document(client_id).await.unwrap_or(true) && !oauth.document_fetches.allows(client) {
+    if oauth.toolshed.oauth().would_fetch_client_document(client_id).await.unwrap_or(true) && !oauth.document_fetches.allows(client) {
         return too_many(client, "Too many new applications from this address; try again in a few minutes.");
     }
-    match oauth.toolshed.authorization_request(&params, &oauth.base).await {
+    match oauth.toolshed.oauth().authorization_request(&params, &oauth.base).await {
         Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => {
             return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error)
         }
         Err(AuthorizationFailure::Untrusted(_)) | Ok(_) => {}
     }
     let consent = format!("{CONSENT}?{query}");
-    match oauth.toolshed.session_user(&session).await {
+    match oauth.toolshed.sessions().session_user(&session).await {
         Ok(Some(_)) => Redirect::to(&consent).into_response(),
         Ok(None) => Redirect::to(&format!("/login?next={}", url::form_urlencoded::byte_serialize(consent.as_bytes()).collect::<String>()))
             .into_response(),
@@ -301,7 +301,7 @@ struct ConsentForm {
 /// `POST /oauth/consent`: the person's answer. Everything is checked again:
 /// the form is the person's, but its fields came from the client.
 async fn consent(State(oauth): State<OAuth>, session: Session, Form(form): Form<ConsentForm>) -> Response {
-    let user = match oauth.toolshed.session_user(&session).await {
+    let user = match oauth.toolshed.sessions().session_user(&session).await {
         Ok(Some(user)) => user,
         Ok(None) => return Redirect::to("/login").into_response(),
         Err(e) => {
@@ -309,7 +309,7 @@ async fn consent(State(oauth): State<OAuth>, session: Session, Form(form): Form<
             return StatusCode::SERVICE_UNAVAILABLE.into_response();
         }
     };
-    let req = match oauth.toolshed.authorization_request(&form.params, &oauth.base).await {
+    let req = match oauth.toolshed.oauth().authorization_request(&form.params, &oauth.base).await {
         Ok(req) => req,
         Err(AuthorizationFailure::Redirect { redirect_uri, state, error }) => {
             return error_to_client(&oauth, &redirect_uri, state.as_deref(), &error)
@@ -322,7 +322,7 @@ async fn consent(State(oauth): State<OAuth>, session: Session, Form(form): Form<
         return error_to_client(&oauth, &req.redirect_uri, state, &OAuthError::AccessDenied);
     }
     let scope = Scope { call: form.call.is_some() };
-    match oauth.toolshed.approve(&user, &req, scope, &oauth.base).await {
+    match oauth.toolshed.oauth().approve(&user, &req, scope, &oauth.base).await {
         Ok(code) => to_client(&oauth, &req.redirect_uri, state, &[("code", &code)]),
         Err(e) => {
             tracing::warn!(error = %e, "OAuth approval refused");
@@ -373,11 +373,11 @@ async fn token(State(oauth): State<OAuth>, headers: HeaderMap, Form(form): Form<
             Some("authorization_code") => {
                 let code = form.code.as_deref().ok_or_else(|| missing("code"))?;
                 let verifier = form.code_verifier.as_deref().ok_or_else(|| missing("code_verifier (PKCE)"))?;
-                oauth.toolshed.exchange_code(&creds, code, form.redirect_uri.as_deref(), verifier, form.resource.as_deref()).await
+                oauth.toolshed.oauth().exchange_code(&creds, code, form.redirect_uri.as_deref(), verifier, form.resource.as_deref()).await
             }
             Some("refresh_token") => {
                 let refresh = form.refresh_token.as_deref().ok_or_else(|| missing("refresh_token"))?;
-                oauth.toolshed.refresh(&creds, refresh, form.scope.as_deref(), form.resource.as_deref()).await
+                oauth.toolshed.oauth().refresh(&creds, refresh, form.scope.as_deref(), form.resource.as_deref()).await
             }
             _ => Err(OAuthError::UnsupportedGrantType),
         }
@@ -398,7 +398,7 @@ async fn revoke(State(oauth): State<OAuth>, headers: HeaderMap, Form(form): Form
     let answer = async {
         let creds = client_credentials(&headers, &form)?;
         let token = form.token.as_deref().ok_or_else(|| OAuthError::InvalidRequest("token is missing".into()))?;
-        oauth.toolshed.revoke_oauth_token(&creds, token).await
+        oauth.toolshed.oauth().revoke_oauth_token(&creds, token).await
     };
     match answer.await {
         Ok(()) => StatusCode::OK.into_response(),

@@ -55,7 +55,7 @@ async fn chat(
     session: tower_sessions::Session,
     body: Result<Json<TurnRequest>, JsonRejection>,
 ) -> Response {
-    let user = match toolshed.session_user(&session).await {
+    let user = match toolshed.sessions().session_user(&session).await {
         Ok(Some(user)) => user,
         Ok(None) => return refuse(StatusCode::UNAUTHORIZED, "Please sign in first."),
         Err(e) => {
@@ -67,7 +67,7 @@ async fn chat(
         Ok(Json(r)) => r,
         Err(e) => return refuse(e.status(), e.body_text()),
     };
-    let turn = match toolshed.playground_turn(&user, request).await {
+    let turn = match toolshed.playground().playground_turn(&user, request).await {
         Ok(t) => t,
         Err(e) => return refused(e),
     };

@@ -95,7 +95,7 @@ async fn authenticate(State(ts): State<Toolshed>, params: RawPathParams, mut req
         res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="toolshed""#));
         return res;
     };
-    match ts.authenticate_token(&token).await {
+    match ts.tokens().authenticate_token(&token).await {
         Ok(Ok((user, token))) => {
             req.extensions_mut().insert(Caller { user, token });
             next.run(req).await
@@ -167,7 +167,7 @@ impl Registry {
     async fn entry(&self, caller: &Caller, name: &str) -> Result<(RegistryEntry, Vec<ServedVersion>), Response> {
         let not_found = || problem(StatusCode::NOT_FOUND, "Server not found");
         let (kind, department, listing) = self.parse_name(name).ok_or_else(not_found)?;
-        match self.toolshed.registry_entry(&caller.user, kind, department, listing).await {
+        match self.toolshed.market().registry_entry(&caller.user, kind, department, listing).await {
             Ok((e, _)) if !caller.token.allows(&e.slug()) => Err(not_found()),
             Ok(found) => Ok(found),
             Err(ToolError::NotFound) => Err(not_found()),
@@ -231,7 +231,7 @@ async fn list(State(r): State<Registry>, axum::Extension(caller): axum::Extensio
             None => return Json(json!({"servers": [], "metadata": {"count": 0}})).into_response(),
         },
     };
-    let entries = match r.toolshed.registry_entries(&caller.user, &RegistryFilter { version, updated_since }).await {
+    let entries = match r.toolshed.market().registry_entries(&caller.user, &RegistryFilter { version, updated_since }).await {
         Ok(entries) => entries,
         Err(e) => {
             tracing::error!(error = %e, "registry listing failed");

@@ -1,6 +1,6 @@
 //! The JSON REST API for scripts and CI, under `/api/v1`: an API token with
 //! the `publish` grant pushes a tool file (`POST /api/v1/tools`), which
-//! `Toolshed::push_tool` turns into a saved, tested and published version.
+//! `Tools::push_tool` turns into a saved, tested and published version.
 //! Every error is one [`ApiError`] variant, one HTTP status, and a body
 //! `{"error": {"code": …, "message": …}}`.
 
@@ -155,7 +155,7 @@ async fn authenticate(ts: &Toolshed, headers: &HeaderMap) -> Result<(User, Token
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or(ApiError::Unauthorized("Missing API token: send Authorization: Bearer <token>."))?;
-    match ts.authenticate_token(token.trim()).await {
+    match ts.tokens().authenticate_token(token.trim()).await {
         Ok(Ok(found)) => Ok(found),
         Ok(Err(_)) => Err(ApiError::Unauthorized("Invalid, expired or revoked API token.")),
         Err(e) => {
@@ -192,7 +192,7 @@ async fn push_tool(
     if !token.allows(&slug) {
         return Err(ApiError::OutOfScope(slug));
     }
-    let report = ts.push_tool(&user, file, query.confirm_breaking).await?;
+    let report = ts.tools().push_tool(&user, file, query.confirm_breaking).await?;
     match report.outcome {
         PushOutcome::TestsFailed => {
             let failed = report.test_results.iter().filter(|r| !r.passed).count();

@@ -5,7 +5,7 @@
 //! so the provider's redirect back carries it) and are used once. The
 //! callback exchanges the code, has `openidconnect` check the ID token
 //! (signature, issuer, audience, expiry, nonce), reads the user info, and
-//! hands the identity to the domain (`Toolshed::sso_sign_in`), which decides
+//! hands the identity to the domain (`Sso::sso_sign_in`), which decides
 //! who that is here. Failures end on the sign-in page with one sentence.
 //!
 //! The provider's metadata and keys are fetched per sign-in: sign-ins are
@@ -234,8 +234,8 @@ async fn finish(provider: &Provider, toolshed: &Toolshed, session: &Session, q: 
         name: text("name"),
         groups: groups(all.get(&provider.groups_claim)),
     };
-    let user = toolshed.sso_sign_in(&identity).await?;
-    toolshed.start_session(session, &user).await.map_err(|_| Failure::Session)?;
+    let user = toolshed.sso().sso_sign_in(&identity).await?;
+    toolshed.sessions().start_session(session, &user).await.map_err(|_| Failure::Session)?;
     tracing::info!(user = %user.username, department = %user.department.name, "signed in through the identity provider");
     Ok(flow.next)
 }

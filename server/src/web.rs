@@ -59,11 +59,11 @@ impl Default for ServeArgs {
 }
 
 pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyhow::Result<()> {
-    if let Some((username, password)) = toolshed.ensure_first_admin().await? {
+    if let Some((username, password)) = toolshed.accounts().ensure_first_admin().await? {
         // Printed once, on the first start only: there is no default password.
         println!("\n  First start: created the administrator account.\n    username: {username}\n    password: {password}\n  Sign in and change it on the Account page. It will not be shown again.\n");
         if !args.no_demo {
-            toolshed.seed_demo().await?;
+            toolshed.demo().seed_demo().await?;
         }
     }
     let shutdown = Shutdown::default();
@@ -94,7 +94,7 @@ pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyho
     }
     // Calls answered before the shutdown are recorded before the pool closes.
     toolshed.usage().flush().await;
-    toolshed.db.close().await;
+    toolshed.db().close().await;
     Ok(())
 }
 
@@ -399,7 +399,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let routes = generate_route_list(app::App);
 
     let key = Key::try_from(config.session_key()?.as_slice()).context("invalid session key")?;
-    let sessions = SessionManagerLayer::new(DbSessionStore::new(toolshed.db.clone()))
+    let sessions = SessionManagerLayer::new(DbSessionStore::new(toolshed.db().clone()))
         .with_name("toolshed_session")
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
@@ -572,14 +572,14 @@ async fn refuse_cross_site(State(origins): State<Origins>, req: Request, next: N
 
 /// Deletes expired sign-in sessions and idle MCP sessions, every ten minutes.
 async fn sweep_expired_sessions(toolshed: Toolshed) {
-    let store = DbSessionStore::new(toolshed.db.clone());
+    let store = DbSessionStore::new(toolshed.db().clone());
     let mut tick = tokio::time::interval(Duration::from_secs(600));
     loop {
         tick.tick().await;
         if let Err(e) = store.delete_expired().await {
             tracing::warn!(error = %e, "could not delete expired sessions");
         }
-        if let Err(e) = toolshed.delete_idle_mcp_sessions().await {
+        if let Err(e) = toolshed.mcp_sessions().delete_idle_mcp_sessions().await {
             tracing::warn!(error = %e, "could not delete idle MCP sessions");
         }
     }
@@ -592,7 +592,7 @@ async fn refresh_external_servers(toolshed: Toolshed) {
     tick.tick().await; // the first tick is immediate: servers were refreshed when registered
     loop {
         tick.tick().await;
-        if let Err(e) = toolshed.refresh_all_mcp_servers().await {
+        if let Err(e) = toolshed.upstreams().refresh_all_mcp_servers().await {
             tracing::warn!(error = %e, "could not refresh external MCP servers");
         }
     }

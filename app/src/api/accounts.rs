@@ -15,7 +15,7 @@ pub async fn current_user() -> Result<Option<Me>, AppError> {
 
 #[server(endpoint = "departments")]
 pub async fn departments() -> Result<Vec<DepartmentView>, AppError> {
-    let list = server::toolshed()?.departments().await.map_err(server::fail)?;
+    let list = server::toolshed()?.accounts().departments().await.map_err(server::fail)?;
     Ok(list.into_iter().map(|d| DepartmentView { name: d.name, title: d.title }).collect())
 }
 
@@ -24,11 +24,11 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     let site = use_context::<crate::PublicUrl>().and_then(|p| url::Url::parse(&p.0).ok()).ok_or(AppError::Internal)?;
     let ts = server::toolshed()?;
     let from = server::sign_in_from().await?;
-    let signed_in = ts.sign_in(&username, &password, &from).await.map_err(server::fail)?;
+    let signed_in = ts.signin().sign_in(&username, &password, &from).await.map_err(server::fail)?;
     server::keep_device(&signed_in.device);
     let user = signed_in.user;
     let session = server::session().await?;
-    ts.start_session(&session, &user).await.map_err(server::fail)?;
+    ts.sessions().start_session(&session, &user).await.map_err(server::fail)?;
     tracing::info!(user = %user.username, "signed in");
     leptos_axum::redirect(&crate::safe_next(next.as_deref(), &site));
     Ok(())
@@ -55,7 +55,7 @@ pub async fn sign_in_options() -> Result<SignInMethods, AppError> {
 #[server(endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
     let session = server::session().await?;
-    server::toolshed()?.end_session(&session).await.map_err(server::fail)?;
+    server::toolshed()?.sessions().end_session(&session).await.map_err(server::fail)?;
     leptos_axum::redirect("/");
     Ok(())
 }
@@ -83,7 +83,7 @@ pub async fn register(
     let invite = invite.filter(|t| !t.trim().is_empty());
     let department = match (&invite, new_department.as_deref().map(str::trim)) {
         // The invitation names the department; the form's fields are not shown.
-        (Some(token), _) => match ts.invite_info(token).await.map_err(server::fail)? {
+        (Some(token), _) => match ts.membership().invite_info(token).await.map_err(server::fail)? {
             Some(info) => info.department,
             None => return Err(server::fail(toolshed_domain::AccountError::InvalidInvite)),
         },
@@ -92,10 +92,10 @@ pub async fn register(
         (None, _) => department,
     };
     let reg = Registration::parse(&username, &display_name, &department, &password).map_err(server::fail)?;
-    match ts.join(reg, invite.as_deref()).await.map_err(server::fail)? {
+    match ts.membership().join(reg, invite.as_deref()).await.map_err(server::fail)? {
         Joined::Member(user) => {
             let session = server::session().await?;
-            ts.start_session(&session, &user).await.map_err(server::fail)?;
+            ts.sessions().start_session(&session, &user).await.map_err(server::fail)?;
             tracing::info!(user = %user.username, department = %user.department.name, role = user.role.as_str(), "registered");
             leptos_axum::redirect("/");
         }
@@ -129,7 +129,7 @@ pub struct InviteView {
 pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffer, AppError> {
     use toolshed_domain::membership::RegistrationPolicy;
     let ts = server::toolshed()?;
-    let policy = match ts.registration_policy() {
+    let policy = match ts.membership().registration_policy() {
         // Without passwords, accounts come from the identity provider whatever the policy.
         _ if !ts.settings().passwords => "sso",
         RegistrationPolicy::Invite => "invite",
@@ -138,7 +138,7 @@ pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffe
     };
     let token = invite.filter(|t| !t.trim().is_empty());
     let info = match &token {
-        Some(t) => ts.invite_info(t).await.map_err(server::fail)?,
+        Some(t) => ts.membership().invite_info(t).await.map_err(server::fail)?,
         None => None,
     };
     Ok(RegistrationOffer {
@@ -156,7 +156,7 @@ pub async fn register_options(invite: Option<String>) -> Result<RegistrationOffe
 #[server(endpoint = "account/password")]
 pub async fn has_password() -> Result<bool, AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.signs_in_with_password(&user).await.map_err(server::fail)
+    server::toolshed()?.accounts().signs_in_with_password(&user).await.map_err(server::fail)
 }
 
 #[server(endpoint = "change_password")]
@@ -166,10 +166,10 @@ pub async fn change_password(current: String, new: String, confirm: String) -> R
         return Err(server::fail(AppError::Invalid("The two new passwords do not match.".into())));
     }
     let ts = server::toolshed()?;
-    let updated = ts.change_password(user.id, &current, &new).await.map_err(server::fail)?;
+    let updated = ts.accounts().change_password(user.id, &current, &new).await.map_err(server::fail)?;
     // Other sessions are now stale; this one carries on under the new epoch.
     let session = server::session().await?;
-    ts.start_session(&session, &updated).await.map_err(server::fail)?;
+    ts.sessions().start_session(&session, &updated).await.map_err(server::fail)?;
     leptos_axum::redirect("/account?changed=1");
     Ok(())
 }
@@ -191,7 +191,7 @@ pub struct TokenView {
 #[server(endpoint = "tokens")]
 pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
     let user = server::require_user().await?;
-    let tokens = server::toolshed()?.tokens(&user).await.map_err(server::fail)?;
+    let tokens = server::toolshed()?.tokens().list(&user).await.map_err(server::fail)?;
     Ok(tokens
         .into_iter()
         .map(|t| TokenView {
@@ -218,12 +218,12 @@ pub async fn create_token(name: String, expires_in_days: String, scope: String, 
         d => Some(d.parse::<u32>().map_err(|_| server::fail(AppError::Invalid("Expiry: a number of days".into())))?),
     };
     let scope: Vec<String> = scope.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
-    let (_, token) = server::toolshed()?.create_token(&user, &name, days, scope, publish.is_some()).await.map_err(server::fail)?;
+    let (_, token) = server::toolshed()?.tokens().create_token(&user, &name, days, scope, publish.is_some()).await.map_err(server::fail)?;
     Ok(token)
 }
 
 #[server(endpoint = "tokens/revoke")]
 pub async fn revoke_token(id: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.revoke_token(&user, id).await.map_err(server::fail)
+    server::toolshed()?.tokens().revoke_token(&user, id).await.map_err(server::fail)
 }

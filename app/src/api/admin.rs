@@ -31,7 +31,7 @@ pub struct AuditView {
 #[server(endpoint = "admin/users")]
 pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
     let user = server::require_admin().await?;
-    let rows = server::toolshed()?.all_users(&user).await.map_err(server::fail)?;
+    let rows = server::toolshed()?.admin().all_users(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
         .map(|u| UserAdminView {
@@ -97,7 +97,7 @@ pub async fn admin_audit(
             page.trim().parse().map_err(|_| server::fail(AppError::Invalid("Page: must be a whole number".into())))?
         },
     };
-    let found = server::toolshed()?.audit_log(&user, &filter).await.map_err(server::fail)?;
+    let found = server::toolshed()?.admin().audit_log(&user, &filter).await.map_err(server::fail)?;
     Ok(AuditPageView {
         page: found.page,
         has_more: found.has_more,
@@ -129,7 +129,7 @@ pub async fn set_user_role(username: String, role: String) -> Result<(), AppErro
         "member" => false,
         _ => return Err(server::fail(AppError::Invalid("Role: must be admin or member".into()))),
     };
-    server::toolshed()?.set_admin(&user, &username, is_admin).await.map_err(server::fail)?;
+    server::toolshed()?.admin().set_admin(&user, &username, is_admin).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -142,7 +142,7 @@ pub async fn set_user_status(username: String, status: String) -> Result<(), App
         "deactivated" => false,
         _ => return Err(server::fail(AppError::Invalid("Status: must be active or deactivated".into()))),
     };
-    server::toolshed()?.set_active(&user, &username, active).await.map_err(server::fail)?;
+    server::toolshed()?.admin().set_active(&user, &username, active).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -160,7 +160,7 @@ fn title(raw: &str) -> Result<toolshed_domain::names::Title, AppError> {
 pub async fn move_user(username: String, department: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let department = department_name(&department)?;
-    server::toolshed()?.move_user(&user, &username, &department).await.map_err(server::fail)?;
+    server::toolshed()?.admin().move_user(&user, &username, &department).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -176,7 +176,7 @@ pub struct DepartmentAdminView {
 #[server(endpoint = "admin/departments")]
 pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
     let user = server::require_admin().await?;
-    let rows = server::toolshed()?.admin_departments(&user).await.map_err(server::fail)?;
+    let rows = server::toolshed()?.admin().admin_departments(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
         .map(|d| DepartmentAdminView {
@@ -193,7 +193,7 @@ pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
 pub async fn create_department(name: String, title: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let (name, title) = (department_name(&name)?, self::title(&title)?);
-    server::toolshed()?.create_department(&user, &name, &title).await.map_err(server::fail)
+    server::toolshed()?.admin().create_department(&user, &name, &title).await.map_err(server::fail)
 }
 
 /// Changes the title; the slug (in URLs and endpoints) stays.
@@ -201,7 +201,7 @@ pub async fn create_department(name: String, title: String) -> Result<(), AppErr
 pub async fn rename_department(name: String, title: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let (name, title) = (department_name(&name)?, self::title(&title)?);
-    server::toolshed()?.rename_department(&user, &name, &title).await.map_err(server::fail)
+    server::toolshed()?.admin().rename_department(&user, &name, &title).await.map_err(server::fail)
 }
 
 /// `review`: `required` or `off` (a plain form's select).
@@ -209,7 +209,7 @@ pub async fn rename_department(name: String, title: String) -> Result<(), AppErr
 pub async fn set_department_review(name: String, review: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let name = department_name(&name)?;
-    server::toolshed()?.set_review_required(&user, &name, review == "required").await.map_err(server::fail)
+    server::toolshed()?.admin().set_review_required(&user, &name, review == "required").await.map_err(server::fail)
 }
 
 /// `tests`: `required` or `off` (a plain form's select). Admins, or the
@@ -218,7 +218,7 @@ pub async fn set_department_review(name: String, review: String) -> Result<(), A
 pub async fn set_department_tests(name: String, tests: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let name = department_name(&name)?;
-    server::toolshed()?.set_tests_required(&user, &name, tests == "required").await.map_err(server::fail)
+    server::toolshed()?.admin().set_tests_required(&user, &name, tests == "required").await.map_err(server::fail)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,7 +232,7 @@ pub struct PolicyView {
 #[server(endpoint = "admin/policy")]
 pub async fn admin_policy() -> Result<PolicyView, AppError> {
     server::require_admin().await?;
-    let p = server::toolshed()?.policy().await.map_err(|e| {
+    let p = server::toolshed()?.policies().policy().await.map_err(|e| {
         tracing::error!(error = %e, "policy");
         server::fail(AppError::Internal)
     })?;
@@ -257,7 +257,7 @@ pub async fn set_admin_policy(
         toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let tests_required = tests_required.unwrap_or(false);
     let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts, tests_required };
-    server::toolshed()?.set_policy(&user, policy).await.map_err(server::fail)
+    server::toolshed()?.policies().set_policy(&user, policy).await.map_err(server::fail)
 }
 
 /// Single sign-on: which provider group puts new accounts in which department.
@@ -280,7 +280,7 @@ pub struct GroupMappingView {
 pub async fn group_mappings() -> Result<GroupMappingsView, AppError> {
     let user = server::require_admin().await?;
     let ts = server::toolshed()?;
-    let mappings = ts.group_mappings(&user).await.map_err(server::fail)?;
+    let mappings = ts.sso().group_mappings(&user).await.map_err(server::fail)?;
     Ok(GroupMappingsView {
         provider: ts.settings().sso_provider.clone(),
         mappings: mappings
@@ -299,11 +299,11 @@ pub async fn group_mappings() -> Result<GroupMappingsView, AppError> {
 pub async fn map_group(group: String, department: String, role: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let role = toolshed_domain::names::Role::parse(&role).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    server::toolshed()?.map_group(&user, &group, &department, role).await.map_err(server::fail)
+    server::toolshed()?.sso().map_group(&user, &group, &department, role).await.map_err(server::fail)
 }
 
 #[server(endpoint = "admin/sso/groups/unmap")]
 pub async fn unmap_group(group: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
-    server::toolshed()?.unmap_group(&user, &group).await.map_err(server::fail)
+    server::toolshed()?.sso().unmap_group(&user, &group).await.map_err(server::fail)
 }

@@ -87,7 +87,7 @@ async fn external(
     version: Option<i64>,
 ) -> Result<Vec<ExternalView>, AppError> {
     let Some(n) = version else { return Ok(Vec::new()) };
-    let items = ts.bundle_external_members(user, toolshed_domain::ids::ToolId(id), n).await.map_err(server::fail)?;
+    let items = ts.upstreams().bundle_external_members(user, toolshed_domain::ids::ToolId(id), n).await.map_err(server::fail)?;
     Ok(items
         .into_iter()
         .map(|(member, served)| match served {
@@ -113,15 +113,15 @@ async fn members(
     use toolshed_domain::ids::ToolId;
     let Some(n) = version else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for m in ts.bundle_members(user, ToolId(id), n).await.map_err(server::fail)? {
+    for m in ts.bundles().bundle_members(user, ToolId(id), n).await.map_err(server::fail)? {
         let visible = !m.slug.starts_with('(');
         let versions = if visible {
-            ts.versions(user, m.tool_id).await.map_err(server::fail)?.iter().map(|v| v.version).collect()
+            ts.tools().versions(user, m.tool_id).await.map_err(server::fail)?.iter().map(|v| v.version).collect()
         } else {
             Vec::new()
         };
         let args = match m.serves.filter(|_| visible) {
-            Some(v) => ts.version(user, m.tool_id, v).await.map(|v| super::tools::args_from_domain(v.args)).unwrap_or_default(),
+            Some(v) => ts.tools().version(user, m.tool_id, v).await.map(|v| super::tools::args_from_domain(v.args)).unwrap_or_default(),
             None => Vec::new(),
         };
         out.push(MemberView {
@@ -144,7 +144,7 @@ pub async fn bundle_detail(department: String, name: String) -> Result<BundleInf
     use toolshed_domain::tools::ListingKind;
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let bundle = ts.listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
+    let bundle = ts.tools().listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
     let (id, published, latest) = (bundle.id.0, bundle.published_version, bundle.latest_version);
     let listing = super::tools::detail(&ts, &user, bundle).await?;
     let shown = published.or(latest);
@@ -162,11 +162,11 @@ pub async fn bundle_candidates(q: String) -> Result<Vec<MemberView>, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
     let query = BrowseQuery::parse(&q, "", "", "tool", "", "").map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let found = ts.browse(&user, &query).await.map_err(server::fail)?;
+    let found = ts.market().browse(&user, &query).await.map_err(server::fail)?;
     let mut out = Vec::new();
     for card in found.cards {
-        let tool = ts.tool(&user, toolshed_domain::ids::ToolId(card.id)).await.map_err(server::fail)?;
-        let versions = ts.versions(&user, tool.id).await.map_err(server::fail)?.iter().map(|v| v.version).collect();
+        let tool = ts.tools().tool(&user, toolshed_domain::ids::ToolId(card.id)).await.map_err(server::fail)?;
+        let versions = ts.tools().versions(&user, tool.id).await.map_err(server::fail)?.iter().map(|v| v.version).collect();
         out.push(MemberView {
             tool: tool.id.0,
             slug: tool.slug(),
@@ -186,7 +186,8 @@ pub async fn bundle_candidates(q: String) -> Result<Vec<MemberView>, AppError> {
 #[server(endpoint = "bundles/external_candidates")]
 pub async fn bundle_external_candidates(bundle: i64) -> Result<Vec<ExternalView>, AppError> {
     let user = server::require_user().await?;
-    let found = server::toolshed()?.external_candidates(&user, toolshed_domain::ids::ToolId(bundle)).await.map_err(server::fail)?;
+    let found =
+        server::toolshed()?.upstreams().external_candidates(&user, toolshed_domain::ids::ToolId(bundle)).await.map_err(server::fail)?;
     Ok(found.iter().map(external_view).collect())
 }
 
@@ -208,7 +209,11 @@ pub async fn save_bundle_version(
         .map(|m| MemberSpec { tool: ToolId(m.tool), pinned_version: m.pinned_version, exposed_name: m.exposed_name })
         .collect();
     let external: Vec<ExternalMember> = external.into_iter().map(|e| ExternalMember { server: e.server, tool: e.tool }).collect();
-    server::toolshed()?.save_bundle_version_with_external(&user, ToolId(bundle), &specs, &external, &changelog).await.map_err(server::fail)
+    server::toolshed()?
+        .bundles()
+        .save_bundle_version_with_external(&user, ToolId(bundle), &specs, &external, &changelog)
+        .await
+        .map_err(server::fail)
 }
 
 /// Sets the bundle's code mode (`off`, `instead`, `beside`); a plain form.
@@ -219,7 +224,7 @@ pub async fn set_code_mode(bundle: i64, mode: String) -> Result<ToolInfo, AppErr
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
     let mode = CodeMode::parse(&mode).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let bundle = ts.set_code_mode(&user, ToolId(bundle), mode).await.map_err(server::fail)?;
+    let bundle = ts.code_mode().set_code_mode(&user, ToolId(bundle), mode).await.map_err(server::fail)?;
     super::tools::detail(&ts, &user, bundle).await
 }
 
@@ -229,6 +234,6 @@ pub async fn bundle_version_members(department: String, name: String, version: i
     use toolshed_domain::tools::ListingKind;
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let bundle = ts.listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
+    let bundle = ts.tools().listing_by_slug(&user, ListingKind::Bundle, &department, &name).await.map_err(server::fail)?;
     members(&ts, &user, bundle.id.0, Some(version)).await
 }

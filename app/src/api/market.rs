@@ -94,7 +94,7 @@ pub async fn browse_listings(
         permissions: PermissionFilter::parse(&can).map_err(invalid)?,
         ..BrowseQuery::parse(&q, &department, &tag, &kind, &sort, &page).map_err(invalid)?
     };
-    let found = server::toolshed()?.browse(&user, &query).await.map_err(server::fail)?;
+    let found = server::toolshed()?.market().browse(&user, &query).await.map_err(server::fail)?;
     let page_count = found.page_count();
     Ok(BrowseView { cards: found.cards.into_iter().map(card).collect(), total: found.total, page: found.page, page_count })
 }
@@ -110,7 +110,7 @@ pub struct HomeListingsView {
 #[server(endpoint = "market/featured")]
 pub async fn home_listings() -> Result<HomeListingsView, AppError> {
     let Some(user) = server::current_user().await? else { return Ok(HomeListingsView::default()) };
-    let (featured, cards) = server::toolshed()?.home_listings(&user).await.map_err(server::fail)?;
+    let (featured, cards) = server::toolshed()?.market().home_listings(&user).await.map_err(server::fail)?;
     Ok(HomeListingsView { featured, cards: cards.into_iter().map(card).collect() })
 }
 
@@ -119,9 +119,9 @@ pub async fn listing_usage(tool: i64) -> Result<UsageView, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
     let id = toolshed_domain::ids::ToolId(tool);
-    let stats = ts.usage_stats(&user, id).await.map_err(server::fail)?;
+    let stats = ts.market().usage_stats(&user, id).await.map_err(server::fail)?;
     // Anyone else is refused: they see no count at all.
-    let kept_failures = ts.failed_call_count(&user, id).await.ok();
+    let kept_failures = ts.tools().failed_call_count(&user, id).await.ok();
     Ok(UsageView {
         kept_failures,
         error_rate: stats.error_rate(),

@@ -108,7 +108,7 @@ pub(crate) mod server {
 
     pub async fn current_user() -> Result<Option<User>, AppError> {
         let session = session().await?;
-        toolshed()?.session_user(&session).await.map_err(fail)
+        toolshed()?.sessions().session_user(&session).await.map_err(fail)
     }
 
     pub async fn require_user() -> Result<User, AppError> {

@@ -67,13 +67,13 @@ fn note(raw: &str) -> Result<toolshed_domain::names::ModerationNote, AppError> {
 pub async fn report_listing(tool: i64, reason: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let reason = toolshed_domain::names::ReportReason::parse(&reason).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    server::toolshed()?.report(&user, tool_id(tool), &reason).await.map_err(server::fail)
+    server::toolshed()?.moderation().report(&user, tool_id(tool), &reason).await.map_err(server::fail)
 }
 
 #[server(endpoint = "moderation/queue")]
 pub async fn moderation_queue() -> Result<Vec<QueueItemView>, AppError> {
     let user = server::require_admin().await?;
-    let items = server::toolshed()?.moderation_queue(&user).await.map_err(server::fail)?;
+    let items = server::toolshed()?.moderation().moderation_queue(&user).await.map_err(server::fail)?;
     Ok(items
         .into_iter()
         .map(|i| QueueItemView {
@@ -108,7 +108,7 @@ pub async fn moderate(tool: i64, action: String, note: String) -> Result<(), App
     let user = server::require_admin().await?;
     let action = toolshed_domain::moderation::Action::parse(&action).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let note = self::note(&note)?;
-    server::toolshed()?.moderate(&user, tool_id(tool), action, &note).await.map_err(server::fail)?;
+    server::toolshed()?.moderation().moderate(&user, tool_id(tool), action, &note).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -118,7 +118,7 @@ pub async fn moderate(tool: i64, action: String, note: String) -> Result<(), App
 pub async fn accept_findings(tool: i64, note: String) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let note = self::note(&note)?;
-    server::toolshed()?.accept_findings(&user, tool_id(tool), &note).await.map_err(server::fail)?;
+    server::toolshed()?.moderation().accept_findings(&user, tool_id(tool), &note).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -129,8 +129,8 @@ pub async fn review_version(tool: i64, decision: String, note: String) -> Result
     let note = self::note(&note)?;
     let ts = server::toolshed()?;
     match decision.as_str() {
-        "approve" => ts.approve_version(&user, tool_id(tool), &note).await,
-        "reject" => ts.reject_version(&user, tool_id(tool), &note).await,
+        "approve" => ts.moderation().approve_version(&user, tool_id(tool), &note).await,
+        "reject" => ts.moderation().reject_version(&user, tool_id(tool), &note).await,
         _ => return Err(server::fail(AppError::Invalid("Decision: must be approve or reject".into()))),
     }
     .map_err(server::fail)?;

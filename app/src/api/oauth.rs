@@ -65,13 +65,13 @@ pub async fn consent_question(params: ConsentParams) -> Result<AccessRequest, Ap
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
     let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
-    let req = match ts.authorization_request(&domain_params(params), &base).await {
+    let req = match ts.oauth().authorization_request(&domain_params(params), &base).await {
         Ok(req) => req,
         Err(AuthorizationFailure::Untrusted(e) | AuthorizationFailure::Redirect { error: e, .. }) => {
             return Err(server::fail(AppError::Invalid(e.to_string())))
         }
     };
-    let listing = ts.granted_listing(&user, &req.resource).await.map_err(server::fail)?;
+    let listing = ts.oauth().granted_listing(&user, &req.resource).await.map_err(server::fail)?;
     let answer_to = req.answers_to();
     let answer_origin = req.answer_origin();
     Ok(AccessRequest {
@@ -104,7 +104,7 @@ pub struct GrantView {
 #[server(endpoint = "oauth/grants")]
 pub async fn my_grants() -> Result<Vec<GrantView>, AppError> {
     let user = server::require_user().await?;
-    let grants = server::toolshed()?.grants(&user).await.map_err(server::fail)?;
+    let grants = server::toolshed()?.oauth().grants(&user).await.map_err(server::fail)?;
     Ok(grants
         .into_iter()
         .map(|g| GrantView {
@@ -122,5 +122,5 @@ pub async fn my_grants() -> Result<Vec<GrantView>, AppError> {
 #[server(endpoint = "oauth/grants/revoke")]
 pub async fn revoke_grant(id: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.revoke_grant(&user, id).await.map_err(server::fail)
+    server::toolshed()?.oauth().revoke_grant(&user, id).await.map_err(server::fail)
 }

@@ -61,16 +61,16 @@ pub struct PeopleView {
 pub async fn people() -> Result<PeopleView, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let people = ts.people(&user).await.map_err(server::fail)?;
-    let invites = ts.open_invites(&user).await.map_err(server::fail)?;
-    let requests = ts.join_requests(&user).await.map_err(server::fail)?;
+    let people = ts.membership().people(&user).await.map_err(server::fail)?;
+    let invites = ts.membership().open_invites(&user).await.map_err(server::fail)?;
+    let requests = ts.membership().join_requests(&user).await.map_err(server::fail)?;
     let own = toolshed_domain::names::DepartmentName::parse(&user.department.name).ok();
     let own_tests_required = match own {
-        Some(name) => ts.department_settings(&user, &name).await.ok().map(|d| (d.name, d.tests_required)),
+        Some(name) => ts.admin().department_settings(&user, &name).await.ok().map(|d| (d.name, d.tests_required)),
         None => None,
     };
     let departments = if user.is_admin {
-        ts.departments().await.map_err(server::fail)?.into_iter().map(|d| d.name).collect()
+        ts.accounts().departments().await.map_err(server::fail)?.into_iter().map(|d| d.name).collect()
     } else {
         vec![user.department.name.clone()]
     };
@@ -120,7 +120,7 @@ pub async fn create_invite(department: String, role: String, days: String) -> Re
     let user = server::require_user().await?;
     let role = self::role(&role)?;
     let days = days.trim().parse::<i64>().map_err(|_| server::fail(AppError::Invalid("Valid for: must be a number of days".into())))?;
-    let invite = server::toolshed()?.create_invite(&user, &department, role, days).await.map_err(server::fail)?;
+    let invite = server::toolshed()?.membership().create_invite(&user, &department, role, days).await.map_err(server::fail)?;
     let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
     Ok(InviteLink {
         url: format!("{base}/register?invite={}", invite.token),
@@ -133,7 +133,7 @@ pub async fn create_invite(department: String, role: String, days: String) -> Re
 #[server(endpoint = "people/invite/withdraw")]
 pub async fn withdraw_invite(id: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.withdraw_invite(&user, id).await.map_err(server::fail)
+    server::toolshed()?.membership().withdraw_invite(&user, id).await.map_err(server::fail)
 }
 
 /// `decision`: the role to approve with, or `decline`.
@@ -141,13 +141,13 @@ pub async fn withdraw_invite(id: i64) -> Result<(), AppError> {
 pub async fn decide_request(username: String, decision: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let role = if decision == "decline" { None } else { Some(role(&decision)?) };
-    server::toolshed()?.decide_join_request(&user, &username, role).await.map_err(server::fail)
+    server::toolshed()?.membership().decide_join_request(&user, &username, role).await.map_err(server::fail)
 }
 
 #[server(endpoint = "people/role")]
 pub async fn set_department_role(username: String, role: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let role = self::role(&role)?;
-    server::toolshed()?.set_role(&user, &username, role).await.map_err(server::fail)?;
+    server::toolshed()?.membership().set_role(&user, &username, role).await.map_err(server::fail)?;
     Ok(())
 }

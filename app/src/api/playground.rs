@@ -53,8 +53,8 @@ pub async fn playground_options() -> Result<PlaygroundChoices, AppError> {
         per_page: PICKER_SIZE,
         ..Default::default()
     };
-    let page = ts.browse(&user, &query).await.map_err(server::fail)?;
-    let endpoints = ts.chat_endpoints(&user).await.map_err(server::fail)?;
+    let page = ts.market().browse(&user, &query).await.map_err(server::fail)?;
+    let endpoints = ts.playground().chat_endpoints(&user).await.map_err(server::fail)?;
     Ok(PlaygroundChoices {
         listings: page
             .cards
@@ -79,7 +79,7 @@ pub struct ChatEndpointView {
 #[server(endpoint = "admin/chat_endpoints")]
 pub async fn admin_chat_endpoints() -> Result<Vec<ChatEndpointView>, AppError> {
     let user = server::require_admin().await?;
-    let rows = server::toolshed()?.chat_endpoints(&user).await.map_err(server::fail)?;
+    let rows = server::toolshed()?.playground().chat_endpoints(&user).await.map_err(server::fail)?;
     Ok(rows
         .into_iter()
         .map(|e| ChatEndpointView {
@@ -117,7 +117,7 @@ pub async fn create_chat_endpoint(
 ) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let spec = spec(&name, &base_url, &model, &api_key, false, &timeout_secs)?;
-    server::toolshed()?.create_chat_endpoint(&user, spec).await.map_err(server::fail)?;
+    server::toolshed()?.playground().create_chat_endpoint(&user, spec).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -135,7 +135,7 @@ pub async fn update_chat_endpoint(
     let user = server::require_admin().await?;
     let spec = spec(&name, &base_url, &model, &api_key, clear_key.is_some(), &timeout_secs)?;
     let id = toolshed_domain::playground::ChatEndpointId(id);
-    server::toolshed()?.update_chat_endpoint(&user, id, spec).await.map_err(server::fail)?;
+    server::toolshed()?.playground().update_chat_endpoint(&user, id, spec).await.map_err(server::fail)?;
     Ok(())
 }
 
@@ -143,5 +143,5 @@ pub async fn update_chat_endpoint(
 pub async fn delete_chat_endpoint(id: i64) -> Result<(), AppError> {
     let user = server::require_admin().await?;
     let id = toolshed_domain::playground::ChatEndpointId(id);
-    server::toolshed()?.delete_chat_endpoint(&user, id).await.map_err(server::fail)
+    server::toolshed()?.playground().delete_chat_endpoint(&user, id).await.map_err(server::fail)
 }

@@ -67,9 +67,10 @@ fn view(s: toolshed_domain::upstream::ServerView) -> ServerAdminView {
 pub async fn external_servers() -> Result<ServersPage, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let servers = ts.mcp_servers(&user).await.map_err(server::fail)?.into_iter().map(view).collect();
+    let servers = ts.upstreams().mcp_servers(&user).await.map_err(server::fail)?.into_iter().map(view).collect();
     let settings: Vec<ServerRegistrationSetting> = if user.is_admin {
-        ts.server_registration_settings(&user)
+        ts.upstreams()
+            .server_registration_settings(&user)
             .await
             .map_err(server::fail)?
             .into_iter()
@@ -80,7 +81,7 @@ pub async fn external_servers() -> Result<ServersPage, AppError> {
     };
     let may_register_in = if user.is_admin {
         settings.iter().map(|s| s.department.clone()).collect()
-    } else if ts.may_register_servers(&user).await.map_err(server::fail)? {
+    } else if ts.upstreams().may_register_servers(&user).await.map_err(server::fail)? {
         vec![user.department.name.clone()]
     } else {
         Vec::new()
@@ -128,7 +129,7 @@ pub async fn register_server(
         toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let name = toolshed_domain::upstream::ServerName::parse(&name).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let spec = spec(&url, &transport, &credential_kind, &credential_name, &credential_value, timeout_ms)?;
-    server::toolshed()?.register_mcp_server(&user, &department, &name, spec).await.map(view).map_err(server::fail)
+    server::toolshed()?.upstreams().register_mcp_server(&user, &department, &name, spec).await.map(view).map_err(server::fail)
 }
 
 /// `credential_kind` `keep` leaves the stored credential as it is.
@@ -144,19 +145,19 @@ pub async fn update_server(
 ) -> Result<ServerAdminView, AppError> {
     let user = server::require_user().await?;
     let spec = spec(&url, &transport, &credential_kind, &credential_name, &credential_value, timeout_ms)?;
-    server::toolshed()?.update_mcp_server(&user, id, spec).await.map(view).map_err(server::fail)
+    server::toolshed()?.upstreams().update_mcp_server(&user, id, spec).await.map(view).map_err(server::fail)
 }
 
 #[server(endpoint = "servers/refresh")]
 pub async fn refresh_server(id: i64) -> Result<ServerAdminView, AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.refresh_mcp_server(&user, id).await.map(view).map_err(server::fail)
+    server::toolshed()?.upstreams().refresh_mcp_server(&user, id).await.map(view).map_err(server::fail)
 }
 
 #[server(endpoint = "servers/remove")]
 pub async fn remove_server(id: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.remove_mcp_server(&user, id).await.map_err(server::fail)
+    server::toolshed()?.upstreams().remove_mcp_server(&user, id).await.map_err(server::fail)
 }
 
 /// `allowed`: `yes` or `no` (a plain form's select).
@@ -165,5 +166,5 @@ pub async fn set_server_registration(department: String, allowed: String) -> Res
     let user = server::require_admin().await?;
     let department =
         toolshed_domain::names::DepartmentName::parse(&department).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    server::toolshed()?.set_authors_register_servers(&user, &department, allowed == "yes").await.map_err(server::fail)
+    server::toolshed()?.upstreams().set_authors_register_servers(&user, &department, allowed == "yes").await.map_err(server::fail)
 }

@@ -316,23 +316,23 @@ mod convert {
     }
 
     pub async fn detail(ts: &toolshed_domain::Toolshed, user: &User, t: Tool) -> Result<ToolInfo, AppError> {
-        let versions = ts.versions(user, t.id).await.map_err(server::fail)?;
+        let versions = ts.tools().versions(user, t.id).await.map_err(server::fail)?;
         let published = match t.published_version {
-            Some(n) => Some(ts.version(user, t.id, n).await.map_err(server::fail)?),
+            Some(n) => Some(ts.tools().version(user, t.id, n).await.map_err(server::fail)?),
             None => None,
         };
-        let upstream = ts.upstream(user, &t).await.map_err(server::fail)?.map(|u| UpstreamView {
+        let upstream = ts.tools().upstream(user, &t).await.map_err(server::fail)?.map(|u| UpstreamView {
             source: link(&u.source),
             forked_version: u.forked_version,
             source_published: u.source.published_version,
             newer: u.newer.map(diff),
         });
-        let forks = ts.forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
-        let in_bundles = ts.bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
-        let favourite = ts.is_favourite(user, t.id).await.map_err(server::fail)?;
+        let forks = ts.market().forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
+        let in_bundles = ts.bundles().bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
+        let favourite = ts.favourites().is_favourite(user, t.id).await.map_err(server::fail)?;
         let permissions = match t.kind {
             tools::ListingKind::Tool => {
-                let p = ts.permissions(&t).await.map_err(server::fail)?;
+                let p = ts.tools().permissions(&t).await.map_err(server::fail)?;
                 Some(PermissionsView { hosts: p.hosts, secrets: p.secrets, writes: p.writes })
             }
             tools::ListingKind::Bundle => None,
@@ -487,7 +487,7 @@ mod convert {
 #[server(endpoint = "tools/mine")]
 pub async fn my_tools() -> Result<Vec<ToolCard>, AppError> {
     let user = server::require_user().await?;
-    let tools = server::toolshed()?.tools_for_author(&user).await.map_err(server::fail)?;
+    let tools = server::toolshed()?.tools().tools_for_author(&user).await.map_err(server::fail)?;
     Ok(tools.iter().map(convert::card).collect())
 }
 
@@ -507,8 +507,8 @@ pub async fn create_tool(
     let new = NewTool::parse(&name, &title, &description, &tags, &visibility).map_err(invalid)?;
     let ts = server::toolshed()?;
     let listing = match ListingKind::parse(kind.as_deref().unwrap_or("tool")).map_err(invalid)? {
-        ListingKind::Tool => ts.create_tool(&user, new).await,
-        ListingKind::Bundle => ts.create_bundle(&user, new).await,
+        ListingKind::Tool => ts.tools().create_tool(&user, new).await,
+        ListingKind::Bundle => ts.tools().create_bundle(&user, new).await,
     }
     .map_err(server::fail)?;
     leptos_axum::redirect(&format!("/{}/{}/edit", listing.kind.plural(), listing.slug()));
@@ -520,7 +520,7 @@ pub async fn create_tool(
 pub async fn fork_listing(listing: i64, name: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
     let name = toolshed_domain::names::ToolName::parse(&name).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
-    let fork = server::toolshed()?.fork(&user, tool_id(listing), name).await.map_err(server::fail)?;
+    let fork = server::toolshed()?.tools().fork(&user, tool_id(listing), name).await.map_err(server::fail)?;
     leptos_axum::redirect(&format!("/{}/{}/edit", fork.kind.plural(), fork.slug()));
     Ok(())
 }
@@ -529,7 +529,7 @@ pub async fn fork_listing(listing: i64, name: String) -> Result<(), AppError> {
 #[server(endpoint = "listings/favourite")]
 pub async fn set_favourite(tool: i64, favourite: bool) -> Result<bool, AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.set_favourite(&user, tool_id(tool), favourite).await.map_err(server::fail)?;
+    server::toolshed()?.favourites().set_favourite(&user, tool_id(tool), favourite).await.map_err(server::fail)?;
     Ok(favourite)
 }
 
@@ -537,7 +537,7 @@ pub async fn set_favourite(tool: i64, favourite: bool) -> Result<bool, AppError>
 pub async fn tool_detail(department: String, name: String) -> Result<ToolInfo, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
+    let tool = ts.tools().tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
     convert::detail(&ts, &user, tool).await
 }
 
@@ -545,12 +545,12 @@ pub async fn tool_detail(department: String, name: String) -> Result<ToolInfo, A
 pub async fn editor_data(department: String, name: String) -> Result<EditorState, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let tool = ts.tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
+    let tool = ts.tools().tool_by_slug(&user, &department, &name).await.map_err(server::fail)?;
     let id = tool.id;
-    let draft = ts.draft(&user, id).await.map_err(server::fail)?;
-    let cases = ts.test_cases(&user, id).await.map_err(server::fail)?;
+    let draft = ts.tools().draft(&user, id).await.map_err(server::fail)?;
+    let cases = ts.tools().test_cases(&user, id).await.map_err(server::fail)?;
     let tool = convert::detail(&ts, &user, tool).await?;
-    let env = if tool.can_edit { env_views(ts.env_vars(&user, id).await.map_err(server::fail)?) } else { Vec::new() };
+    let env = if tool.can_edit { env_views(ts.tools().env_vars(&user, id).await.map_err(server::fail)?) } else { Vec::new() };
     Ok(EditorState {
         tool,
         env,
@@ -579,13 +579,13 @@ fn source(code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Sou
 pub async fn save_draft(tool: i64, code: String, args: Vec<ArgDef>) -> Result<i64, AppError> {
     let user = server::require_user().await?;
     let src = source(code, args)?;
-    server::toolshed()?.save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
+    server::toolshed()?.tools().save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/discard_draft")]
 pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.discard_draft(&user, tool_id(tool)).await.map_err(server::fail)
+    server::toolshed()?.tools().discard_draft(&user, tool_id(tool)).await.map_err(server::fail)
 }
 
 /// Saves a version; returns its number.
@@ -593,7 +593,7 @@ pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
 pub async fn save_version(tool: i64, code: String, args: Vec<ArgDef>, changelog: String) -> Result<i64, AppError> {
     let user = server::require_user().await?;
     let src = source(code, args)?;
-    server::toolshed()?.save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
+    server::toolshed()?.tools().save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
 }
 
 /// Publishes `version` (an older one: rolls back). Returns the tool's new state.
@@ -633,8 +633,8 @@ impl ImpactView {
 pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let i = ts.publish_impact(&user, tool_id(tool), version).await.map_err(server::fail)?;
-    let tests = ts.tests_before_publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let i = ts.tools().publish_impact(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let tests = ts.tools().tests_before_publish(&user, tool_id(tool), version).await.map_err(server::fail)?;
     Ok(ImpactView {
         tests: tests.map(|t| t.into_iter().map(convert::test_result).collect()),
         from: i.from,
@@ -651,21 +651,21 @@ pub async fn impact_of_publish(tool: i64, version: i64) -> Result<ImpactView, Ap
 pub async fn publish(tool: i64, version: i64, #[server(default)] confirm_breaking: bool) -> Result<ToolInfo, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let t = ts.publish_compatible(&user, tool_id(tool), version, confirm_breaking, None).await.map_err(server::fail)?;
+    let t = ts.tools().publish_compatible(&user, tool_id(tool), version, confirm_breaking, None).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
 
 #[server(endpoint = "tools/version")]
 pub async fn load_version(tool: i64, version: i64) -> Result<DraftView, AppError> {
     let user = server::require_user().await?;
-    let v = server::toolshed()?.version(&user, tool_id(tool), version).await.map_err(server::fail)?;
+    let v = server::toolshed()?.tools().version(&user, tool_id(tool), version).await.map_err(server::fail)?;
     Ok(DraftView { code: v.code, args: convert::args_from_domain(v.args), autosaved_at: None, base_version: Some(v.version) })
 }
 
 #[server(endpoint = "tools/diff")]
 pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, AppError> {
     let user = server::require_user().await?;
-    let d = server::toolshed()?.diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
+    let d = server::toolshed()?.tools().diff_versions(&user, tool_id(tool), from, to).await.map_err(server::fail)?;
     Ok(convert::diff(d))
 }
 
@@ -674,8 +674,11 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
 pub async fn run_tool(tool: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
-    let report =
-        server::toolshed()?.run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None).await.map_err(server::fail)?;
+    let report = server::toolshed()?
+        .tools()
+        .run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None)
+        .await
+        .map_err(server::fail)?;
     Ok(convert::run_view(report))
 }
 
@@ -721,8 +724,8 @@ pub async fn save_test_case(
         .map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let ts = server::toolshed()?;
     match from_call {
-        None => ts.save_test_case(&user, tool_id(tool), &name, args, check).await,
-        Some(call) => ts.save_test_case_from_call(&user, tool_id(tool), call, &name, args, check).await,
+        None => ts.tools().save_test_case(&user, tool_id(tool), &name, args, check).await,
+        Some(call) => ts.tools().save_test_case_from_call(&user, tool_id(tool), call, &name, args, check).await,
     }
     .map_err(server::fail)
 }
@@ -731,7 +734,7 @@ pub async fn save_test_case(
 #[server(endpoint = "tools/failed_calls")]
 pub async fn failed_calls(tool: i64) -> Result<Vec<FailedCallView>, AppError> {
     let user = server::require_user().await?;
-    let calls = server::toolshed()?.failed_calls(&user, tool_id(tool)).await.map_err(server::fail)?;
+    let calls = server::toolshed()?.tools().failed_calls(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(calls.into_iter().map(convert::failed_call).collect())
 }
 
@@ -739,7 +742,7 @@ pub async fn failed_calls(tool: i64) -> Result<Vec<FailedCallView>, AppError> {
 #[server(endpoint = "tools/failed_call")]
 pub async fn failed_call(tool: i64, call: i64) -> Result<FailedCallView, AppError> {
     let user = server::require_user().await?;
-    let call = server::toolshed()?.failed_call(&user, tool_id(tool), call).await.map_err(server::fail)?;
+    let call = server::toolshed()?.tools().failed_call(&user, tool_id(tool), call).await.map_err(server::fail)?;
     Ok(convert::failed_call(call))
 }
 
@@ -749,28 +752,31 @@ pub async fn failed_call(tool: i64, call: i64) -> Result<FailedCallView, AppErro
 pub async fn replay_failed_call(tool: i64, call: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
-    let report =
-        server::toolshed()?.replay_failed_call(&user, tool_id(tool), call, convert::target(target)?, input).await.map_err(server::fail)?;
+    let report = server::toolshed()?
+        .tools()
+        .replay_failed_call(&user, tool_id(tool), call, convert::target(target)?, input)
+        .await
+        .map_err(server::fail)?;
     Ok(convert::run_view(report))
 }
 
 #[server(endpoint = "tools/test_case/delete")]
 pub async fn delete_test_case(tool: i64, case: i64) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.delete_test_case(&user, tool_id(tool), case).await.map_err(server::fail)
+    server::toolshed()?.tools().delete_test_case(&user, tool_id(tool), case).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/test_cases")]
 pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
     let user = server::require_user().await?;
-    let cases = server::toolshed()?.test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
+    let cases = server::toolshed()?.tools().test_cases(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(cases.into_iter().map(convert::test_case).collect())
 }
 
 #[server(endpoint = "tools/test_cases/run", input = crate::api::JsonArgs)]
 pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
     let user = server::require_user().await?;
-    let results = server::toolshed()?.run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
+    let results = server::toolshed()?.tools().run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
     Ok(results.into_iter().map(convert::test_result).collect())
 }
 
@@ -805,7 +811,7 @@ pub async fn update_tool_settings(
         memory_mib,
     };
     let ts = server::toolshed()?;
-    let t = ts.update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;
+    let t = ts.tools().update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;
     convert::detail(&ts, &user, t).await
 }
 
@@ -833,7 +839,7 @@ pub struct EnvVarView {
 #[server(endpoint = "tools/env")]
 pub async fn env_vars(tool: i64) -> Result<Vec<EnvVarView>, AppError> {
     let user = server::require_user().await?;
-    let vars = server::toolshed()?.env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
+    let vars = server::toolshed()?.tools().env_vars(&user, tool_id(tool)).await.map_err(server::fail)?;
     Ok(env_views(vars))
 }
 
@@ -858,13 +864,13 @@ pub async fn set_env_var(tool: i64, name: String, value: String, kind: String, h
     use toolshed_domain::tools::{EnvKind, ToolError};
     let user = server::require_user().await?;
     let kind = EnvKind::parse(&kind, hosts.as_deref().unwrap_or_default()).map_err(|e| server::fail(ToolError::Invalid(e)))?;
-    server::toolshed()?.set_env_var(&user, tool_id(tool), &name, &value, kind).await.map_err(server::fail)
+    server::toolshed()?.tools().set_env_var(&user, tool_id(tool), &name, &value, kind).await.map_err(server::fail)
 }
 
 #[server(endpoint = "tools/env/delete")]
 pub async fn delete_env_var(tool: i64, name: String) -> Result<(), AppError> {
     let user = server::require_user().await?;
-    server::toolshed()?.delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
+    server::toolshed()?.tools().delete_env_var(&user, tool_id(tool), &name).await.map_err(server::fail)
 }
 
 /// A listing's generated interfaces, for the listing page's API card.
@@ -887,8 +893,8 @@ pub struct ListingApiView {
 pub async fn listing_api(listing: i64) -> Result<ListingApiView, AppError> {
     let user = server::require_user().await?;
     let ts = server::toolshed()?;
-    let t = ts.tool(&user, toolshed_domain::ids::ToolId(listing)).await.map_err(server::fail)?;
-    let api = ts.listing_api(&user, &t).await.map_err(server::fail)?;
+    let t = ts.tools().tool(&user, toolshed_domain::ids::ToolId(listing)).await.map_err(server::fail)?;
+    let api = ts.bundles().listing_api(&user, &t).await.map_err(server::fail)?;
     let base = use_context::<crate::PublicUrl>().map(|p| p.0).unwrap_or_default();
     Ok(ListingApiView {
         typescript: api.typescript,

@@ -2,7 +2,7 @@
 //!
 //! - `browse`: seeds a temp SQLite database (20 departments, 10,000 tools of
 //!   every visibility, 100,000 calls in the last 30 days), then times
-//!   `Toolshed::browse` plus serializing the page to JSON, as a member would
+//!   `Market::browse` plus serializing the page to JSON, as a member would
 //!   browse and search.
 //! - `browse --seed PATH`: only seeds the database at PATH, for a real server.
 //! - `browse --http BASE`: registers a member on the server at BASE (loopback)
@@ -81,14 +81,15 @@ async fn in_process() {
     seed(&db).await.expect("seed");
     println!("seeded {LISTINGS} listings and {CALLS} calls in {:.1} s", started.elapsed().as_secs_f64());
     let ts = Toolshed::new(db.clone(), Settings::default());
-    let member = ts.register(Registration::parse("reader", "Reader", "dept3", "a-long-enough-password").unwrap(), None).await.unwrap();
+    let member =
+        ts.accounts().register(Registration::parse("reader", "Reader", "dept3", "a-long-enough-password").unwrap(), None).await.unwrap();
     for (name, [q, d, tag, kind, sort, page]) in SCENARIOS {
         let query = BrowseQuery::parse(q, d, tag, kind, sort, page).unwrap();
         let mut micros = Vec::with_capacity(ITERATIONS);
         let mut total = 0;
         for i in 0..WARMUP + ITERATIONS {
             let t = Instant::now();
-            let found = ts.browse(&member, &query).await.unwrap();
+            let found = ts.market().browse(&member, &query).await.unwrap();
             let json = serde_json::to_string(&found).unwrap();
             let elapsed = t.elapsed().as_secs_f64() * 1e6;
             assert!(!json.is_empty());

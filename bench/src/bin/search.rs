@@ -145,7 +145,8 @@ async fn main() {
         }
         println!("encoded {} listings' meaning in {:.1} s", index.len(), started.elapsed().as_secs_f64());
     }
-    let reader = ts.register(Registration::parse("reader", "Reader", "dept3", "a-long-enough-password").unwrap(), None).await.unwrap();
+    let reader =
+        ts.accounts().register(Registration::parse("reader", "Reader", "dept3", "a-long-enough-password").unwrap(), None).await.unwrap();
     let catalog = ts.catalog(&reader, None);
 
     let (mut first, mut top, mut micros) = (0, 0, Vec::new());
@@ -185,7 +186,7 @@ async fn main() {
     let mut defs = Vec::new();
     for page in 1.. {
         let query = BrowseQuery { sort: BrowseSort::Newest, page, per_page: 100, ..BrowseQuery::default() };
-        let cards = ts.browse(&reader, &query).await.unwrap().cards;
+        let cards = ts.market().browse(&reader, &query).await.unwrap().cards;
         if cards.is_empty() {
             break;
         }

@@ -8,7 +8,12 @@ use crate::ids::{DepartmentId, UserId};
 use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
 use crate::store::StoreError;
-use crate::{audit, now_ms, passwords, Toolshed};
+use crate::{audit, now_ms, passwords};
+
+handle! {
+    /// Departments and user accounts: registration, password changes, the first admin.
+    Accounts
+}
 
 /// The department new accounts join when none is named (CLI, first admin).
 pub const DEFAULT_DEPARTMENT: &str = "general";
@@ -136,9 +141,9 @@ fn title_from_slug(slug: &str) -> String {
     chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
-impl Toolshed {
-    pub async fn departments(&self) -> Result<Vec<Department>, AccountError> {
-        let rows = sqlx::query("SELECT id, name, title FROM departments ORDER BY name").fetch_all(self.db.pool()).await?;
+impl Accounts<'_> {
+    pub async fn departments(self) -> Result<Vec<Department>, AccountError> {
+        let rows = sqlx::query("SELECT id, name, title FROM departments ORDER BY name").fetch_all(self.core.db().pool()).await?;
         rows.iter()
             .map(|r| Ok(Department { id: DepartmentId(r.try_get("id")?), name: r.try_get("name")?, title: r.try_get("title")? }))
             .collect()
@@ -146,30 +151,30 @@ impl Toolshed {
 
     /// Creates the account, active, and its department when it does not exist
     /// yet (the CLI, the first admin, demo data, open registration).
-    pub async fn register(&self, reg: Registration, actor: Option<UserId>) -> Result<User, AccountError> {
+    pub async fn register(self, reg: Registration, actor: Option<UserId>) -> Result<User, AccountError> {
         let hash = passwords::hash(reg.password.expose().to_owned()).await;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let department_id = ensure_department(&mut tx, &reg.department, now_ms()).await?;
         let id = insert_user(&mut tx, &reg, &hash, department_id, true, actor).await?;
         tx.commit().await?;
         self.user(id).await?.ok_or(AccountError::UnknownUser)
     }
 
-    pub async fn user(&self, id: UserId) -> Result<Option<User>, AccountError> {
+    pub async fn user(self, id: UserId) -> Result<Option<User>, AccountError> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users u JOIN departments d ON d.id = u.department_id WHERE u.id = $1");
-        let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.db.pool()).await?;
+        let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.core.db().pool()).await?;
         Ok(row.as_ref().map(user_from_row).transpose()?)
     }
 
-    pub async fn user_by_username(&self, username: &str) -> Result<Option<User>, AccountError> {
+    pub async fn user_by_username(self, username: &str) -> Result<Option<User>, AccountError> {
         Ok(self.user_with_hash(&username.trim().to_ascii_lowercase()).await?.map(|(u, _)| u))
     }
 
-    pub(crate) async fn user_with_hash(&self, username: &str) -> Result<Option<(User, String)>, AccountError> {
+    pub(crate) async fn user_with_hash(self, username: &str) -> Result<Option<(User, String)>, AccountError> {
         let sql = format!(
             "SELECT {USER_COLUMNS}, u.password_hash FROM users u JOIN departments d ON d.id = u.department_id WHERE u.username = $1"
         );
-        let row = sqlx::query(&sql).bind(username).fetch_optional(self.db.pool()).await?;
+        let row = sqlx::query(&sql).bind(username).fetch_optional(self.core.db().pool()).await?;
         Ok(match row {
             Some(r) => Some((user_from_row(&r)?, r.try_get("password_hash")?)),
             None => None,
@@ -178,14 +183,14 @@ impl Toolshed {
 
     /// The user behind a session, if the session is still valid for them:
     /// the account exists, is active, and the password has not changed since.
-    pub async fn user_for_session(&self, id: UserId, epoch: i64) -> Result<Option<User>, AccountError> {
+    pub async fn user_for_session(self, id: UserId, epoch: i64) -> Result<Option<User>, AccountError> {
         Ok(self.user(id).await?.filter(|u| u.is_active && u.session_epoch == epoch))
     }
 
     /// Whether the person signs in here with a password: not when passwords
     /// are off, nor for an account single sign-on made (it has none).
-    pub async fn signs_in_with_password(&self, user: &User) -> Result<bool, AccountError> {
-        if !self.settings().passwords {
+    pub async fn signs_in_with_password(self, user: &User) -> Result<bool, AccountError> {
+        if !self.core.settings().passwords {
             return Ok(false);
         }
         let found = self.user_with_hash(&user.username).await?;
@@ -194,7 +199,7 @@ impl Toolshed {
 
     /// Changes the password and signs every other session out; returns the
     /// updated user so the caller can keep its own session.
-    pub async fn change_password(&self, id: UserId, current: &str, new: &str) -> Result<User, AccountError> {
+    pub async fn change_password(self, id: UserId, current: &str, new: &str) -> Result<User, AccountError> {
         let user = self.user(id).await?.ok_or(AccountError::UnknownUser)?;
         let (_, hash) = self.user_with_hash(&user.username).await?.ok_or(AccountError::UnknownUser)?;
         if !passwords::verify(current.to_owned(), Some(hash)).await {
@@ -202,7 +207,7 @@ impl Toolshed {
         }
         let new = NewPassword::parse(new, &Username::parse(&user.username)?)?;
         let new_hash = passwords::hash(new.expose().to_owned()).await;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1, updated_at = $2 WHERE id = $3")
             .bind(&new_hash)
             .bind(now_ms())
@@ -216,8 +221,8 @@ impl Toolshed {
 
     /// On an empty database, creates `admin` with a generated password and returns
     /// the password (to be printed once). Returns `None` when any user exists.
-    pub async fn ensure_first_admin(&self) -> Result<Option<(String, String)>, AccountError> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM users").fetch_one(self.db.pool()).await?;
+    pub async fn ensure_first_admin(self) -> Result<Option<(String, String)>, AccountError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM users").fetch_one(self.core.db().pool()).await?;
         if row.try_get::<i64, _>("n")? > 0 {
             return Ok(None);
         }

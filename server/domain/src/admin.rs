@@ -9,10 +9,17 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use crate::accounts::Accounts;
 use crate::accounts::{AccountError, User};
+use crate::membership::Membership;
 use crate::names::{DepartmentName, Invalid, Title};
 use crate::store::StoreError;
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// Administration: every account, the departments and the audit log.
+    Admin
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -142,9 +149,9 @@ pub struct AuditEntry {
     pub after: Option<String>,
 }
 
-impl Toolshed {
+impl Admin<'_> {
     /// Every account, for admins only (`Forbidden` otherwise).
-    pub async fn all_users(&self, admin: &User) -> Result<Vec<UserRow>, AccountError> {
+    pub async fn all_users(self, admin: &User) -> Result<Vec<UserRow>, AccountError> {
         if !admin.is_admin {
             return Err(AccountError::Forbidden);
         }
@@ -154,7 +161,7 @@ impl Toolshed {
              FROM users u JOIN departments d ON d.id = u.department_id LEFT JOIN join_requests r ON r.user_id = u.id \
              ORDER BY u.username",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         Ok(rows
             .iter()
@@ -175,7 +182,7 @@ impl Toolshed {
     pub const AUDIT_PAGE: i64 = 50;
 
     /// One page of the audit log, newest first, filtered. Admins only.
-    pub async fn audit_log(&self, admin: &User, filter: &AuditFilter) -> Result<AuditPage, AdminError> {
+    pub async fn audit_log(self, admin: &User, filter: &AuditFilter) -> Result<AuditPage, AdminError> {
         require_admin(admin)?;
         let page = filter.page.max(1);
         let rows = sqlx::query(
@@ -191,7 +198,7 @@ impl Toolshed {
         .bind(filter.to_ms.unwrap_or(i64::MAX))
         .bind(Self::AUDIT_PAGE + 1)
         .bind((page - 1) * Self::AUDIT_PAGE)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let mut entries = rows
             .iter()
@@ -212,12 +219,12 @@ impl Toolshed {
     }
 
     /// The user `username` as an admin acts on them.
-    async fn target_user(&self, username: &str) -> Result<User, AdminError> {
-        self.user_by_username(username).await?.ok_or_else(|| AdminError::UnknownUser(username.trim().to_owned()))
+    async fn target_user(self, username: &str) -> Result<User, AdminError> {
+        Accounts::new(self.core).user_by_username(username).await?.ok_or_else(|| AdminError::UnknownUser(username.trim().to_owned()))
     }
 
     /// Fails with `LastAdmin` when `user` is the only active admin.
-    async fn keep_an_admin(&self, tx: &mut sqlx::AnyConnection, user: &User) -> Result<(), AdminError> {
+    async fn keep_an_admin(self, tx: &mut sqlx::AnyConnection, user: &User) -> Result<(), AdminError> {
         if !(user.is_admin && user.is_active) {
             return Ok(());
         }
@@ -228,10 +235,10 @@ impl Toolshed {
     }
 
     /// Promotes a user to admin or demotes them; the last active admin stays one.
-    pub async fn set_admin(&self, admin: &User, username: &str, is_admin: bool) -> Result<User, AdminError> {
+    pub async fn set_admin(self, admin: &User, username: &str, is_admin: bool) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         if !is_admin {
             self.keep_an_admin(&mut tx, &user).await?;
         }
@@ -255,16 +262,16 @@ impl Toolshed {
     /// working at once: the session epoch moves on, token checks read
     /// `is_active`, grants are revoked) or reactivates it (old sessions and
     /// grants stay dead).
-    pub async fn set_active(&self, admin: &User, username: &str, active: bool) -> Result<User, AdminError> {
+    pub async fn set_active(self, admin: &User, username: &str, active: bool) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
         if !active && user.id == admin.id {
             return Err(AdminError::DeactivateSelf);
         }
-        if active && self.pending_department(user.id).await?.is_some() {
+        if active && Membership::new(self.core).pending_department(user.id).await?.is_some() {
             return Err(AdminError::AwaitingApproval(user.username));
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         if !active {
             self.keep_an_admin(&mut tx, &user).await?;
             crate::oauth::revoke_all_grants(&mut tx, user.id).await?;
@@ -293,10 +300,10 @@ impl Toolshed {
 
     /// Moves a user to another existing department. Their tools stay where
     /// they are: a tool belongs to its department, not to its author.
-    pub async fn move_user(&self, admin: &User, username: &str, department: &DepartmentName) -> Result<User, AdminError> {
+    pub async fn move_user(self, admin: &User, username: &str, department: &DepartmentName) -> Result<User, AdminError> {
         require_admin(admin)?;
         let user = self.target_user(username).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(&mut *tx).await?;
         let Some(row) = row else { return Err(AdminError::UnknownDepartment(department.to_string())) };
         let dept_id: i64 = row.try_get("id")?;
@@ -315,20 +322,20 @@ impl Toolshed {
     }
 
     /// Every department with its settings and member count. Admins only.
-    pub async fn admin_departments(&self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
+    pub async fn admin_departments(self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
         require_admin(admin)?;
         let rows = sqlx::query(
             "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d ORDER BY d.name",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         Ok(rows.iter().map(department_from_row).collect::<Result<_, _>>()?)
     }
 
-    pub async fn create_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
+    pub async fn create_department(self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
         require_admin(admin)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let inserted = sqlx::query("INSERT INTO departments (name, title, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
             .bind(name.as_str())
             .bind(title.as_str())
@@ -345,10 +352,10 @@ impl Toolshed {
     }
 
     /// Changes a department's title; its slug never changes (see the module docs).
-    pub async fn rename_department(&self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
+    pub async fn rename_department(self, admin: &User, name: &DepartmentName, title: &Title) -> Result<(), AdminError> {
         require_admin(admin)?;
         let before = self.department_row(name).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE departments SET title = $1 WHERE name = $2").bind(title.as_str()).bind(name.as_str()).execute(&mut *tx).await?;
         let (b, a) = (serde_json::json!({"title": before.title}), serde_json::json!({"title": title.as_str()}));
         audit::record(&mut tx, Some(admin.id), "department.renamed", &format!("department:{name}"), Some(b), Some(a)).await?;
@@ -357,7 +364,7 @@ impl Toolshed {
     }
 
     /// A department's settings, for its maintainers and admins.
-    pub async fn department_settings(&self, actor: &User, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
+    pub async fn department_settings(self, actor: &User, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
         let own = actor.department.name == name.as_str();
         if !crate::membership::may_maintain(actor, if own { actor.department.id.0 } else { -1 }) {
             return Err(AdminError::Forbidden);
@@ -367,17 +374,17 @@ impl Toolshed {
 
     /// Whether publishing the department's tools needs test cases that all
     /// pass: its maintainers' decision, or an admin's.
-    pub async fn set_tests_required(&self, actor: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
+    pub async fn set_tests_required(self, actor: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
         let row = sqlx::query("SELECT id, tests_required FROM departments WHERE name = $1")
             .bind(name.as_str())
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?
             .ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
         if !crate::membership::may_maintain(actor, row.try_get("id")?) {
             return Err(AdminError::Forbidden);
         }
         let before = row.try_get::<i64, _>("tests_required")? != 0;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE departments SET tests_required = $1 WHERE name = $2")
             .bind(i64::from(required))
             .bind(name.as_str())
@@ -390,10 +397,10 @@ impl Toolshed {
     }
 
     /// Whether publishes in the department wait for an admin's review.
-    pub async fn set_review_required(&self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
+    pub async fn set_review_required(self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
         require_admin(admin)?;
         let before = self.department_row(name).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2")
             .bind(i64::from(required))
             .bind(name.as_str())
@@ -405,13 +412,13 @@ impl Toolshed {
         Ok(())
     }
 
-    async fn department_row(&self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
+    async fn department_row(self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
         let row = sqlx::query(
             "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d WHERE d.name = $1",
         )
         .bind(name.as_str())
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?;
         let row = row.ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
         Ok(department_from_row(&row)?)

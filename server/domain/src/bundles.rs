@@ -16,9 +16,19 @@ use crate::accounts::User;
 use crate::codegen::{ListingApi, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
-use crate::tools::{can_edit, can_see, insert_version, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError};
+use crate::policy::Policies;
+use crate::tools::Tools;
+use crate::tools::{
+    can_edit, can_see, insert_version, member_label, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError,
+};
+use crate::upstream::Upstreams;
 use crate::upstream::{ExternalMember, ServedExternal};
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// MCP bundles: their members, versions and external servers.
+    Bundles
+}
 
 /// The most members a bundle version may have.
 pub const MAX_MEMBERS: usize = 64;
@@ -68,27 +78,18 @@ pub struct Served {
     pub member_targets: Vec<String>,
 }
 
-/// A stored member row, before it is checked against the caller.
-struct ItemRow {
-    tool_id: ToolId,
-    pinned_version: Option<i64>,
-    exposed_name: String,
-    /// The pinned version has been served (see `tools::mark_published`).
-    pinned_published: bool,
-}
-
-impl Toolshed {
+impl Bundles<'_> {
     /// Saves the bundle's next version with `members`, in that order. Every
     /// member must be a tool the author can see, with the version it pins (or
     /// a published one to follow); exposed names must be unique.
-    pub async fn save_bundle_version(&self, user: &User, id: ToolId, members: &[MemberSpec], changelog: &str) -> Result<i64, ToolError> {
+    pub async fn save_bundle_version(self, user: &User, id: ToolId, members: &[MemberSpec], changelog: &str) -> Result<i64, ToolError> {
         self.save_bundle_version_with_external(user, id, members, &[], changelog).await
     }
 
-    /// [`Toolshed::save_bundle_version`], with tools of external MCP servers of
+    /// [`Bundles::save_bundle_version`], with tools of external MCP servers of
     /// the bundle's department after the members (exposed as `server__tool`).
     pub async fn save_bundle_version_with_external(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         members: &[MemberSpec],
@@ -98,7 +99,7 @@ impl Toolshed {
         let bundle = self.bundle_for_edit(user, id).await?;
         let changelog = parse_changelog(changelog)?;
         let checked = self.check_members(user, members, external.len()).await?;
-        let external = self.check_external(&bundle, external).await?;
+        let external = Upstreams::new(self.core).check_external(&bundle, external).await?;
         let mut taken: HashSet<String> = checked.iter().map(|(_, _, name)| name.as_str().to_ascii_lowercase()).collect();
         if let Some(clash) = external.iter().find(|e| !taken.insert(e.name.to_ascii_lowercase())) {
             return Err(ToolError::Invalid(Invalid {
@@ -106,7 +107,7 @@ impl Toolshed {
                 reason: format!("two members would be called “{}”: add it once, or rename the tool", clash.name),
             }));
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let version = match insert_version(&mut tx, user, id, &Source::empty(), &changelog).await {
             Ok(v) => v,
             Err(e) => return Err(rolled_back(tx, e).await),
@@ -154,13 +155,13 @@ impl Toolshed {
 
     /// The members of version `n` of a bundle `user` may see, each with what
     /// it serves to them.
-    pub async fn bundle_members(&self, user: &User, id: ToolId, n: i64) -> Result<Vec<Member>, ToolError> {
-        let bundle = self.tool(user, id).await?;
+    pub async fn bundle_members(self, user: &User, id: ToolId, n: i64) -> Result<Vec<Member>, ToolError> {
+        let bundle = Tools::new(self.core).tool(user, id).await?;
         if bundle.kind != ListingKind::Bundle {
             return Err(ToolError::NotFound);
         }
-        let items = self.items(id, n).await?;
-        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
+        let items = Tools::new(self.core).bundle_items(id, n).await?;
+        let tools = Tools::new(self.core).tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
         Ok(items
             .into_iter()
             .map(|item| {
@@ -188,10 +189,10 @@ impl Toolshed {
 
     /// What `bundle`'s published version serves to `user` (already checked
     /// to see the bundle): visible, active members with a version to run.
-    pub async fn served_tools(&self, user: &User, bundle: &Tool) -> Result<Served, ToolError> {
+    pub async fn served_tools(self, user: &User, bundle: &Tool) -> Result<Served, ToolError> {
         let Some(n) = bundle.published_version.filter(|_| bundle.kind == ListingKind::Bundle) else { return Ok(Served::default()) };
-        let items = self.items(bundle.id, n).await?;
-        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
+        let items = Tools::new(self.core).bundle_items(bundle.id, n).await?;
+        let tools = Tools::new(self.core).tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
         let mut served = Served::default();
         for item in items {
             let Some(tool) = tools.get(&item.tool_id) else { continue };
@@ -207,7 +208,7 @@ impl Toolshed {
                 served.tools.push(ServedTool { name: item.exposed_name, tool: tool.clone(), version });
             }
         }
-        for (member, external) in self.external_items(bundle, n).await? {
+        for (member, external) in Upstreams::new(self.core).external_items(bundle, n).await? {
             served.member_targets.push(crate::upstream::audit_target(&member.server));
             served.external.extend(external);
         }
@@ -215,8 +216,8 @@ impl Toolshed {
     }
 
     /// The tools `listing` serves to `user`: the tool itself at its published
-    /// version, or the bundle's members as [`Toolshed::served_tools`] decides.
-    pub async fn served_by(&self, user: &User, listing: &Tool) -> Result<Vec<ServedTool>, ToolError> {
+    /// version, or the bundle's members as [`Bundles::served_tools`] decides.
+    pub async fn served_by(self, user: &User, listing: &Tool) -> Result<Vec<ServedTool>, ToolError> {
         match listing.kind {
             ListingKind::Tool => Ok(listing
                 .published_version
@@ -228,7 +229,7 @@ impl Toolshed {
     }
 
     /// What `listing` serves to `user`, as the generated APIs describe it.
-    pub async fn tool_defs(&self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+    pub async fn tool_defs(self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
         let (own, external) = match listing.kind {
             ListingKind::Tool => (self.served_by(user, listing).await?, Vec::new()),
             ListingKind::Bundle => {
@@ -237,10 +238,10 @@ impl Toolshed {
             }
         };
         let mut defs = Vec::new();
-        let policy = if own.is_empty() { Default::default() } else { self.policy().await? };
+        let policy = if own.is_empty() { Default::default() } else { Policies::new(self.core).policy().await? };
         for s in own {
-            let v = self.version_row(s.tool.id, s.version).await?;
-            let permissions = self.permissions_under(&s.tool, &policy).await?;
+            let v = Tools::new(self.core).version_row(s.tool.id, s.version).await?;
+            let permissions = Tools::new(self.core).permissions_under(&s.tool, &policy).await?;
             defs.push(ToolDef {
                 name: s.name,
                 title: s.tool.title,
@@ -268,7 +269,7 @@ impl Toolshed {
 
     /// The TypeScript API, OpenAI definitions and token costs of what
     /// `listing` serves to `user` (a bundle's OpenAI names are `bundle__tool`).
-    pub async fn listing_api(&self, user: &User, listing: &Tool) -> Result<ListingApi, ToolError> {
+    pub async fn listing_api(self, user: &User, listing: &Tool) -> Result<ListingApi, ToolError> {
         let defs = self.tool_defs(user, listing).await?;
         let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
         // Counting tokens is CPU work (milliseconds for a large bundle): off the reactor.
@@ -280,13 +281,13 @@ impl Toolshed {
         }
     }
 
-    pub(crate) async fn bundle_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
-        Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Bundle).ok_or(ToolError::NotFound)
+    pub(crate) async fn bundle_for_edit(self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+        Some(Tools::new(self.core).tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Bundle).ok_or(ToolError::NotFound)
     }
 
     /// Checks the editor's members: (tool, pinned version, exposed name) in order.
     async fn check_members(
-        &self,
+        self,
         user: &User,
         members: &[MemberSpec],
         external: usize,
@@ -302,7 +303,7 @@ impl Toolshed {
         let mut taken: HashMap<String, String> = HashMap::new();
         for m in members {
             // The same answer whether the tool does not exist or is not the author's to see.
-            let tool = match self.tool(user, m.tool).await {
+            let tool = match Tools::new(self.core).tool(user, m.tool).await {
                 Ok(t) if t.kind == ListingKind::Tool => t,
                 Ok(_) | Err(ToolError::NotFound) => return Err(bad(format!("there is no tool #{} you can add", m.tool))),
                 Err(e) => return Err(e),
@@ -310,7 +311,8 @@ impl Toolshed {
             match m.pinned_version {
                 Some(v) => {
                     // A version never served is pinned by the tool's editors only; to others it does not exist.
-                    let usable = self.version_row(tool.id, v).await.is_ok() && self.may_use_version(user, &tool, v).await?;
+                    let usable = Tools::new(self.core).version_row(tool.id, v).await.is_ok()
+                        && Tools::new(self.core).may_use_version(user, &tool, v).await?;
                     if !usable {
                         return Err(bad(format!("{} has no version {v}", tool.slug())));
                     }
@@ -339,63 +341,22 @@ impl Toolshed {
         Ok(checked)
     }
 
-    async fn items(&self, bundle: ToolId, n: i64) -> Result<Vec<ItemRow>, ToolError> {
-        let rows = sqlx::query(
-            "SELECT i.tool_id, i.pinned_version, i.exposed_name, CASE WHEN v.published_at IS NULL THEN 0 ELSE 1 END AS pinned_published \
-             FROM bundle_items i LEFT JOIN tool_versions v ON v.tool_id = i.tool_id AND v.version = i.pinned_version \
-             WHERE i.bundle_id = $1 AND i.version = $2 ORDER BY i.position",
-        )
-        .bind(bundle.0)
-        .bind(n)
-        .fetch_all(self.db.pool())
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(ItemRow {
-                    tool_id: ToolId(r.try_get("tool_id")?),
-                    pinned_version: r.try_get("pinned_version")?,
-                    exposed_name: r.try_get("exposed_name")?,
-                    pinned_published: r.try_get::<i64, _>("pinned_published")? != 0,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(Into::into)
-    }
-
-    /// Version `n`'s members as `user` may know them, one `name = dept/tool@vN`
-    /// line each (for diffs); a member they may not see is one line that says so.
-    pub(crate) async fn member_lines(&self, user: &User, bundle: ToolId, n: i64) -> Result<String, ToolError> {
-        let items = self.items(bundle, n).await?;
-        let tools = self.tools_by_ids(&items.iter().map(|i| i.tool_id).collect::<Vec<_>>()).await?;
-        Ok(items
-            .iter()
-            .map(|i| match tools.get(&i.tool_id).filter(|t| can_see(user, t)) {
-                Some(t) => member_label(&i.exposed_name, &t.slug(), i.pinned_version) + "\n",
-                None => "(a tool you cannot see)\n".to_owned(),
-            })
-            .collect())
-    }
-
     /// Bundles the user may see that contain `tool` in their published version.
-    pub async fn bundles_with(&self, user: &User, tool: ToolId) -> Result<Vec<Tool>, ToolError> {
+    pub async fn bundles_with(self, user: &User, tool: ToolId) -> Result<Vec<Tool>, ToolError> {
         let rows = sqlx::query(
             "SELECT DISTINCT b.id FROM bundle_items i JOIN tools b ON b.id = i.bundle_id AND i.version = b.published_version WHERE i.tool_id = $1",
         )
         .bind(tool.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let ids: HashSet<ToolId> = rows.iter().map(|r| r.try_get("id").map(ToolId)).collect::<Result<_, _>>()?;
-        let mut bundles: Vec<Tool> =
-            self.tools_by_ids(&ids.into_iter().collect::<Vec<_>>()).await?.into_values().filter(|b| can_see(user, b)).collect();
+        let mut bundles: Vec<Tool> = Tools::new(self.core)
+            .tools_by_ids(&ids.into_iter().collect::<Vec<_>>())
+            .await?
+            .into_values()
+            .filter(|b| can_see(user, b))
+            .collect();
         bundles.sort_by_key(|b| b.slug());
         Ok(bundles)
-    }
-}
-
-/// `name = dept/tool@v3` (pinned) or `name = dept/tool@published`, for the audit log.
-fn member_label(name: &str, slug: &str, pinned: Option<i64>) -> String {
-    match pinned {
-        Some(v) => format!("{name} = {slug}@v{v}"),
-        None => format!("{name} = {slug}@published"),
     }
 }

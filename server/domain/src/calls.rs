@@ -6,10 +6,18 @@
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::accounts::User;
+use crate::bundles::Bundles;
 use crate::sandbox::{RunEvent, ToolValue};
+use crate::tools::Tools;
 use crate::tools::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
 use crate::upstream::ServedExternal;
-use crate::Toolshed;
+use crate::upstream::Upstreams;
+use crate::Core;
+
+handle! {
+    /// What a listing serves a caller, by the names the caller uses.
+    Calls
+}
 
 /// Where a name in a listing leads.
 #[derive(Debug, Clone)]
@@ -25,7 +33,7 @@ pub(crate) enum Callable {
 /// in the order the listing lists them.
 #[derive(Clone)]
 pub struct Callables {
-    toolshed: Toolshed,
+    core: Core,
     user: User,
     listing: Tool,
     entries: Vec<(String, Callable)>,
@@ -61,11 +69,11 @@ impl Answer {
     }
 }
 
-impl Toolshed {
+impl Calls<'_> {
     /// What `listing` (already looked up as `user`) serves them: a tool its
     /// published version (or the one its endpoint pinned) under its own name; a bundle the members `user` may
     /// see, then its external servers' tools.
-    pub async fn callables(&self, user: &User, listing: &Tool) -> Result<Callables, ToolError> {
+    pub async fn callables(self, user: &User, listing: &Tool) -> Result<Callables, ToolError> {
         let entries = match listing.kind {
             ListingKind::Tool => match listing.published_version {
                 Some(n) => {
@@ -75,13 +83,13 @@ impl Toolshed {
                 None => Vec::new(),
             },
             ListingKind::Bundle => {
-                let served = self.served_tools(user, listing).await?;
+                let served = Bundles::new(self.core).served_tools(user, listing).await?;
                 let members =
                     served.tools.into_iter().map(|m| (m.name, Callable::Tool { tool: m.tool, source: RunSource::Version(m.version) }));
                 members.chain(served.external.into_iter().map(|e| (e.name.clone(), Callable::External(e)))).collect()
             }
         };
-        Ok(Callables { toolshed: self.clone(), user: user.clone(), listing: listing.clone(), entries })
+        Ok(Callables { core: self.core.clone(), user: user.clone(), listing: listing.clone(), entries })
     }
 }
 
@@ -104,8 +112,8 @@ impl Callables {
         })
     }
 
-    pub(crate) fn toolshed(&self) -> &Toolshed {
-        &self.toolshed
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
     }
 
     pub(crate) fn user(&self) -> &User {
@@ -135,9 +143,11 @@ impl Callables {
         let via = self.via(via);
         match self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))? {
             Callable::Tool { tool, source } => {
-                self.toolshed.run_loaded(&self.user, tool, source.clone(), input, via, events).await.map(Answer::Ran)
+                Tools::new(&self.core).run_loaded(&self.user, tool, source.clone(), input, via, events).await.map(Answer::Ran)
             }
-            Callable::External(ext) => Ok(Answer::External(self.toolshed.call_external(&self.user, &self.listing, ext, input, via).await)),
+            Callable::External(ext) => {
+                Ok(Answer::External(Upstreams::new(&self.core).call_external(&self.user, &self.listing, ext, input, via).await))
+            }
         }
     }
 }

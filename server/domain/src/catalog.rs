@@ -17,16 +17,27 @@ use sqlx::Row;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::accounts::User;
+use crate::bundles::Bundles;
 use crate::calls::Answer;
+use crate::calls::Calls;
 use crate::code_mode::{prepare_member, MAX_TOOL_CALLS};
 use crate::codegen::{token_count, tools_list_json, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
+use crate::market::Market;
 use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, Match, SearchText};
 use crate::names::{DepartmentName, Invalid, Tags};
+use crate::policy::Policies;
 use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, ToolHost};
 use crate::tokens::TokenInfo;
+use crate::tools::Tools;
 use crate::tools::{Status, Tool, ToolError, Via};
-use crate::{audit, now_ms, Toolshed};
+use crate::Core;
+use crate::{audit, now_ms};
+
+handle! {
+    /// Stars: the tools a person lists on their personal endpoint.
+    Favourites
+}
 
 pub const SEARCH_TOOLS: &str = "search_tools";
 pub const DESCRIBE_TOOL: &str = "describe_tool";
@@ -96,23 +107,18 @@ pub struct CatalogHit {
 /// Everything one caller may use through their personal endpoint.
 #[derive(Clone)]
 pub struct Catalog {
-    toolshed: Toolshed,
+    core: Core,
     user: User,
     /// The caller's token's listings (`department/name`); empty: every listing they may see.
     scope: Vec<String>,
 }
 
-impl Toolshed {
-    /// The catalog as `user` (calling with `token`, if any) may use it.
-    pub fn catalog(&self, user: &User, token: Option<&TokenInfo>) -> Catalog {
-        Catalog { toolshed: self.clone(), user: user.clone(), scope: token.map(|t| t.scope.clone()).unwrap_or_default() }
-    }
-
+impl Favourites<'_> {
     /// Stars listing `id` for `user` (who must be able to see it), or takes the
     /// star away. Their personal endpoint lists starred tools directly.
-    pub async fn set_favourite(&self, user: &User, id: ToolId, favourite: bool) -> Result<(), ToolError> {
-        let tool = self.tool(user, id).await?;
-        let mut tx = self.begin().await?;
+    pub async fn set_favourite(self, user: &User, id: ToolId, favourite: bool) -> Result<(), ToolError> {
+        let tool = Tools::new(self.core).tool(user, id).await?;
+        let mut tx = self.core.begin().await?;
         let sql = if favourite {
             "INSERT INTO favourites (user_id, tool_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (user_id, tool_id) DO NOTHING"
         } else {
@@ -131,11 +137,11 @@ impl Toolshed {
     }
 
     /// Whether `user` starred listing `id`.
-    pub async fn is_favourite(&self, user: &User, id: ToolId) -> Result<bool, ToolError> {
+    pub async fn is_favourite(self, user: &User, id: ToolId) -> Result<bool, ToolError> {
         let row = sqlx::query("SELECT 1 AS yes FROM favourites WHERE user_id = $1 AND tool_id = $2")
             .bind(user.id.0)
             .bind(id.0)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         Ok(row.is_some())
     }
@@ -154,6 +160,11 @@ pub fn favourite_name(tool: &Tool) -> String {
 }
 
 impl Catalog {
+    /// The catalog as `user` (calling with `token`, if any) may use it.
+    pub(crate) fn new(core: Core, user: &User, token: Option<&TokenInfo>) -> Self {
+        Catalog { core, user: user.clone(), scope: token.map(|t| t.scope.clone()).unwrap_or_default() }
+    }
+
     pub fn user(&self) -> &User {
         &self.user
     }
@@ -180,11 +191,11 @@ impl Catalog {
             per_page: q.limit,
             ..BrowseQuery::default()
         };
-        let (Some(text), Some(semantic)) = (&q.text, self.toolshed.semantic()) else {
-            return self.hits(self.toolshed.browse(&self.user, &query).await?.cards).await;
+        let (Some(text), Some(semantic)) = (&q.text, self.core.semantic()) else {
+            return self.hits(Market::new(&self.core).browse(&self.user, &query).await?.cards).await;
         };
         let words = BrowseQuery { per_page: FUSION_CANDIDATES, ..query.clone() };
-        let lexical = self.toolshed.ranked_ids(&self.user, &words).await?;
+        let lexical = Market::new(&self.core).ranked_ids(&self.user, &words).await?;
         let near = semantic.nearest(text, NEAREST).await;
         // What the caller may see of the nearest, in their order of nearness.
         let meaning = BrowseQuery {
@@ -194,7 +205,7 @@ impl Catalog {
             per_page: NEAREST as i64,
             ..query
         };
-        let seen = if near.is_empty() { Vec::new() } else { self.toolshed.ranked_ids(&self.user, &meaning).await? };
+        let seen = if near.is_empty() { Vec::new() } else { Market::new(&self.core).ranked_ids(&self.user, &meaning).await? };
         let nearest = near.iter().map(|(id, _)| *id).filter(|id| seen.contains(id)).take(FUSION_CANDIDATES as usize);
         let mut scored: Vec<(f64, ToolId)> = Vec::new();
         for ranking in [lexical, nearest.collect()] {
@@ -209,7 +220,7 @@ impl Catalog {
         // Ties (one rank in one list each) go to the full-text match: it came first.
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         let best: Vec<ToolId> = scored.into_iter().take(q.limit.max(0) as usize).map(|(_, id)| id).collect();
-        self.hits(self.toolshed.tool_cards(&self.user, &best).await?).await
+        self.hits(Market::new(&self.core).tool_cards(&self.user, &best).await?).await
     }
 
     /// `cards` as search hits, with what each costs a model to read.
@@ -237,7 +248,7 @@ impl Catalog {
             Some(parts) => parts,
             None => return self.favourites().await?.into_iter().find(|t| favourite_name(t) == name).ok_or_else(unknown),
         };
-        let found = match self.toolshed.listing_for_call(&self.user, ListingKind::Tool, department, tool).await {
+        let found = match Tools::new(&self.core).listing_for_call(&self.user, ListingKind::Tool, department, tool).await {
             Ok(t) => t,
             Err(ToolError::NotFound) => return Err(unknown()),
             Err(e) => return Err(e),
@@ -256,7 +267,7 @@ impl Catalog {
     /// `name`'s full definition, named `department/name`.
     pub async fn definition(&self, name: &str) -> Result<(Tool, ToolDef), ToolError> {
         let tool = self.tool(name).await?;
-        let def = self.toolshed.tool_defs(&self.user, &tool).await?.into_iter().next().ok_or(ToolError::NotPublished)?;
+        let def = Bundles::new(&self.core).tool_defs(&self.user, &tool).await?.into_iter().next().ok_or(ToolError::NotPublished)?;
         Ok((tool.clone(), ToolDef { name: tool.slug(), ..def }))
     }
 
@@ -279,7 +290,7 @@ impl Catalog {
     ) -> Result<Answer, ToolError> {
         let tool = self.tool(name).await?;
         let transport = format!("{}{USAGE_SUFFIX}", via.transport);
-        let callables = self.toolshed.callables(&self.user, &tool).await?;
+        let callables = Calls::new(&self.core).callables(&self.user, &tool).await?;
         callables.call(&tool.name, input, Via { transport: &transport, ..via }, events).await
     }
 
@@ -287,12 +298,12 @@ impl Catalog {
     pub async fn favourites(&self) -> Result<Vec<Tool>, ToolError> {
         let rows = sqlx::query("SELECT tool_id FROM favourites WHERE user_id = $1 ORDER BY created_at DESC, tool_id DESC")
             .bind(self.user.id.0)
-            .fetch_all(self.toolshed.db.pool())
+            .fetch_all(self.core.db().pool())
             .await?;
         let mut tools = Vec::new();
         for row in rows {
             let id = ToolId(row.try_get("tool_id")?);
-            match self.toolshed.tool(&self.user, id).await {
+            match Tools::new(&self.core).tool(&self.user, id).await {
                 Ok(t)
                     if t.kind == ListingKind::Tool
                         && t.published_version.is_some()
@@ -313,7 +324,7 @@ impl Catalog {
     pub async fn tool_defs(&self) -> Result<Vec<ToolDef>, ToolError> {
         let mut defs = catalog_tool_defs();
         for tool in self.favourites().await? {
-            if let Some(def) = self.toolshed.tool_defs(&self.user, &tool).await?.into_iter().next() {
+            if let Some(def) = Bundles::new(&self.core).tool_defs(&self.user, &tool).await?.into_iter().next() {
                 defs.push(ToolDef { name: favourite_name(&tool), ..def });
             }
         }
@@ -324,7 +335,7 @@ impl Catalog {
     /// `tools.<favourite>(input)`) call any tool of the catalog, each call
     /// exactly as `call_tool` makes it, at most [`MAX_TOOL_CALLS`] of them.
     pub async fn run_code(&self, code: String, via: Via<'_>) -> Result<RunOutcome, ToolError> {
-        let policy = self.toolshed.policy().await?;
+        let policy = Policies::new(&self.core).policy().await?;
         let mut context = Map::new();
         context.insert("caller".into(), self.user.username.clone().into());
         context.insert("department".into(), self.user.department.name.clone().into());
@@ -354,7 +365,7 @@ impl Catalog {
         let span = tracing::info_span!("run_code", endpoint = "me", user = %self.user.username, transport = via.transport);
         // One lane per person: their runs queue behind each other, not behind everyone's.
         let lane = crate::sandbox::Lane { tool: ToolId(0), caller: self.user.id };
-        Ok(tracing::Instrument::instrument(self.toolshed.sandbox().run(request, lane), span).await?)
+        Ok(tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?)
     }
 }
 
@@ -380,7 +391,7 @@ impl ToolHost for CatalogHost {
                 }
                 e => format!("{name}: {e}"),
             })?;
-            let callables = catalog.toolshed.callables(&catalog.user, &tool).await.map_err(|e| format!("{name}: {e}"))?;
+            let callables = Calls::new(&catalog.core).callables(&catalog.user, &tool).await.map_err(|e| format!("{name}: {e}"))?;
             prepare_member(Arc::new(callables), tool.name.clone(), input, transport, token_id).await
         })
     }

@@ -10,13 +10,22 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::accounts::User;
+use crate::bundles::Bundles;
+use crate::calls::Calls;
 use crate::calls::{Callable, Callables};
 use crate::codegen::{run_code_def, ToolDef};
 use crate::ids::ToolId;
 use crate::names::CodeMode;
+use crate::policy::Policies;
 use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, ToolCall, ToolHost, ToolValue};
+use crate::tools::Tools;
 use crate::tools::{ListingKind, PreparedRun, RunReport, Status, Tool, ToolError, Via};
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// Code mode: a bundle served as one tool that runs a model's code against its members.
+    CodeModes
+}
 
 /// Tool calls one `run_code` may make: code that calls tools in a loop
 /// forever stops here, or at its time limit, whichever comes first.
@@ -41,15 +50,15 @@ pub fn transcript(outcome: &RunOutcome) -> Result<String, String> {
     Ok(text.trim_end_matches('\n').to_owned())
 }
 
-impl Toolshed {
+impl CodeModes<'_> {
     /// Sets a bundle's code mode (edit rights needed). Audited as
     /// `bundle.code_mode_changed`, which open MCP sessions hear as `list_changed`.
-    pub async fn set_code_mode(&self, user: &User, id: ToolId, mode: CodeMode) -> Result<Tool, ToolError> {
-        let bundle = self.bundle_for_edit(user, id).await?;
+    pub async fn set_code_mode(self, user: &User, id: ToolId, mode: CodeMode) -> Result<Tool, ToolError> {
+        let bundle = Bundles::new(self.core).bundle_for_edit(user, id).await?;
         if bundle.code_mode == mode {
             return Ok(bundle);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE tools SET code_mode = $1, updated_at = $2 WHERE id = $3")
             .bind(mode.as_str())
             .bind(now_ms())
@@ -66,13 +75,13 @@ impl Toolshed {
         )
         .await?;
         tx.commit().await?;
-        self.tool(user, id).await
+        Tools::new(self.core).tool(user, id).await
     }
 
     /// What `listing`'s MCP endpoint lists to `user`: its tools, and in code
     /// mode `run_code` instead of them or after them.
-    pub async fn mcp_tool_defs(&self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
-        let mut defs = self.tool_defs(user, listing).await?;
+    pub async fn mcp_tool_defs(self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+        let mut defs = Bundles::new(self.core).tool_defs(user, listing).await?;
         let run_code = || run_code_def(&listing.slug(), &defs);
         Ok(match listing.code_mode {
             CodeMode::Off => defs,
@@ -88,16 +97,17 @@ impl Toolshed {
     /// Runs model-written `code` against the members `bundle` (already looked
     /// up as `user`) serves them. Member calls are recorded with the bundle's
     /// id; the run itself calls no tool of its own, so it is not recorded.
-    pub async fn run_code(&self, user: &User, bundle: &Tool, code: String, via: Via<'_>) -> Result<RunOutcome, ToolError> {
+    pub async fn run_code(self, user: &User, bundle: &Tool, code: String, via: Via<'_>) -> Result<RunOutcome, ToolError> {
         if bundle.kind != ListingKind::Bundle || bundle.code_mode == CodeMode::Off {
             return Err(ToolError::NotFound);
         }
         if bundle.status == Status::Disabled {
             return Err(ToolError::Disabled);
         }
-        let callables = self.callables(user, bundle).await?;
-        let policy = self.policy().await?;
-        let mut request = self.run_request(bundle, &policy, code, Default::default(), BTreeMap::new(), user, via.transport);
+        let callables = Calls::new(self.core).callables(user, bundle).await?;
+        let policy = Policies::new(self.core).policy().await?;
+        let mut request =
+            Tools::new(self.core).run_request(bundle, &policy, code, Default::default(), BTreeMap::new(), user, via.transport);
         request.fetch_allow.clear();
         request.tools = Some(CodeTools {
             names: callables.names().map(str::to_owned).collect(),
@@ -112,7 +122,7 @@ impl Toolshed {
         });
         let span = tracing::info_span!("run_code", bundle = %bundle.slug(), transport = via.transport);
         let lane = crate::sandbox::Lane { tool: bundle.id, caller: user.id };
-        Ok(tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await?)
+        Ok(tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?)
     }
 }
 
@@ -149,26 +159,26 @@ pub(crate) async fn prepare_member(
         }
         Some(Callable::Tool { tool, source }) => (tool.clone(), source.clone()),
     };
-    let (toolshed, user) = (callables.toolshed(), callables.user());
+    let (core, user) = (callables.core(), callables.user());
     let started = Instant::now();
     let given = input.clone();
-    let PreparedRun { version, request, env, runnable } = match toolshed.prepare_run(user, &tool, source, input, &transport).await {
+    let PreparedRun { version, request, env, runnable } = match Tools::new(core).prepare_run(user, &tool, source, input, &transport).await {
         Ok(p) => p,
         Err(e) => {
             let message = format!("{name}: {e}");
-            toolshed.record_run(user, tool.id, via, started, &Err(e));
+            Tools::new(core).record_run(user, tool.id, via, started, &Err(e));
             return Err(message);
         }
     };
-    let (toolshed, user, bundle_id) = (toolshed.clone(), user.clone(), via.bundle_id);
+    let (core, user, bundle_id) = (core.clone(), user.clone(), via.bundle_id);
     let finish = move |mut outcome: RunOutcome| {
         env.redact(&mut outcome);
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };
         let report = Ok(RunReport { version, outcome });
-        toolshed.record_run(&user, tool.id, via, started, &report);
+        Tools::new(&core).record_run(&user, tool.id, via, started, &report);
         if let Ok(report) = &report {
-            toolshed.keep_failure_of(&user, &tool, via, given, report, runnable.args());
+            Tools::new(&core).keep_failure_of(&user, &tool, via, given, report, runnable.args());
         }
         result
     };

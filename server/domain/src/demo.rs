@@ -4,12 +4,20 @@
 
 use serde_json::json;
 
+use crate::accounts::Accounts;
 use crate::accounts::{AccountError, Registration};
+use crate::bundles::Bundles;
 use crate::bundles::MemberSpec;
 use crate::names::{Description, Invalid, Tags, Title};
+use crate::passwords;
 use crate::schema::ArgDef;
+use crate::tools::Tools;
 use crate::tools::{Check, NewTool, Source, ToolError, ToolSettings, Visibility};
-use crate::{passwords, Toolshed};
+
+handle! {
+    /// The demo data `make run` starts with.
+    Demo
+}
 
 struct DemoTool {
     name: &'static str,
@@ -90,9 +98,9 @@ fn demo_tools() -> Vec<DemoTool> {
     ]
 }
 
-impl Toolshed {
+impl Demo<'_> {
     /// Seeds the demo department and its published tools. Call on an empty database.
-    pub async fn seed_demo(&self) -> Result<(), ToolError> {
+    pub async fn seed_demo(self) -> Result<(), ToolError> {
         let account_err = |e: AccountError| match e {
             AccountError::Invalid(i) => ToolError::Invalid(i),
             AccountError::Store(s) => ToolError::Store(s),
@@ -101,10 +109,11 @@ impl Toolshed {
         // The demo tools' author: an account nobody knows the password of.
         let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
         reg.role = crate::names::Role::Maintainer;
-        let owner = self.register(reg, None).await.map_err(account_err)?;
+        let owner = Accounts::new(self.core).register(reg, None).await.map_err(account_err)?;
         let mut text_tools = Vec::new();
         for t in demo_tools() {
-            let tool = self.create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
+            let tool =
+                Tools::new(self.core).create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
             // The demo tools only compute: held to reading, and labelled so.
             let settings = ToolSettings {
                 title: Title::parse(t.title)?,
@@ -117,23 +126,23 @@ impl Toolshed {
                 timeout_ms: tool.timeout_ms,
                 memory_mib: tool.memory_mib,
             };
-            let tool = self.update_tool_settings(&owner, tool.id, settings).await?;
+            let tool = Tools::new(self.core).update_tool_settings(&owner, tool.id, settings).await?;
             let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
-            let version = self.save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
+            let version = Tools::new(self.core).save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
             for (name, args, expected) in t.test_cases {
                 let args = serde_json::from_str(args).expect("demo test cases are JSON");
                 let check = match expected {
                     Some(text) => Check::Equals { expected: (*text).to_owned() },
                     None => Check::Succeeds,
                 };
-                self.save_test_case(&owner, tool.id, name, args, check).await?;
+                Tools::new(self.core).save_test_case(&owner, tool.id, name, args, check).await?;
             }
-            self.publish(&owner, tool.id, version).await?;
+            Tools::new(self.core).publish(&owner, tool.id, version).await?;
             if ["echo", "word_stats", "table"].contains(&t.name) {
                 text_tools.push(MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() });
             }
         }
-        let kit = self
+        let kit = Tools::new(self.core)
             .create_bundle(
                 &owner,
                 NewTool::parse(
@@ -145,8 +154,8 @@ impl Toolshed {
                 )?,
             )
             .await?;
-        let version = self.save_bundle_version(&owner, kit.id, &text_tools, "First version").await?;
-        self.publish(&owner, kit.id, version).await?;
+        let version = Bundles::new(self.core).save_bundle_version(&owner, kit.id, &text_tools, "First version").await?;
+        Tools::new(self.core).publish(&owner, kit.id, version).await?;
         tracing::info!("seeded the demo department");
         Ok(())
     }

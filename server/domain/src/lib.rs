@@ -1,7 +1,28 @@
 //! Toolshed's domain layer: the one place that knows the rules.
 //!
 //! The UI's server functions, the MCP endpoints and the REST routes all call
-//! [`Toolshed`]; none of them touches SQL or the sandbox directly.
+//! [`Toolshed`]'s subsystems (`ts.tools()`, `ts.accounts()`, …); none of them
+//! touches SQL or the sandbox directly.
+
+/// Declares a subsystem's handle: a borrow of the [`Core`], made by
+/// [`Toolshed`]'s accessor from outside, or by a subsystem that names it
+/// (`Tools::new(self.core)`): inside the domain every use of another
+/// subsystem is an import, which the tidy test sees.
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name<'a> {
+            core: &'a crate::Core,
+        }
+
+        impl<'a> $name<'a> {
+            pub(crate) fn new(core: &'a crate::Core) -> Self {
+                Self { core }
+            }
+        }
+    };
+}
 
 pub mod accounts;
 pub mod admin;
@@ -13,7 +34,7 @@ pub mod catalog;
 pub mod changes;
 pub mod code_mode;
 pub mod codegen;
-mod demo;
+pub mod demo;
 pub mod ids;
 pub mod markdown;
 pub mod market;
@@ -50,14 +71,19 @@ use crate::changes::ListingChanges;
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::usage::UsageRecorder;
 
-/// The domain handle shared by every entry point. Cheap to clone.
+/// The domain shared by every entry point: one accessor per subsystem. Cheap to clone.
 #[derive(Clone)]
 pub struct Toolshed {
-    pub db: Db,
-    inner: Arc<Inner>,
+    core: Core,
 }
 
+/// What every subsystem shares: the database and its write transactions, the
+/// cache epoch, the settings and the running services. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Core(Arc<Inner>);
+
 struct Inner {
+    db: Db,
     settings: Settings,
     sandbox: Sandbox,
     usage: UsageRecorder,
@@ -132,8 +158,8 @@ impl Toolshed {
             index
         });
         Self {
-            db,
-            inner: Arc::new(Inner {
+            core: Core(Arc::new(Inner {
+                db,
                 settings,
                 sandbox,
                 usage,
@@ -143,51 +169,172 @@ impl Toolshed {
                 calls,
                 semantic,
                 epoch,
-            }),
+            })),
         }
     }
 
-    /// A write transaction: its commit empties the call cache.
-    pub(crate) async fn begin(&self) -> Result<store::Tx, StoreError> {
-        Ok(store::Tx::new(self.db.begin().await?, self.inner.epoch.clone()))
+    pub fn db(&self) -> &Db {
+        self.core.db()
     }
 
     pub fn usage(&self) -> &UsageRecorder {
-        &self.inner.usage
+        self.core.usage()
     }
 
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub fn listing_changes(&self) -> &ListingChanges {
-        &self.inner.changes
+        self.core.listing_changes()
     }
 
     /// Tool search by meaning, when a sentence model is configured.
     pub fn semantic(&self) -> Option<&semantic::SemanticIndex> {
-        self.inner.semantic.as_deref()
-    }
-
-    pub(crate) fn runnables(&self) -> &tools::RunnableCache {
-        &self.inner.runnables
-    }
-
-    pub(crate) fn failure_budget(&self) -> &tools::FailureBudget {
-        &self.inner.failure_budget
-    }
-
-    pub(crate) fn call_cache(&self) -> &cache::CallCache {
-        &self.inner.calls
+        self.core.semantic()
     }
 
     pub fn settings(&self) -> &Settings {
-        &self.inner.settings
+        self.core.settings()
     }
 
     pub fn sandbox(&self) -> &Sandbox {
-        &self.inner.sandbox
+        self.core.sandbox()
     }
 
     pub fn secrets(&self) -> &secrets::SecretBox {
-        &self.inner.settings.secrets
+        self.core.secrets()
+    }
+
+    /// The catalog as `user` (calling with `token`, if any) may use it.
+    pub fn catalog(&self, user: &User, token: Option<&tokens::TokenInfo>) -> catalog::Catalog {
+        catalog::Catalog::new(self.core.clone(), user, token)
+    }
+
+    pub fn accounts(&self) -> accounts::Accounts<'_> {
+        accounts::Accounts::new(&self.core)
+    }
+
+    pub fn admin(&self) -> admin::Admin<'_> {
+        admin::Admin::new(&self.core)
+    }
+
+    pub fn bundles(&self) -> bundles::Bundles<'_> {
+        bundles::Bundles::new(&self.core)
+    }
+
+    pub fn calls(&self) -> calls::Calls<'_> {
+        calls::Calls::new(&self.core)
+    }
+
+    pub fn code_mode(&self) -> code_mode::CodeModes<'_> {
+        code_mode::CodeModes::new(&self.core)
+    }
+
+    pub fn demo(&self) -> demo::Demo<'_> {
+        demo::Demo::new(&self.core)
+    }
+
+    pub fn favourites(&self) -> catalog::Favourites<'_> {
+        catalog::Favourites::new(&self.core)
+    }
+
+    pub fn market(&self) -> market::Market<'_> {
+        market::Market::new(&self.core)
+    }
+
+    pub fn mcp_sessions(&self) -> mcp_sessions::McpSessions<'_> {
+        mcp_sessions::McpSessions::new(&self.core)
+    }
+
+    pub fn membership(&self) -> membership::Membership<'_> {
+        membership::Membership::new(&self.core)
+    }
+
+    pub fn moderation(&self) -> moderation::Moderation<'_> {
+        moderation::Moderation::new(&self.core)
+    }
+
+    pub fn oauth(&self) -> oauth::OAuth<'_> {
+        oauth::OAuth::new(&self.core)
+    }
+
+    pub fn playground(&self) -> playground::Playground<'_> {
+        playground::Playground::new(&self.core)
+    }
+
+    pub fn policies(&self) -> policy::Policies<'_> {
+        policy::Policies::new(&self.core)
+    }
+
+    pub fn sessions(&self) -> sessions::Sessions<'_> {
+        sessions::Sessions::new(&self.core)
+    }
+
+    pub fn signin(&self) -> signin::SignIn<'_> {
+        signin::SignIn::new(&self.core)
+    }
+
+    pub fn sso(&self) -> sso::Sso<'_> {
+        sso::Sso::new(&self.core)
+    }
+
+    pub fn tokens(&self) -> tokens::Tokens<'_> {
+        tokens::Tokens::new(&self.core)
+    }
+
+    pub fn tools(&self) -> tools::Tools<'_> {
+        tools::Tools::new(&self.core)
+    }
+
+    pub fn upstreams(&self) -> upstream::Upstreams<'_> {
+        upstream::Upstreams::new(&self.core)
+    }
+}
+
+impl Core {
+    pub(crate) fn db(&self) -> &Db {
+        &self.0.db
+    }
+
+    /// A write transaction: its commit empties the call cache.
+    pub(crate) async fn begin(&self) -> Result<store::Tx, StoreError> {
+        Ok(store::Tx::new(self.0.db.begin().await?, self.0.epoch.clone()))
+    }
+
+    pub(crate) fn usage(&self) -> &UsageRecorder {
+        &self.0.usage
+    }
+
+    /// Changes to listings, from every replica (for MCP `list_changed`).
+    pub(crate) fn listing_changes(&self) -> &ListingChanges {
+        &self.0.changes
+    }
+
+    /// Tool search by meaning, when a sentence model is configured.
+    pub(crate) fn semantic(&self) -> Option<&semantic::SemanticIndex> {
+        self.0.semantic.as_deref()
+    }
+
+    pub(crate) fn runnables(&self) -> &tools::RunnableCache {
+        &self.0.runnables
+    }
+
+    pub(crate) fn failure_budget(&self) -> &tools::FailureBudget {
+        &self.0.failure_budget
+    }
+
+    pub(crate) fn call_cache(&self) -> &cache::CallCache {
+        &self.0.calls
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.0.settings
+    }
+
+    pub(crate) fn sandbox(&self) -> &Sandbox {
+        &self.0.sandbox
+    }
+
+    pub(crate) fn secrets(&self) -> &secrets::SecretBox {
+        &self.0.settings.secrets
     }
 }
 

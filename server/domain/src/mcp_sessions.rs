@@ -8,8 +8,13 @@ use std::collections::HashSet;
 use sqlx::Row;
 
 use crate::ids::{ToolId, UserId};
+use crate::now_ms;
 use crate::store::StoreError;
-use crate::{now_ms, Toolshed};
+
+handle! {
+    /// MCP sessions kept in the database, so any replica serves them.
+    McpSessions
+}
 
 /// Sessions unused for this long are forgotten; their clients initialize again.
 pub const IDLE_LIMIT_MS: i64 = 24 * 60 * 60 * 1000;
@@ -28,10 +33,10 @@ pub struct SessionOwner {
     pub listing: Option<ToolId>,
 }
 
-impl Toolshed {
+impl McpSessions<'_> {
     /// Records who opened a session (before its id reaches the client, so no
     /// request can name the session before its owner is known).
-    pub async fn set_mcp_session_owner(&self, id: &str, owner: SessionOwner) -> Result<(), StoreError> {
+    pub async fn set_mcp_session_owner(self, id: &str, owner: SessionOwner) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO mcp_session_owners (session_id, user_id, listing_id, created_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (session_id) DO NOTHING",
@@ -40,16 +45,16 @@ impl Toolshed {
         .bind(owner.user.0)
         .bind(owner.listing.map(|l| l.0))
         .bind(now_ms())
-        .execute(self.db.pool())
+        .execute(self.core.db().pool())
         .await?;
         Ok(())
     }
 
     /// The owner of a session; `None` for a session that never was, or has ended.
-    pub async fn mcp_session_owner(&self, id: &str) -> Result<Option<SessionOwner>, StoreError> {
+    pub async fn mcp_session_owner(self, id: &str) -> Result<Option<SessionOwner>, StoreError> {
         let row = sqlx::query("SELECT user_id, listing_id FROM mcp_session_owners WHERE session_id = $1")
             .bind(id)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         row.map(|r| {
             Ok(SessionOwner { user: UserId(r.try_get("user_id")?), listing: r.try_get::<Option<i64>, _>("listing_id")?.map(ToolId) })
@@ -57,7 +62,7 @@ impl Toolshed {
         .transpose()
     }
 
-    pub async fn save_mcp_session(&self, id: &str, state_json: &str) -> Result<(), StoreError> {
+    pub async fn save_mcp_session(self, id: &str, state_json: &str) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO mcp_sessions (id, state_json, updated_at) VALUES ($1, $2, $3) \
              ON CONFLICT (id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at",
@@ -65,36 +70,36 @@ impl Toolshed {
         .bind(id)
         .bind(state_json)
         .bind(now_ms())
-        .execute(self.db.pool())
+        .execute(self.core.db().pool())
         .await?;
         Ok(())
     }
 
     /// A live session's state; touching it keeps it alive.
-    pub async fn load_mcp_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+    pub async fn load_mcp_session(self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         let now = now_ms();
         let row = sqlx::query("UPDATE mcp_sessions SET updated_at = $1 WHERE id = $2 AND updated_at > $3 RETURNING state_json, log_level")
             .bind(now)
             .bind(id)
             .bind(now - IDLE_LIMIT_MS)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         row.map(|r| Ok(StoredSession { state_json: r.try_get("state_json")?, log_level: r.try_get("log_level")? })).transpose()
     }
 
-    pub async fn set_mcp_session_log_level(&self, id: &str, level: &str) -> Result<(), StoreError> {
+    pub async fn set_mcp_session_log_level(self, id: &str, level: &str) -> Result<(), StoreError> {
         sqlx::query("UPDATE mcp_sessions SET log_level = $1, updated_at = $2 WHERE id = $3")
             .bind(level)
             .bind(now_ms())
             .bind(id)
-            .execute(self.db.pool())
+            .execute(self.core.db().pool())
             .await?;
         Ok(())
     }
 
     /// Which of `ids` are still live sessions (not ended by a DELETE on any
     /// replica, nor forgotten when idle).
-    pub async fn live_mcp_sessions(&self, ids: &[&str]) -> Result<HashSet<String>, StoreError> {
+    pub async fn live_mcp_sessions(self, ids: &[&str]) -> Result<HashSet<String>, StoreError> {
         let mut live = HashSet::new();
         // Bounded statements: far below either database's parameter limit.
         for chunk in ids.chunks(500) {
@@ -104,15 +109,15 @@ impl Toolshed {
             for id in chunk {
                 query = query.bind(*id);
             }
-            for row in query.fetch_all(self.db.pool()).await? {
+            for row in query.fetch_all(self.core.db().pool()).await? {
                 live.insert(row.try_get("id")?);
             }
         }
         Ok(live)
     }
 
-    pub async fn delete_mcp_session(&self, id: &str) -> Result<(), StoreError> {
-        let mut tx = self.db.begin().await?;
+    pub async fn delete_mcp_session(self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.core.db().begin().await?;
         sqlx::query("DELETE FROM mcp_sessions WHERE id = $1").bind(id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM mcp_session_owners WHERE session_id = $1").bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
@@ -120,9 +125,9 @@ impl Toolshed {
     }
 
     /// Forgets sessions idle past [`IDLE_LIMIT_MS`]; returns how many.
-    pub async fn delete_idle_mcp_sessions(&self) -> Result<u64, StoreError> {
+    pub async fn delete_idle_mcp_sessions(self) -> Result<u64, StoreError> {
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.core.db().begin().await?;
         let done = sqlx::query("DELETE FROM mcp_sessions WHERE updated_at <= $1").bind(now - IDLE_LIMIT_MS).execute(&mut *tx).await?;
         // An owner outlives its session only while the session is being created.
         sqlx::query(

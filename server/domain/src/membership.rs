@@ -9,10 +9,16 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use crate::accounts::Accounts;
 use crate::accounts::{ensure_department, insert_user, AccountError, Registration, User};
 use crate::ids::UserId;
 use crate::names::{Invalid, Role};
-use crate::{audit, now_ms, passwords, tokens, Toolshed};
+use crate::{audit, now_ms, passwords, tokens};
+
+handle! {
+    /// Invitations, roles and who belongs to which department.
+    Membership
+}
 
 /// How people get an account (`TOOLSHED_REGISTRATION`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -118,22 +124,22 @@ fn managed_scope(user: &User) -> Result<Option<i64>, AccountError> {
     }
 }
 
-impl Toolshed {
-    pub fn registration_policy(&self) -> RegistrationPolicy {
-        self.settings().registration
+impl Membership<'_> {
+    pub fn registration_policy(self) -> RegistrationPolicy {
+        self.core.settings().registration
     }
 
     /// Registers someone from the registration form: with an invitation (its
     /// department and role), or as the policy allows without one.
-    pub async fn join(&self, mut reg: Registration, invite: Option<&str>) -> Result<Joined, AccountError> {
+    pub async fn join(self, mut reg: Registration, invite: Option<&str>) -> Result<Joined, AccountError> {
         let policy = self.registration_policy();
         // A local account needs a password to sign in with.
-        if policy == RegistrationPolicy::Sso || !self.settings().passwords {
+        if policy == RegistrationPolicy::Sso || !self.core.settings().passwords {
             return Err(AccountError::RegistrationClosed);
         }
         let hash = passwords::hash(reg.password.expose().to_owned()).await;
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         if let Some(token) = invite.map(str::trim).filter(|t| !t.is_empty()) {
             // Claimed in this transaction: a failed registration gives the invitation back.
             let claimed = sqlx::query(
@@ -154,7 +160,7 @@ impl Toolshed {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            return Ok(Joined::Member(self.user(id).await?.ok_or(AccountError::UnknownUser)?));
+            return Ok(Joined::Member(Accounts::new(self.core).user(id).await?.ok_or(AccountError::UnknownUser)?));
         }
         let existing =
             sqlx::query("SELECT id, title FROM departments WHERE name = $1").bind(reg.department.as_str()).fetch_optional(&mut *tx).await?;
@@ -164,7 +170,7 @@ impl Toolshed {
                 let department_id = ensure_department(&mut tx, &reg.department, now).await?;
                 let id = insert_user(&mut tx, &reg, &hash, department_id, true, None).await?;
                 tx.commit().await?;
-                Ok(Joined::Member(self.user(id).await?.ok_or(AccountError::UnknownUser)?))
+                Ok(Joined::Member(Accounts::new(self.core).user(id).await?.ok_or(AccountError::UnknownUser)?))
             }
             (_, None) => Err(AccountError::UnknownDepartment(reg.department.to_string())),
             (_, Some(department)) => {
@@ -184,23 +190,23 @@ impl Toolshed {
     }
 
     /// The department title an inactive account asked to join, if it waits for approval.
-    pub(crate) async fn pending_department(&self, user: UserId) -> Result<Option<String>, AccountError> {
+    pub(crate) async fn pending_department(self, user: UserId) -> Result<Option<String>, AccountError> {
         let row = sqlx::query("SELECT d.title FROM join_requests r JOIN departments d ON d.id = r.department_id WHERE r.user_id = $1")
             .bind(user.0)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         Ok(row.map(|r| r.try_get("title")).transpose()?)
     }
 
     /// What an invitation link offers, if it can still be used.
-    pub async fn invite_info(&self, token: &str) -> Result<Option<InviteInfo>, AccountError> {
+    pub async fn invite_info(self, token: &str) -> Result<Option<InviteInfo>, AccountError> {
         let row = sqlx::query(
             "SELECT d.name, d.title, i.role FROM invites i JOIN departments d ON d.id = i.department_id \
              WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > $2",
         )
         .bind(tokens::hash(token.trim()))
         .bind(now_ms())
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?;
         let Some(r) = row else { return Ok(None) };
         Ok(Some(InviteInfo {
@@ -211,11 +217,12 @@ impl Toolshed {
     }
 
     /// Makes a one-use invitation to `department` with `role`, valid for `days`.
-    pub async fn create_invite(&self, actor: &User, department: &str, role: Role, days: i64) -> Result<NewInvite, AccountError> {
+    pub async fn create_invite(self, actor: &User, department: &str, role: Role, days: i64) -> Result<NewInvite, AccountError> {
         if !(1..=MAX_INVITE_DAYS).contains(&days) {
             return Err(Invalid { field: "Valid for", reason: format!("must be between 1 and {MAX_INVITE_DAYS} days") }.into());
         }
-        let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.trim()).fetch_optional(self.db.pool()).await?;
+        let row =
+            sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.trim()).fetch_optional(self.core.db().pool()).await?;
         let Some(row) = row else { return Err(AccountError::UnknownDepartment(department.trim().to_owned())) };
         let department_id: i64 = row.try_get("id")?;
         if !may_maintain(actor, department_id) {
@@ -224,7 +231,7 @@ impl Toolshed {
         let token = format!("inv_{}", passwords::generate());
         let now = now_ms();
         let expires_at = now + days * DAY_MS;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query(
             "INSERT INTO invites (token_hash, department_id, role, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
@@ -243,7 +250,7 @@ impl Toolshed {
     }
 
     /// Open invitations `actor` may withdraw, newest first.
-    pub async fn open_invites(&self, actor: &User) -> Result<Vec<InviteRow>, AccountError> {
+    pub async fn open_invites(self, actor: &User) -> Result<Vec<InviteRow>, AccountError> {
         let scope = managed_scope(actor)?;
         let rows = sqlx::query(
             "SELECT i.id, d.name AS department, i.role, u.username AS created_by, i.created_at, i.expires_at \
@@ -252,7 +259,7 @@ impl Toolshed {
         )
         .bind(now_ms())
         .bind(scope.unwrap_or(0))
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -269,9 +276,9 @@ impl Toolshed {
     }
 
     /// Withdraws an open invitation: its link stops working at once.
-    pub async fn withdraw_invite(&self, actor: &User, id: i64) -> Result<(), AccountError> {
+    pub async fn withdraw_invite(self, actor: &User, id: i64) -> Result<(), AccountError> {
         let scope = managed_scope(actor)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row =
             sqlx::query("DELETE FROM invites WHERE id = $1 AND used_at IS NULL AND ($2 = 0 OR department_id = $2) RETURNING department_id")
                 .bind(id)
@@ -292,7 +299,7 @@ impl Toolshed {
     }
 
     /// Requests to join that `actor` may decide, oldest first.
-    pub async fn join_requests(&self, actor: &User) -> Result<Vec<JoinRequest>, AccountError> {
+    pub async fn join_requests(self, actor: &User) -> Result<Vec<JoinRequest>, AccountError> {
         let scope = managed_scope(actor)?;
         let rows = sqlx::query(
             "SELECT u.username, u.display_name, d.name AS department, r.created_at FROM join_requests r \
@@ -300,7 +307,7 @@ impl Toolshed {
              WHERE ($1 = 0 OR r.department_id = $1) ORDER BY r.created_at",
         )
         .bind(scope.unwrap_or(0))
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -316,9 +323,9 @@ impl Toolshed {
 
     /// Approves a request to join with `role` (the account becomes active) or,
     /// with `None`, turns it down (the account stays inactive).
-    pub async fn decide_join_request(&self, actor: &User, username: &str, role: Option<Role>) -> Result<(), AccountError> {
+    pub async fn decide_join_request(self, actor: &User, username: &str, role: Option<Role>) -> Result<(), AccountError> {
         let scope = managed_scope(actor)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "DELETE FROM join_requests WHERE user_id = (SELECT id FROM users WHERE username = $1) AND ($2 = 0 OR department_id = $2) \
              RETURNING user_id",
@@ -348,7 +355,7 @@ impl Toolshed {
     }
 
     /// The active people `actor` manages: their department's, or everyone's for admins.
-    pub async fn people(&self, actor: &User) -> Result<Vec<Person>, AccountError> {
+    pub async fn people(self, actor: &User) -> Result<Vec<Person>, AccountError> {
         let scope = managed_scope(actor)?;
         let rows = sqlx::query(
             "SELECT u.username, u.display_name, d.name AS department, u.role, u.is_admin FROM users u \
@@ -356,7 +363,7 @@ impl Toolshed {
              ORDER BY d.name, u.username",
         )
         .bind(scope.unwrap_or(0))
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -373,12 +380,12 @@ impl Toolshed {
 
     /// Changes someone's role in their department: admins anywhere,
     /// maintainers in their own.
-    pub async fn set_role(&self, actor: &User, username: &str, role: Role) -> Result<User, AccountError> {
-        let user = self.user_by_username(username).await?.ok_or(AccountError::UnknownUser)?;
+    pub async fn set_role(self, actor: &User, username: &str, role: Role) -> Result<User, AccountError> {
+        let user = Accounts::new(self.core).user_by_username(username).await?.ok_or(AccountError::UnknownUser)?;
         if !may_maintain(actor, user.department.id.0) {
             return Err(AccountError::NotMaintainer);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
             .bind(role.as_str())
             .bind(now_ms())
@@ -388,6 +395,6 @@ impl Toolshed {
         let (before, after) = (serde_json::json!({"role": user.role.as_str()}), serde_json::json!({"role": role.as_str()}));
         audit::record(&mut tx, Some(actor.id), "user.role_changed", &format!("user:{}", user.username), Some(before), Some(after)).await?;
         tx.commit().await?;
-        self.user(user.id).await?.ok_or(AccountError::UnknownUser)
+        Accounts::new(self.core).user(user.id).await?.ok_or(AccountError::UnknownUser)
     }
 }

@@ -22,8 +22,14 @@ use crate::names::{Invalid, ModerationNote, ReportReason};
 use crate::scan::Finding;
 use crate::schema::ArgDef;
 use crate::store::StoreError;
+use crate::tools::Tools;
 use crate::tools::{Status, Tool, ToolError};
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// Reports, reviews and holds on listings.
+    Moderation
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModerationError {
@@ -152,13 +158,13 @@ pub struct QueueItem {
     pub review: Option<ReviewDiff>,
 }
 
-impl Toolshed {
+impl Moderation<'_> {
     /// Files a report on a listing the user can see; a second report by the
     /// same user while the first is open replaces its reason.
-    pub async fn report(&self, user: &User, id: ToolId, reason: &ReportReason) -> Result<(), ModerationError> {
-        let tool = self.tool(user, id).await?;
+    pub async fn report(self, user: &User, id: ToolId, reason: &ReportReason) -> Result<(), ModerationError> {
+        let tool = Tools::new(self.core).tool(user, id).await?;
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let updated =
             sqlx::query("UPDATE reports SET reason = $1, created_at = $2 WHERE tool_id = $3 AND reporter_id = $4 AND resolved_at IS NULL")
                 .bind(reason.as_str())
@@ -184,13 +190,13 @@ impl Toolshed {
 
     /// Listings with open reports or a version waiting for review, the oldest
     /// report first, then the reviews. Admins only.
-    pub async fn moderation_queue(&self, admin: &User) -> Result<Vec<QueueItem>, ModerationError> {
+    pub async fn moderation_queue(self, admin: &User) -> Result<Vec<QueueItem>, ModerationError> {
         require_admin(admin)?;
         let rows = sqlx::query(
             "SELECT r.tool_id, u.username, r.reason, r.created_at FROM reports r JOIN users u ON u.id = r.reporter_id \
              WHERE r.resolved_at IS NULL ORDER BY r.created_at, r.id",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let mut order: Vec<i64> = Vec::new();
         let mut reports: BTreeMap<i64, Vec<Report>> = BTreeMap::new();
@@ -209,7 +215,7 @@ impl Toolshed {
             "SELECT id FROM tools WHERE pending_version IS NOT NULL OR pending_title IS NOT NULL \
              UNION SELECT tool_id AS id FROM publish_findings WHERE accepted_at IS NULL",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         for r in &pending {
             let id: i64 = r.try_get("id")?;
@@ -219,7 +225,7 @@ impl Toolshed {
         }
         let mut items = Vec::with_capacity(order.len());
         for id in order {
-            if let Some(tool) = self.tool_row(ToolId(id)).await? {
+            if let Some(tool) = Tools::new(self.core).tool_row(ToolId(id)).await? {
                 let held = self.held_publish(ToolId(id)).await?;
                 let review = match tool.pending_version.is_some() || tool.pending_text.is_some() {
                     true => Some(self.review_diff(&tool).await?),
@@ -233,11 +239,11 @@ impl Toolshed {
 
     /// Applies an admin's action to a listing, with the note its author will
     /// read; resolves the listing's open reports (except for featuring).
-    pub async fn moderate(&self, admin: &User, id: ToolId, action: Action, note: &ModerationNote) -> Result<Tool, ModerationError> {
+    pub async fn moderate(self, admin: &User, id: ToolId, action: Action, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
-        let tool = self.tool(admin, id).await?;
+        let tool = Tools::new(self.core).tool(admin, id).await?;
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let (before, after) = match (action.status(), action) {
             (Some(status), _) => {
                 sqlx::query("UPDATE tools SET status = $1, moderation_note = $2, updated_at = $3 WHERE id = $4")
@@ -273,14 +279,14 @@ impl Toolshed {
         audit::record(&mut tx, Some(admin.id), &action.audit_name(&tool), &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
         tracing::info!(listing = %tool.audit_target(), action = %action.audit_name(&tool), admin = %admin.username, "moderated");
-        Ok(self.tool(admin, id).await?)
+        Ok(Tools::new(self.core).tool(admin, id).await?)
     }
 
     /// Serves what waits for review: the version, and the new title and
     /// description. Admins only.
-    pub async fn approve_version(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
+    pub async fn approve_version(self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
-        let tool = self.tool(admin, id).await?;
+        let tool = Tools::new(self.core).tool(admin, id).await?;
         if tool.pending_version.is_none() && tool.pending_text.is_none() {
             return Err(ModerationError::NothingToReview);
         }
@@ -289,7 +295,7 @@ impl Toolshed {
             // New text alone: a settings change taking effect (sessions hear of it).
             None => tool.action("settings_changed"),
         };
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let sql = format!(
             "UPDATE tools SET published_version = COALESCE(pending_version, published_version), pending_version = NULL, \
              title = COALESCE(pending_title, title), description = COALESCE(pending_description, description), \
@@ -312,18 +318,18 @@ impl Toolshed {
         });
         audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
-        Ok(self.tool(admin, id).await?)
+        Ok(Tools::new(self.core).tool(admin, id).await?)
     }
 
     /// Turns down what waits for review; the listing keeps its version and text,
     /// and the author reads the note. Admins only.
-    pub async fn reject_version(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
+    pub async fn reject_version(self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
-        let tool = self.tool(admin, id).await?;
+        let tool = Tools::new(self.core).tool(admin, id).await?;
         if tool.pending_version.is_none() && tool.pending_text.is_none() {
             return Err(ModerationError::NothingToReview);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let sql = format!(
             "UPDATE tools SET pending_version = NULL, pending_title = NULL, pending_description = NULL, review_note = $1, updated_at = $2 \
              WHERE id = $6 AND {REVIEWED}"
@@ -334,17 +340,17 @@ impl Toolshed {
         let after = serde_json::json!({"pending_version": null, "note": note.as_str()});
         audit::record(&mut tx, Some(admin.id), &tool.action("review_rejected"), &tool.audit_target(), Some(before), Some(after)).await?;
         tx.commit().await?;
-        Ok(self.tool(admin, id).await?)
+        Ok(Tools::new(self.core).tool(admin, id).await?)
     }
 
     /// The publish of `id` held for findings, if one waits.
-    pub async fn held_publish(&self, id: ToolId) -> Result<Option<HeldPublish>, StoreError> {
+    pub async fn held_publish(self, id: ToolId) -> Result<Option<HeldPublish>, StoreError> {
         let row = sqlx::query(
             "SELECT f.version, f.findings_json, u.username, f.created_at FROM publish_findings f JOIN users u ON u.id = f.requested_by \
              WHERE f.tool_id = $1 AND f.accepted_at IS NULL",
         )
         .bind(id.0)
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?;
         row.map(|r| {
             Ok(HeldPublish {
@@ -360,11 +366,11 @@ impl Toolshed {
 
     /// Accepts what the scan found in the held publish of `id`: the same texts
     /// pass from now on, and its author may publish again. Admins only.
-    pub async fn accept_findings(&self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
+    pub async fn accept_findings(self, admin: &User, id: ToolId, note: &ModerationNote) -> Result<Tool, ModerationError> {
         require_admin(admin)?;
-        let tool = self.tool(admin, id).await?;
+        let tool = Tools::new(self.core).tool(admin, id).await?;
         let held = self.held_publish(id).await?.ok_or(ModerationError::NothingHeld)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE publish_findings SET accepted_by = $1, accepted_at = $2, note = $3 WHERE tool_id = $4 AND accepted_at IS NULL")
             .bind(admin.id.0)
             .bind(now_ms())
@@ -375,7 +381,7 @@ impl Toolshed {
         let after = serde_json::json!({"version": held.version, "findings": held.findings, "note": note.as_str()});
         audit::record(&mut tx, Some(admin.id), &tool.action("findings_accepted"), &tool.audit_target(), None, Some(after)).await?;
         tx.commit().await?;
-        Ok(self.tool(admin, id).await?)
+        Ok(Tools::new(self.core).tool(admin, id).await?)
     }
 }
 
@@ -406,15 +412,15 @@ fn model_text(title: &str, description: &str, args: &[ArgDef]) -> String {
     format!("title: {title}\n\ndescription:\n{description}\n\narguments:\n{}", crate::tools::schema_text(args))
 }
 
-impl Toolshed {
+impl Moderation<'_> {
     /// The diff an admin reviews for `tool`: served now against what waits.
-    async fn review_diff(&self, tool: &Tool) -> Result<ReviewDiff, ToolError> {
+    async fn review_diff(self, tool: &Tool) -> Result<ReviewDiff, ToolError> {
         let served = match tool.published_version {
-            Some(n) => Some(self.version_row(tool.id, n).await?),
+            Some(n) => Some(Tools::new(self.core).version_row(tool.id, n).await?),
             None => None,
         };
         let waiting = match tool.pending_version {
-            Some(n) => Some(self.version_row(tool.id, n).await?),
+            Some(n) => Some(Tools::new(self.core).version_row(tool.id, n).await?),
             None => served.clone(),
         };
         let (args_now, code_now) = served.as_ref().map_or((&[][..], ""), |v| (&v.args[..], v.code.as_str()));

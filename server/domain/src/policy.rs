@@ -5,8 +5,13 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::accounts::{AccountError, User};
+use crate::audit;
 use crate::names::Invalid;
-use crate::{audit, Toolshed};
+
+handle! {
+    /// Instance-wide limits an administrator sets.
+    Policies
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -61,9 +66,9 @@ impl Policy {
     }
 }
 
-impl Toolshed {
-    pub async fn policy(&self) -> Result<Policy, sqlx::Error> {
-        let rows = sqlx::query(&format!("SELECT key, value FROM settings WHERE {POLICY_ROWS}")).fetch_all(self.db.pool()).await?;
+impl Policies<'_> {
+    pub async fn policy(self) -> Result<Policy, sqlx::Error> {
+        let rows = sqlx::query(&format!("SELECT key, value FROM settings WHERE {POLICY_ROWS}")).fetch_all(self.core.db().pool()).await?;
         let mut p = Policy::default();
         for r in rows {
             p.apply(&r.try_get::<String, _>("key")?, r.try_get("value")?);
@@ -71,7 +76,7 @@ impl Toolshed {
         Ok(p)
     }
 
-    pub async fn set_policy(&self, admin: &User, p: Policy) -> Result<(), AccountError> {
+    pub async fn set_policy(self, admin: &User, p: Policy) -> Result<(), AccountError> {
         if !admin.is_admin {
             return Err(AccountError::Forbidden);
         }
@@ -82,7 +87,7 @@ impl Toolshed {
             return Err(Invalid { field: "Maximum memory limit", reason: format!("must be between 1 and {CEILING_MEMORY_MIB} MiB") }.into());
         }
         let before = self.policy().await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         for (key, value) in [
             ("policy.max_timeout_ms", p.max_timeout_ms.to_string()),
             ("policy.max_memory_mib", p.max_memory_mib.to_string()),

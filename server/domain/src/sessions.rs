@@ -8,10 +8,15 @@ use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 use tower_sessions::Session;
 
+use crate::accounts::Accounts;
 use crate::accounts::{AccountError, User};
 use crate::ids::UserId;
 use crate::store::Db;
-use crate::Toolshed;
+
+handle! {
+    /// Browser sessions: who is signed in.
+    Sessions
+}
 
 #[derive(Debug, Clone)]
 pub struct DbSessionStore {
@@ -114,9 +119,9 @@ pub enum SessionError {
     Account(#[from] AccountError),
 }
 
-impl Toolshed {
+impl Sessions<'_> {
     /// Binds the session to `user`, under a fresh session ID (no fixation).
-    pub async fn start_session(&self, session: &Session, user: &User) -> Result<(), SessionError> {
+    pub async fn start_session(self, session: &Session, user: &User) -> Result<(), SessionError> {
         session.cycle_id().await?;
         session.insert(SESSION_USER_KEY, SessionUser { id: user.id, epoch: user.session_epoch }).await?;
         Ok(())
@@ -124,11 +129,11 @@ impl Toolshed {
 
     /// The signed-in user, or `None` for anonymous, deleted, deactivated or
     /// stale (password changed elsewhere) sessions; those are flushed.
-    pub async fn session_user(&self, session: &Session) -> Result<Option<User>, SessionError> {
+    pub async fn session_user(self, session: &Session) -> Result<Option<User>, SessionError> {
         let Some(su) = session.get::<SessionUser>(SESSION_USER_KEY).await? else {
             return Ok(None);
         };
-        match self.user_for_session(su.id, su.epoch).await? {
+        match Accounts::new(self.core).user_for_session(su.id, su.epoch).await? {
             Some(user) => Ok(Some(user)),
             None => {
                 session.flush().await?;
@@ -137,7 +142,7 @@ impl Toolshed {
         }
     }
 
-    pub async fn end_session(&self, session: &Session) -> Result<(), SessionError> {
+    pub async fn end_session(self, session: &Session) -> Result<(), SessionError> {
         session.flush().await?;
         Ok(())
     }

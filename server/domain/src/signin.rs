@@ -21,9 +21,16 @@ use std::net::IpAddr;
 
 use sqlx::Row;
 
+use crate::accounts::Accounts;
 use crate::accounts::{AccountError, User};
 use crate::ids::UserId;
-use crate::{now_ms, passwords, tokens, Toolshed};
+use crate::membership::Membership;
+use crate::{now_ms, passwords, tokens};
+
+handle! {
+    /// Signing in with a password, rate-limited per account and address.
+    SignIn
+}
 
 /// Where a sign-in comes from.
 #[derive(Debug, Clone)]
@@ -115,12 +122,12 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
     hop.parse::<std::net::SocketAddr>().ok().map(|s| s.ip().to_canonical())
 }
 
-impl Toolshed {
+impl SignIn<'_> {
     /// Checks a sign-in. Past a source's limit every attempt from it is refused
     /// without looking at the password, so guessing cannot continue there.
-    pub async fn sign_in(&self, username: &str, password: &str, from: &SignInFrom) -> Result<SignedIn, AccountError> {
+    pub async fn sign_in(self, username: &str, password: &str, from: &SignInFrom) -> Result<SignedIn, AccountError> {
         let username = username.trim().to_ascii_lowercase();
-        let settings = self.settings();
+        let settings = self.core.settings();
         if !settings.passwords {
             return Err(AccountError::PasswordsOff);
         }
@@ -136,7 +143,7 @@ impl Toolshed {
             .bind(&client)
             .bind(device.as_ref().map(|(hash, _)| hash.as_str()))
             .bind(now)
-            .fetch_one(self.db.pool())
+            .fetch_one(self.core.db().pool())
             .await?
             .try_get("id")?;
         let since = now - settings.login_window_ms;
@@ -156,7 +163,7 @@ impl Toolshed {
             self.forget_attempt(attempt).await?;
             return Err(AccountError::RateLimited);
         }
-        let found = self.user_with_hash(&username).await?;
+        let found = Accounts::new(self.core).user_with_hash(&username).await?;
         let (user, hash) = match found {
             Some((u, h)) => (Some(u), Some(h)),
             None => (None, None),
@@ -172,35 +179,35 @@ impl Toolshed {
                 Ok(SignedIn { user, device })
             }
             // The right password for an account that asked to join: say it waits.
-            Some(user) if ok && !user.is_active => match self.pending_department(user.id).await? {
+            Some(user) if ok && !user.is_active => match Membership::new(self.core).pending_department(user.id).await? {
                 Some(department) => Err(AccountError::AwaitingApproval(department)),
                 None => Err(AccountError::InvalidCredentials),
             },
             _ => {
                 // Keep the table small: a day of history is plenty for any window.
-                sqlx::query("DELETE FROM login_attempts WHERE at_ms < $1").bind(now - 86_400_000).execute(self.db.pool()).await?;
+                sqlx::query("DELETE FROM login_attempts WHERE at_ms < $1").bind(now - 86_400_000).execute(self.core.db().pool()).await?;
                 Err(AccountError::InvalidCredentials)
             }
         }
     }
 
-    async fn forget_attempt(&self, attempt: i64) -> Result<(), AccountError> {
-        sqlx::query("DELETE FROM login_attempts WHERE id = $1").bind(attempt).execute(self.db.pool()).await?;
+    async fn forget_attempt(self, attempt: i64) -> Result<(), AccountError> {
+        sqlx::query("DELETE FROM login_attempts WHERE id = $1").bind(attempt).execute(self.core.db().pool()).await?;
         Ok(())
     }
 
     /// Attempts in the window matching `filter` (whose `$n` are `binds`).
-    async fn attempts(&self, filter: &str, binds: &[&str], since: i64) -> Result<i64, AccountError> {
+    async fn attempts(self, filter: &str, binds: &[&str], since: i64) -> Result<i64, AccountError> {
         let sql = format!("SELECT COUNT(*) AS n FROM login_attempts WHERE {filter} AND at_ms > ${}", binds.len() + 1);
         let mut query = sqlx::query(&sql);
         for b in binds {
             query = query.bind(*b);
         }
-        Ok(query.bind(since).fetch_one(self.db.pool()).await?.try_get("n")?)
+        Ok(query.bind(since).fetch_one(self.core.db().pool()).await?.try_get("n")?)
     }
 
     /// The stored hash of `token` if it is a live device of `username`.
-    async fn known_device(&self, username: &str, token: &str) -> Result<Option<(String, UserId)>, AccountError> {
+    async fn known_device(self, username: &str, token: &str) -> Result<Option<(String, UserId)>, AccountError> {
         let hash = tokens::hash(token);
         let row = sqlx::query(
             "SELECT d.user_id FROM login_devices d JOIN users u ON u.id = d.user_id \
@@ -209,7 +216,7 @@ impl Toolshed {
         .bind(&hash)
         .bind(username)
         .bind(now_ms() - DEVICE_LIFETIME_MS)
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?;
         Ok(match row {
             Some(r) => Some((hash, UserId(r.try_get("user_id")?))),
@@ -217,11 +224,11 @@ impl Toolshed {
         })
     }
 
-    async fn new_device(&self, user: UserId) -> Result<String, AccountError> {
+    async fn new_device(self, user: UserId) -> Result<String, AccountError> {
         use base64::Engine;
         let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
         let now = now_ms();
-        let mut tx = self.db.begin().await?;
+        let mut tx = self.core.db().begin().await?;
         sqlx::query("INSERT INTO login_devices (token_hash, user_id, created_at) VALUES ($1, $2, $3)")
             .bind(tokens::hash(&token))
             .bind(user.0)

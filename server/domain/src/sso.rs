@@ -11,12 +11,18 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use crate::accounts::Accounts;
 use crate::accounts::{insert_user, AccountError, Registration, User};
 use crate::admin::AdminError;
 use crate::ids::UserId;
 use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
-use crate::{audit, now_ms, passwords, Toolshed};
+use crate::{audit, now_ms, passwords};
+
+handle! {
+    /// Single sign-on with the company's identity provider.
+    Sso
+}
 
 /// The session key where a failed single sign-on's sentence waits for the sign-in page.
 pub const FAILURE_KEY: &str = "sso.failure";
@@ -43,17 +49,17 @@ pub struct GroupMapping {
     pub role: Role,
 }
 
-impl Toolshed {
+impl Sso<'_> {
     /// The account for `identity`, made on its first sign-in. Fails when the
     /// account is deactivated, or when a new person is in no mapped group.
-    pub async fn sso_sign_in(&self, identity: &Identity) -> Result<User, AccountError> {
+    pub async fn sso_sign_in(self, identity: &Identity) -> Result<User, AccountError> {
         let linked = sqlx::query("SELECT user_id FROM user_identities WHERE issuer = $1 AND subject = $2")
             .bind(&identity.issuer)
             .bind(&identity.subject)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         let user = match linked {
-            Some(row) => self.user(UserId(row.try_get("user_id")?)).await?.ok_or(AccountError::UnknownUser)?,
+            Some(row) => Accounts::new(self.core).user(UserId(row.try_get("user_id")?)).await?.ok_or(AccountError::UnknownUser)?,
             None => self.sso_register(identity).await?,
         };
         if !user.is_active {
@@ -62,12 +68,12 @@ impl Toolshed {
         self.follow_admin_group(user, identity).await
     }
 
-    async fn sso_register(&self, identity: &Identity) -> Result<User, AccountError> {
+    async fn sso_register(self, identity: &Identity) -> Result<User, AccountError> {
         let mapped = self.mapping_for(&identity.groups).await?;
         let Some((department_id, department, role)) = mapped else { return Err(AccountError::NoMappedGroup(identity.groups.clone())) };
         let display_name = identity.name.as_deref().or(identity.preferred_username.as_deref()).unwrap_or(&identity.subject);
         let display_name = DisplayName::parse(&display_name.chars().take(DisplayName::MAX).collect::<String>())?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let username = free_username(&mut tx, &username_base(identity)).await?;
         let reg = Registration {
             // Never used to sign in: the stored hash is `passwords::NO_PASSWORD`.
@@ -87,17 +93,17 @@ impl Toolshed {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        self.user(id).await?.ok_or(AccountError::UnknownUser)
+        Accounts::new(self.core).user(id).await?.ok_or(AccountError::UnknownUser)
     }
 
     /// The department (id, name) and role of the most powerful mapping among
     /// `groups` (ties: the group first in name order).
-    async fn mapping_for(&self, groups: &[String]) -> Result<Option<(i64, String, Role)>, AccountError> {
+    async fn mapping_for(self, groups: &[String]) -> Result<Option<(i64, String, Role)>, AccountError> {
         let rows = sqlx::query(
             "SELECT m.group_name, m.department_id, d.name, m.role FROM sso_group_mappings m \
              JOIN departments d ON d.id = m.department_id ORDER BY m.group_name",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let mut best: Option<(i64, String, Role)> = None;
         for row in rows {
@@ -115,13 +121,13 @@ impl Toolshed {
 
     /// Makes the account an admin exactly when the provider puts it in the
     /// admin group (`TOOLSHED_SSO_ADMIN_GROUP`), keeping the last active admin.
-    async fn follow_admin_group(&self, user: User, identity: &Identity) -> Result<User, AccountError> {
-        let Some(group) = &self.settings().sso_admin_group else { return Ok(user) };
+    async fn follow_admin_group(self, user: User, identity: &Identity) -> Result<User, AccountError> {
+        let Some(group) = &self.core.settings().sso_admin_group else { return Ok(user) };
         let is_admin = identity.groups.contains(group);
         if is_admin == user.is_admin {
             return Ok(user);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         if !is_admin && !crate::admin::another_active_admin(&mut tx, user.id).await? {
             tracing::warn!(user = %user.username, "left the admin group at the provider but is the last active admin here: stays one");
             return Ok(user);
@@ -131,17 +137,17 @@ impl Toolshed {
         audit::record(&mut tx, Some(user.id), "user.admin_from_provider", &format!("user:{}", user.username), Some(before), Some(after))
             .await?;
         tx.commit().await?;
-        self.user(user.id).await?.ok_or(AccountError::UnknownUser)
+        Accounts::new(self.core).user(user.id).await?.ok_or(AccountError::UnknownUser)
     }
 
     /// Every group mapping, for admins.
-    pub async fn group_mappings(&self, admin: &User) -> Result<Vec<GroupMapping>, AdminError> {
+    pub async fn group_mappings(self, admin: &User) -> Result<Vec<GroupMapping>, AdminError> {
         crate::admin::require_admin(admin)?;
         let rows = sqlx::query(
             "SELECT m.group_name, d.name, d.title, m.role FROM sso_group_mappings m JOIN departments d ON d.id = m.department_id \
              ORDER BY m.group_name",
         )
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -157,13 +163,13 @@ impl Toolshed {
     }
 
     /// Maps `group` (replacing its mapping, if any) to `department` with `role`.
-    pub async fn map_group(&self, admin: &User, group: &str, department: &str, role: Role) -> Result<(), AdminError> {
+    pub async fn map_group(self, admin: &User, group: &str, department: &str, role: Role) -> Result<(), AdminError> {
         crate::admin::require_admin(admin)?;
         let group = group.trim();
         if group.is_empty() || group.chars().count() > 256 || group.chars().any(char::is_control) {
             return Err(Invalid { field: "Group", reason: "must be 1 to 256 characters, without control characters".into() }.into());
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.trim()).fetch_optional(&mut *tx).await?;
         let Some(row) = row else { return Err(AdminError::UnknownDepartment(department.trim().to_owned())) };
         let department_id: i64 = row.try_get("id")?;
@@ -196,9 +202,9 @@ impl Toolshed {
     }
 
     /// Removes `group`'s mapping; accounts it made stay where they are.
-    pub async fn unmap_group(&self, admin: &User, group: &str) -> Result<(), AdminError> {
+    pub async fn unmap_group(self, admin: &User, group: &str) -> Result<(), AdminError> {
         crate::admin::require_admin(admin)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let removed = sqlx::query("DELETE FROM sso_group_mappings WHERE group_name = $1").bind(group).execute(&mut *tx).await?;
         if removed.rows_affected() > 0 {
             audit::record(&mut tx, Some(admin.id), "sso.group_unmapped", &format!("group:{group}"), None, None).await?;

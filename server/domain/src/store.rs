@@ -219,12 +219,12 @@ mod tests {
         let ts = Toolshed::new(db.clone(), Default::default());
         let mut reg = Registration::parse("alice", "Alice", "finance", "a-long-enough-password").unwrap();
         reg.role = crate::names::Role::Author;
-        let alice = ts.register(reg, None).await.unwrap();
-        let tool = ts.create_tool(&alice, NewTool::parse("t", "Old", "", "", "everyone").unwrap()).await.unwrap();
-        let title = || async { ts.listing_for_call(&alice, ListingKind::Tool, "finance", "t").await.unwrap().title };
+        let alice = ts.accounts().register(reg, None).await.unwrap();
+        let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "Old", "", "", "everyone").unwrap()).await.unwrap();
+        let title = || async { ts.tools().listing_for_call(&alice, ListingKind::Tool, "finance", "t").await.unwrap().title };
         assert_eq!(title().await, "Old");
 
-        let mut tx = ts.begin().await.unwrap();
+        let mut tx = ts.core.begin().await.unwrap();
         sqlx::query("UPDATE tools SET title = 'New' WHERE id = $1").bind(tool.id.0).execute(&mut *tx).await.unwrap();
         crate::audit::record(&mut tx, Some(alice.id), "tool.settings_changed", &tool.audit_target(), None, None).await.unwrap();
         assert_eq!(title().await, "Old", "not committed yet: read, and cached");

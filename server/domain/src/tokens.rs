@@ -9,7 +9,12 @@ use sqlx::Row;
 
 use crate::accounts::{user_from_row, AccountError, User, USER_COLUMNS};
 use crate::names::Invalid;
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// Personal API tokens.
+    Tokens
+}
 
 /// Every token starts with this, so secret scanners and people recognise it.
 pub const TOKEN_PREFIX: &str = "tsk_";
@@ -70,12 +75,12 @@ pub enum TokenRejected {
     UserInactive,
 }
 
-impl Toolshed {
+impl Tokens<'_> {
     /// Creates a token; the returned string is the only time it exists in clear.
     /// `scope` limits it to those listings (empty: all the user sees); `publish`
     /// lets it save and publish versions through the REST API.
     pub async fn create_token(
-        &self,
+        self,
         user: &User,
         name: &str,
         expires_in_days: Option<u32>,
@@ -96,7 +101,7 @@ impl Toolshed {
         let prefix = format!("{}…", &token[..TOKEN_PREFIX.len() + 6]);
         let now = now_ms();
         let expires_at = expires_in_days.map(|d| now + i64::from(d) * 86_400_000);
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "INSERT INTO api_tokens (user_id, name, prefix, token_hash, scope, can_publish, expires_at, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
@@ -136,15 +141,15 @@ impl Toolshed {
         Ok((info, token))
     }
 
-    pub async fn tokens(&self, user: &User) -> Result<Vec<TokenInfo>, AccountError> {
+    pub async fn list(self, user: &User) -> Result<Vec<TokenInfo>, AccountError> {
         let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens t WHERE t.user_id = $1 ORDER BY t.created_at DESC");
-        let rows = sqlx::query(&sql).bind(user.id.0).fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query(&sql).bind(user.id.0).fetch_all(self.core.db().pool()).await?;
         Ok(rows.iter().map(info_from_row).collect::<Result<_, _>>()?)
     }
 
     /// Revokes one of the user's own tokens (another user's ID matches nothing).
-    pub async fn revoke_token(&self, user: &User, token_id: i64) -> Result<(), AccountError> {
-        let mut tx = self.begin().await?;
+    pub async fn revoke_token(self, user: &User, token_id: i64) -> Result<(), AccountError> {
+        let mut tx = self.core.begin().await?;
         let done = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL")
             .bind(now_ms())
             .bind(token_id)
@@ -160,7 +165,7 @@ impl Toolshed {
 
     /// The user and token behind a presented token, checked on every request so
     /// revocation, expiry and deactivation take effect at once.
-    pub async fn authenticate_token(&self, token: &str) -> Result<Result<(User, TokenInfo), TokenRejected>, AccountError> {
+    pub async fn authenticate_token(self, token: &str) -> Result<Result<(User, TokenInfo), TokenRejected>, AccountError> {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 200 {
             return Ok(Err(TokenRejected::Unknown));
         }
@@ -170,12 +175,12 @@ impl Toolshed {
              JOIN departments d ON d.id = u.department_id WHERE t.token_hash = $1"
         );
         let key = hash(token);
-        let cache = &self.call_cache().tokens;
+        let cache = &self.core.call_cache().tokens;
         let (user, info) = match cache.get(&key) {
             Some(found) => found,
             None => {
                 let at = cache.epoch();
-                let Some(row) = sqlx::query(&sql).bind(&key).fetch_optional(self.db.pool()).await? else {
+                let Some(row) = sqlx::query(&sql).bind(&key).fetch_optional(self.core.db().pool()).await? else {
                     return Ok(Err(TokenRejected::Unknown));
                 };
                 let found = (user_from_row(&row)?, info_from_row(&row)?);
@@ -195,7 +200,11 @@ impl Toolshed {
         }
         // Last use is for people, to the minute: no write on every call.
         if info.last_used_at.is_none_or(|t| now - t > 60_000) {
-            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2").bind(now).bind(info.id).execute(self.db.pool()).await?;
+            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(info.id)
+                .execute(self.core.db().pool())
+                .await?;
             cache.update(&key, |(_, cached)| cached.last_used_at = Some(now));
         }
         Ok(Ok((user, info)))

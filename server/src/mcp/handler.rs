@@ -161,8 +161,8 @@ async fn watched_targets(toolshed: &Toolshed, c: &Caller) -> HashSet<String> {
     let mut watched = HashSet::from([listing.audit_target()]);
     if listing.kind == ListingKind::Bundle {
         // The bundle as it is now: the session may have started before a republish.
-        let bundle = toolshed.tool(&c.user, listing.id).await.unwrap_or_else(|_| (**listing).clone());
-        match toolshed.served_tools(&c.user, &bundle).await {
+        let bundle = toolshed.tools().tool(&c.user, listing.id).await.unwrap_or_else(|_| (**listing).clone());
+        match toolshed.bundles().served_tools(&c.user, &bundle).await {
             Ok(served) => watched.extend(served.member_targets),
             Err(e) => tracing::warn!(error = %e, "could not read a bundle's members for list_changed"),
         }
@@ -304,7 +304,7 @@ impl ServerHandler for ListingHandler {
         }
         if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
             // A session started elsewhere: bring back what the client had set.
-            match self.toolshed.load_mcp_session(&restored.id).await {
+            match self.toolshed.mcp_sessions().load_mcp_session(&restored.id).await {
                 Ok(Some(s)) => *self.session.log_level.lock().expect("log level lock") = s.log_level.as_deref().and_then(parse_level),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not load a resumed MCP session's settings"),
@@ -335,7 +335,7 @@ impl ServerHandler for ListingHandler {
         *self.session.log_level.lock().expect("log level lock") = Some(request.level);
         if let Some(id) = session_id(&context) {
             let level = serde_json::to_value(request.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-            if let Err(e) = self.toolshed.set_mcp_session_log_level(&id, &level).await {
+            if let Err(e) = self.toolshed.mcp_sessions().set_mcp_session_log_level(&id, &level).await {
                 tracing::warn!(error = %e, "could not store an MCP session's logging level");
             }
         }
@@ -349,7 +349,7 @@ impl ServerHandler for ListingHandler {
     ) -> Result<ListToolsResult, McpError> {
         let c = self.caller(&context.extensions)?;
         let defs = match &c.served {
-            Served::Listing(listing) => self.toolshed.mcp_tool_defs(&c.user, listing).await,
+            Served::Listing(listing) => self.toolshed.code_mode().mcp_tool_defs(&c.user, listing).await,
             Served::Catalog => self.toolshed.catalog(&c.user, c.token.as_ref()).tool_defs().await,
         };
         Ok(ListToolsResult::with_all_items(defs.map_err(internal)?.into_iter().map(mcp_tool).collect()))
@@ -364,7 +364,7 @@ impl ServerHandler for ListingHandler {
         if request.name == RUN_CODE && listing.code_mode != CodeMode::Off {
             let via = self.via(&c, Some(listing.id));
             let outcome = match string_argument(&request.arguments.unwrap_or_default(), "code") {
-                Ok(code) => self.toolshed.run_code(&c.user, listing, code, via).await,
+                Ok(code) => self.toolshed.code_mode().run_code(&c.user, listing, code, via).await,
                 Err(e) => Err(e),
             };
             return self.code_result(outcome);
@@ -374,7 +374,7 @@ impl ServerHandler for ListingHandler {
         if listing.kind == ListingKind::Bundle && listing.code_mode == CodeMode::Instead {
             return Err(unknown());
         }
-        let callables = self.toolshed.callables(&c.user, listing).await.map_err(internal)?;
+        let callables = self.toolshed.calls().callables(&c.user, listing).await.map_err(internal)?;
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
         let via = self.via(&c, None);

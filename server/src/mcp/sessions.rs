@@ -37,20 +37,20 @@ pub struct DbSessionStore {
 #[async_trait::async_trait]
 impl SessionStore for DbSessionStore {
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Some(stored) = self.toolshed.load_mcp_session(id).await? else { return Ok(None) };
+        let Some(stored) = self.toolshed.mcp_sessions().load_mcp_session(id).await? else { return Ok(None) };
         self.stored.add(id);
         Ok(Some(serde_json::from_str(&stored.state_json)?))
     }
 
     async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
-        self.toolshed.save_mcp_session(id, &serde_json::to_string(state)?).await?;
+        self.toolshed.mcp_sessions().save_mcp_session(id, &serde_json::to_string(state)?).await?;
         self.stored.add(id);
         Ok(())
     }
 
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
         self.stored.remove(id);
-        Ok(self.toolshed.delete_mcp_session(id).await?)
+        Ok(self.toolshed.mcp_sessions().delete_mcp_session(id).await?)
     }
 }
 
@@ -96,7 +96,7 @@ pub async fn keep_sessions(toolshed: Toolshed, sessions: Arc<LocalSessionManager
         if watched.is_empty() {
             continue;
         }
-        let live = match toolshed.live_mcp_sessions(&watched.iter().map(|id| &**id).collect::<Vec<_>>()).await {
+        let live = match toolshed.mcp_sessions().live_mcp_sessions(&watched.iter().map(|id| &**id).collect::<Vec<_>>()).await {
             Ok(live) => live,
             Err(e) => {
                 tracing::warn!(error = %e, "could not check which MCP sessions are still live");

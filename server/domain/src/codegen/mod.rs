@@ -2,7 +2,7 @@
 //! JSON Schemas: the TypeScript API of code mode (`typescript.rs`), OpenAI
 //! function-calling definitions (`openai.rs`), the plain MCP `tools/list`
 //! answer, and what each costs in tokens. Pure: no I/O, no database; the
-//! caller loads the [`ToolDef`]s (`Toolshed::tool_defs`).
+//! caller loads the [`ToolDef`]s (`Bundles::tool_defs`).
 
 mod openai;
 mod typescript;

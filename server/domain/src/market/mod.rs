@@ -22,7 +22,13 @@ use crate::ids::ToolId;
 use crate::names::{DepartmentName, Invalid, Tags};
 pub use crate::tools::ListingKind;
 use crate::tools::ToolError;
-use crate::{audit, now_ms, Toolshed};
+use crate::tools::Tools;
+use crate::{audit, now_ms};
+
+handle! {
+    /// The marketplace: browsing, featured listings, usage statistics, the registry.
+    Market
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -249,16 +255,16 @@ fn listed_to(st: &mut Statement, user: &User, alias: &str) -> String {
     )
 }
 
-impl Toolshed {
+impl Market<'_> {
     /// Listings `user` may see that match `query`, one page of them, and how many there are.
-    pub async fn browse(&self, user: &User, query: &BrowseQuery) -> Result<BrowsePage, ToolError> {
+    pub async fn browse(self, user: &User, query: &BrowseQuery) -> Result<BrowsePage, ToolError> {
         let per_page = query.per_page.clamp(1, 100);
         let empty = BrowsePage { cards: Vec::new(), total: 0, page: query.page, per_page };
         let since = now_ms() - 30 * DAY_MS;
         // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
         let mut count = self.matching(user, query, since, false);
         count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
-        let total: i64 = count.query().fetch_one(self.db.pool()).await?.try_get("n")?;
+        let total: i64 = count.query().fetch_one(self.core.db().pool()).await?.try_get("n")?;
         if total == 0 {
             return Ok(empty);
         }
@@ -269,7 +275,7 @@ impl Toolshed {
 
     /// One page of the listings `user` may see that match `query`, as kind
     /// and id, in `query`'s order.
-    async fn ranked(&self, user: &User, query: &BrowseQuery, since: i64) -> Result<Vec<(String, i64)>, ToolError> {
+    async fn ranked(self, user: &User, query: &BrowseQuery, since: i64) -> Result<Vec<(String, i64)>, ToolError> {
         let per_page = query.per_page.clamp(1, 100);
         let mut st = self.matching(user, query, since, true);
         let order = match (query.sort, query.text.is_some()) {
@@ -283,7 +289,7 @@ impl Toolshed {
         st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
         Ok(st
             .query()
-            .fetch_all(self.db.pool())
+            .fetch_all(self.core.db().pool())
             .await?
             .iter()
             .map(|r| Ok((r.try_get("kind")?, r.try_get("id")?)))
@@ -292,13 +298,13 @@ impl Toolshed {
 
     /// The first page of listings matching `query` as ids, without cards or a
     /// total: candidates for tool search, which makes cards of the few it keeps.
-    pub(crate) async fn ranked_ids(&self, user: &User, query: &BrowseQuery) -> Result<Vec<ToolId>, ToolError> {
+    pub(crate) async fn ranked_ids(self, user: &User, query: &BrowseQuery) -> Result<Vec<ToolId>, ToolError> {
         let page = self.ranked(user, query, now_ms() - 30 * DAY_MS).await?;
         Ok(page.into_iter().map(|(_, id)| ToolId(id)).collect())
     }
 
     /// Cards for `page` (kind and id), in its order.
-    async fn cards_in_order(&self, user: &User, page: &[(String, i64)], since: i64) -> Result<Vec<ListingCard>, ToolError> {
+    async fn cards_in_order(self, user: &User, page: &[(String, i64)], since: i64) -> Result<Vec<ListingCard>, ToolError> {
         let ids: Vec<i64> = page.iter().map(|(_, id)| *id).collect();
         let mut cards = self.listing_cards(user, &ids, since).await?;
         cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
@@ -306,14 +312,14 @@ impl Toolshed {
     }
 
     /// Cards for the tools `ids`, in that order.
-    pub(crate) async fn tool_cards(&self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
+    pub(crate) async fn tool_cards(self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
         let page: Vec<(String, i64)> = ids.iter().map(|id| (ListingKind::Tool.as_str().to_owned(), id.0)).collect();
         self.cards_in_order(user, &page, now_ms() - 30 * DAY_MS).await
     }
 
     /// `FROM … WHERE …` over the listings `user` may see that match `query`
     /// (with their relevance when `ranked`).
-    fn matching(&self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Statement {
+    fn matching(self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Statement {
         let mut st = Statement::default();
         let rows = self.listing_rows(&mut st, query, since, ranked);
         let mut filters = vec![listed_to(&mut st, user, "l")];
@@ -351,20 +357,20 @@ impl Toolshed {
     }
 
     /// The forks of listing `id` that `user` may see, most used first.
-    pub async fn forks(&self, user: &User, id: ToolId) -> Result<Vec<ListingCard>, ToolError> {
-        self.tool(user, id).await?;
+    pub async fn forks(self, user: &User, id: ToolId) -> Result<Vec<ListingCard>, ToolError> {
+        Tools::new(self.core).tool(user, id).await?;
         let mut st = Statement::default();
         let source = st.bind(Value::Int(id.0));
         let listed = listed_to(&mut st, user, "f");
         st.sql = format!("SELECT f.id FROM tools f WHERE f.forked_from_tool_id = {source} AND {listed}");
-        let ids: Vec<i64> = st.query().fetch_all(self.db.pool()).await?.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
+        let ids: Vec<i64> = st.query().fetch_all(self.core.db().pool()).await?.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
         let mut cards = self.listing_cards(user, &ids, now_ms() - 30 * DAY_MS).await?;
         cards.sort_by(|a, b| b.calls_30d.cmp(&a.calls_30d).then_with(|| a.slug().cmp(&b.slug())));
         Ok(cards)
     }
 
     /// Featured listings `user` may see, most used first (the home page).
-    pub async fn featured(&self, user: &User) -> Result<Vec<ListingCard>, ToolError> {
+    pub async fn featured(self, user: &User) -> Result<Vec<ListingCard>, ToolError> {
         let query = BrowseQuery { featured_only: true, sort: BrowseSort::MostUsed, per_page: 6, ..BrowseQuery::default() };
         Ok(self.browse(user, &query).await?.cards)
     }
@@ -372,7 +378,7 @@ impl Toolshed {
     /// The home page's listings: those an admin features or, while none is, the
     /// most used this person may see (a new instance's home page is no dead end).
     /// `true` with the featured ones.
-    pub async fn home_listings(&self, user: &User) -> Result<(bool, Vec<ListingCard>), ToolError> {
+    pub async fn home_listings(self, user: &User) -> Result<(bool, Vec<ListingCard>), ToolError> {
         let featured = self.featured(user).await?;
         if !featured.is_empty() {
             return Ok((true, featured));
@@ -382,12 +388,12 @@ impl Toolshed {
     }
 
     /// Features a listing on the home page, or stops featuring it. Admins only.
-    pub async fn set_featured(&self, admin: &User, id: ToolId, featured: bool) -> Result<(), ToolError> {
+    pub async fn set_featured(self, admin: &User, id: ToolId, featured: bool) -> Result<(), ToolError> {
         if !admin.is_admin {
             return Err(ToolError::Forbidden);
         }
-        let tool = self.tool(admin, id).await?;
-        let mut tx = self.begin().await?;
+        let tool = Tools::new(self.core).tool(admin, id).await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE tools SET featured = $1 WHERE id = $2").bind(i64::from(featured)).bind(id.0).execute(&mut *tx).await?;
         let action = tool.action(if featured { "featured" } else { "unfeatured" });
         audit::record(&mut tx, Some(admin.id), &action, &tool.audit_target(), None, None).await?;
@@ -397,12 +403,12 @@ impl Toolshed {
 
     /// The listings (of the kind `query` asks for, if any) in the columns the
     /// browse filters and sorts use.
-    fn listing_rows(&self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
+    fn listing_rows(self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
         let since = st.bind(Value::Int(since));
         let (text_join, rank) = match &query.text {
             Some(text) => {
-                let p = st.bind(Value::Text(text.fts_query(self.db.backend(), query.matching)));
-                search::tool_text_match(self.db.backend(), &p, ranked)
+                let p = st.bind(Value::Text(text.fts_query(self.core.db().backend(), query.matching)));
+                search::tool_text_match(self.core.db().backend(), &p, ranked)
             }
             None => (String::new(), "0".to_owned()),
         };
@@ -419,7 +425,7 @@ impl Toolshed {
     }
 
     /// Cards for the listings `ids`, in no particular order.
-    async fn listing_cards(&self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
+    async fn listing_cards(self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -437,7 +443,7 @@ impl Toolshed {
             calls_since("t", &since),
             list.join(", ")
         );
-        let rows = st.query().fetch_all(self.db.pool()).await?;
+        let rows = st.query().fetch_all(self.core.db().pool()).await?;
         let cards = rows
             .iter()
             .map(|r| {

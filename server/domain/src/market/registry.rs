@@ -5,10 +5,11 @@
 
 use sqlx::Row;
 
+use super::Market;
 use super::{listed_to, Statement, Value};
 use crate::accounts::User;
+use crate::tools::Tools;
 use crate::tools::{ListingKind, Status, Tool, ToolError};
-use crate::Toolshed;
 
 /// A registry's `description` is at most 100 characters.
 const DESCRIPTION_CHARS: usize = 100;
@@ -69,11 +70,11 @@ pub struct RegistryFilter {
     pub updated_since: Option<i64>,
 }
 
-impl Toolshed {
+impl Market<'_> {
     /// Every active listing `user` may see, by department and name, each with
     /// the version `filter` asks for (listings that never served it are left
     /// out), updated since `filter.updated_since`.
-    pub async fn registry_entries(&self, user: &User, filter: &RegistryFilter) -> Result<Vec<(RegistryEntry, ServedVersion)>, ToolError> {
+    pub async fn registry_entries(self, user: &User, filter: &RegistryFilter) -> Result<Vec<(RegistryEntry, ServedVersion)>, ToolError> {
         let mut st = Statement::default();
         let listed = listed_to(&mut st, user, "t");
         let version = match filter.version {
@@ -97,7 +98,7 @@ impl Toolshed {
              (SELECT p.published_at FROM tool_versions p WHERE p.tool_id = t.id AND p.version = t.published_version) AS published_at \
              FROM tools t JOIN departments d ON d.id = t.department_id {version} WHERE {listed}{since} ORDER BY d.name, t.name, t.kind"
         );
-        let rows = st.query().fetch_all(self.db.pool()).await?;
+        let rows = st.query().fetch_all(self.core.db().pool()).await?;
         rows.iter()
             .map(|r| {
                 let title: String = r.try_get("title")?;
@@ -126,19 +127,19 @@ impl Toolshed {
     /// One listing as a registry entry, if `user` may see and call it, with
     /// the versions of it that were served, newest first.
     pub async fn registry_entry(
-        &self,
+        self,
         user: &User,
         kind: ListingKind,
         department: &str,
         name: &str,
     ) -> Result<(RegistryEntry, Vec<ServedVersion>), ToolError> {
-        let t: Tool = self.listing_by_slug(user, kind, department, name).await?;
+        let t: Tool = Tools::new(self.core).listing_by_slug(user, kind, department, name).await?;
         let Some(published) = t.published_version.filter(|_| t.status == Status::Active) else { return Err(ToolError::NotFound) };
         let rows = sqlx::query(
             "SELECT version, published_at FROM tool_versions WHERE tool_id = $1 AND published_at IS NOT NULL ORDER BY version DESC",
         )
         .bind(t.id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let versions: Vec<ServedVersion> = rows
             .iter()

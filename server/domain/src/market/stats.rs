@@ -4,11 +4,13 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::Market;
 use super::DAY_MS;
 use crate::accounts::User;
 use crate::ids::ToolId;
+use crate::now_ms;
+use crate::tools::Tools;
 use crate::tools::{ListingKind, ToolError};
-use crate::{now_ms, Toolshed};
 
 pub const DAYS: i64 = 30;
 
@@ -42,11 +44,11 @@ impl UsageStats {
     }
 }
 
-impl Toolshed {
+impl Market<'_> {
     /// Usage of a listing `user` may see (`NotFound` otherwise) over the last
     /// 30 days: a tool's calls, however they came, or the calls through a bundle.
-    pub async fn usage_stats(&self, user: &User, id: ToolId) -> Result<UsageStats, ToolError> {
-        let column = match self.tool(user, id).await?.kind {
+    pub async fn usage_stats(self, user: &User, id: ToolId) -> Result<UsageStats, ToolError> {
+        let column = match Tools::new(self.core).tool(user, id).await?.kind {
             ListingKind::Tool => "tool_id",
             ListingKind::Bundle => "bundle_id",
         };
@@ -58,7 +60,7 @@ impl Toolshed {
         .bind(id.0)
         .bind(first_day)
         .bind(DAY_MS)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let mut days: Vec<DayCalls> = (0..DAYS).map(|i| DayCalls { day_ms: first_day + i * DAY_MS, calls: 0, errors: 0 }).collect();
         for r in &rows {
@@ -76,7 +78,7 @@ impl Toolshed {
     }
 
     /// The nearest-rank percentile `q` of the durations of the `calls` calls since `since`.
-    async fn duration_percentile(&self, column: &str, id: ToolId, since: i64, calls: i64, q: f64) -> Result<Option<f64>, ToolError> {
+    async fn duration_percentile(self, column: &str, id: ToolId, since: i64, calls: i64, q: f64) -> Result<Option<f64>, ToolError> {
         if calls == 0 {
             return Ok(None);
         }
@@ -87,7 +89,7 @@ impl Toolshed {
         .bind(id.0)
         .bind(since)
         .bind(rank - 1)
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?;
         Ok(row.map(|r| r.try_get::<i64, _>("duration_us")).transpose()?.map(|us| us as f64 / 1000.0))
     }

@@ -19,8 +19,14 @@ use sqlx::Row;
 use crate::accounts::{user_from_row, User, USER_COLUMNS};
 use crate::ids::{ToolId, UserId};
 use crate::tokens::{hash, TokenRejected};
+use crate::tools::Tools;
 use crate::tools::{ListingKind, Tool, ToolError};
-use crate::{audit, now_ms, StoreError, Toolshed};
+use crate::{audit, now_ms, StoreError};
+
+handle! {
+    /// The OAuth authorization server: clients, grants and tokens.
+    OAuth
+}
 
 pub mod documents;
 
@@ -437,10 +443,10 @@ fn client_name(given: Option<&str>, fallback: &str) -> Result<String, OAuthError
     Ok(name.to_owned())
 }
 
-impl Toolshed {
+impl OAuth<'_> {
     /// Registers a client (RFC 7591). Anyone may: a registration by itself
     /// grants nothing, and unused ones are forgotten after a day.
-    pub async fn register_client(&self, meta: ClientMetadata) -> Result<RegisteredClient, OAuthError> {
+    pub async fn register_client(self, meta: ClientMetadata) -> Result<RegisteredClient, OAuthError> {
         let invalid = |m: &str| OAuthError::InvalidClientMetadata(m.to_owned());
         if meta.redirect_uris.is_empty() || meta.redirect_uris.len() > 10 {
             return Err(OAuthError::InvalidRedirectUri("give 1 to 10 redirect_uris".into()));
@@ -469,7 +475,7 @@ impl Toolshed {
         let id = random_token(CLIENT_PREFIX);
         let secret = confidential.then(|| random_token("tss_"));
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query(
             "DELETE FROM oauth_clients WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.id)",
         )
@@ -500,15 +506,15 @@ impl Toolshed {
     }
 
     /// A client as stored: registered, or its document as last fetched.
-    async fn client(&self, id: &str) -> Result<Option<(Client, Option<String>)>, OAuthError> {
+    async fn client(self, id: &str) -> Result<Option<(Client, Option<String>)>, OAuthError> {
         Ok(self.stored_client(id).await?.map(|(client, secret, _)| (client, secret)))
     }
 
     /// A stored client, its secret's hash and when its document must be fetched again.
-    async fn stored_client(&self, id: &str) -> Result<Option<(Client, Option<String>, Option<i64>)>, StoreError> {
+    async fn stored_client(self, id: &str) -> Result<Option<(Client, Option<String>, Option<i64>)>, StoreError> {
         let row = sqlx::query("SELECT id, secret_hash, name, redirect_uris, document_expires_at FROM oauth_clients WHERE id = $1")
             .bind(id)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         let Some(row) = row else { return Ok(None) };
         let secret_hash: Option<String> = row.try_get("secret_hash")?;
@@ -527,7 +533,7 @@ impl Toolshed {
     /// Whether authorizing `client_id` would fetch its metadata document now
     /// (a URL not seen, or kept past its time): such requests are limited per
     /// address, since anyone can make this server fetch a URL that way.
-    pub async fn would_fetch_client_document(&self, client_id: &str) -> Result<bool, StoreError> {
+    pub async fn would_fetch_client_document(self, client_id: &str) -> Result<bool, StoreError> {
         if documents::parse_client_url(client_id).is_err() {
             return Ok(false);
         }
@@ -536,7 +542,7 @@ impl Toolshed {
 
     /// The client of an authorization request: a registered one, or the one a
     /// metadata document names (fetched when not kept, or kept past its time).
-    async fn authorizing_client(&self, id: &str) -> Result<Option<Client>, OAuthError> {
+    async fn authorizing_client(self, id: &str) -> Result<Option<Client>, OAuthError> {
         if !documents::is_document_url(id) {
             return Ok(self.client(id).await?.map(|(c, _)| c));
         }
@@ -549,7 +555,7 @@ impl Toolshed {
         static CLIENTS: std::sync::OnceLock<crate::outbound::Clients> = std::sync::OnceLock::new();
         let http = CLIENTS
             .get_or_init(Default::default)
-            .get(&self.settings().internal_hosts, |b| b.connect_timeout(std::time::Duration::from_secs(5)))
+            .get(&self.core.settings().internal_hosts, |b| b.connect_timeout(std::time::Duration::from_secs(5)))
             .map_err(OAuthError::InvalidClient)?;
         let (body, keep) = documents::fetch(&http, &url).await?;
         let doc = documents::read_document(&url, &body)?;
@@ -564,7 +570,7 @@ impl Toolshed {
         .bind(doc.redirect_uris.join("\n"))
         .bind(now)
         .bind(now + keep.as_millis() as i64)
-        .execute(self.db.pool())
+        .execute(self.core.db().pool())
         .await?;
         tracing::info!(client = %id, name = %doc.name, "fetched an OAuth client's metadata document");
         Ok(Some(Client {
@@ -578,7 +584,7 @@ impl Toolshed {
 
     /// Checks an authorization request before the person is asked. `base` is
     /// this server's base URL, which resources must be under.
-    pub async fn authorization_request(&self, p: &AuthorizationParams, base: &str) -> Result<AuthorizationRequest, AuthorizationFailure> {
+    pub async fn authorization_request(self, p: &AuthorizationParams, base: &str) -> Result<AuthorizationRequest, AuthorizationFailure> {
         let untrusted = |m: &str| AuthorizationFailure::Untrusted(OAuthError::InvalidRequest(m.to_owned()));
         let client_id = p.client_id.as_deref().ok_or_else(|| untrusted("The request names no client (client_id)."))?;
         let client = match self.authorizing_client(client_id).await {
@@ -622,26 +628,26 @@ impl Toolshed {
 
     /// The listing a request's endpoint serves, as `user` may see it
     /// (published; a pinned version must exist); `None` for the personal endpoint.
-    pub async fn granted_listing(&self, user: &User, endpoint: &Endpoint) -> Result<Option<Tool>, ToolError> {
+    pub async fn granted_listing(self, user: &User, endpoint: &Endpoint) -> Result<Option<Tool>, ToolError> {
         let Endpoint::Listing(r) = endpoint else { return Ok(None) };
-        let listing = self.listing_by_slug(user, r.kind, &r.department, &r.name).await?;
+        let listing = Tools::new(self.core).listing_by_slug(user, r.kind, &r.department, &r.name).await?;
         if listing.published_version.is_none() {
             return Err(ToolError::NotPublished);
         }
         Ok(Some(match r.version {
-            Some(n) => self.pinned(user, listing, n).await?,
+            Some(n) => Tools::new(self.core).pinned(user, listing, n).await?,
             None => listing,
         }))
     }
 
     /// The person allowed the request (with `scope`, at most what was asked):
     /// a grant and a one-use code for it. A listing must be one they may see.
-    pub async fn approve(&self, user: &User, req: &AuthorizationRequest, scope: Scope, base: &str) -> Result<String, ToolError> {
+    pub async fn approve(self, user: &User, req: &AuthorizationRequest, scope: Scope, base: &str) -> Result<String, ToolError> {
         let listing = self.granted_listing(user, &req.resource).await?;
         let scope = if scope.within(req.scope) { scope } else { req.scope };
         let code = random_token("tsx_");
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "INSERT INTO oauth_grants (user_id, client_id, listing_id, resource, scope, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
@@ -672,7 +678,7 @@ impl Toolshed {
 
     /// Checks the client's credentials: a public client names itself, a
     /// confidential one also proves its secret.
-    async fn authenticate_client(&self, creds: &ClientCredentials) -> Result<Client, OAuthError> {
+    async fn authenticate_client(self, creds: &ClientCredentials) -> Result<Client, OAuthError> {
         let unknown = || OAuthError::InvalidClient("unknown client or wrong client secret".into());
         let (client, secret_hash) = self.client(&creds.client_id).await?.ok_or_else(unknown)?;
         match (secret_hash, &creds.client_secret) {
@@ -687,7 +693,7 @@ impl Toolshed {
     /// the client it was issued to, with the PKCE verifier. A code presented a
     /// second time revokes what was issued for it (it may have been stolen).
     pub async fn exchange_code(
-        &self,
+        self,
         creds: &ClientCredentials,
         code: &str,
         redirect_uri: Option<&str>,
@@ -697,7 +703,7 @@ impl Toolshed {
         let client = self.authenticate_client(creds).await?;
         let bad = |m: &str| OAuthError::InvalidGrant(m.to_owned());
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "SELECT c.grant_id, c.redirect_uri, c.code_challenge, c.expires_at, c.used_at, g.client_id, g.resource, g.scope, g.revoked_at \
              FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_hash = $1",
@@ -740,7 +746,7 @@ impl Toolshed {
     /// The token endpoint's `refresh_token` grant: a new pair, the old refresh
     /// token spent. A spent one presented again revokes the grant (RFC 9700 §4.14).
     pub async fn refresh(
-        &self,
+        self,
         creds: &ClientCredentials,
         refresh_token: &str,
         scope: Option<&str>,
@@ -749,7 +755,7 @@ impl Toolshed {
         let client = self.authenticate_client(creds).await?;
         let bad = |m: &str| OAuthError::InvalidGrant(m.to_owned());
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "SELECT t.grant_id, t.expires_at, t.used_at, g.client_id, g.resource, g.scope, g.revoked_at, u.is_active \
              FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id \
@@ -793,9 +799,9 @@ impl Toolshed {
 
     /// Token revocation (RFC 7009) by the client: the grant behind the token
     /// ends. An unknown token is not an error.
-    pub async fn revoke_oauth_token(&self, creds: &ClientCredentials, token: &str) -> Result<(), OAuthError> {
+    pub async fn revoke_oauth_token(self, creds: &ClientCredentials, token: &str) -> Result<(), OAuthError> {
         let client = self.authenticate_client(creds).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(
             "SELECT t.grant_id, g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1",
         )
@@ -814,7 +820,7 @@ impl Toolshed {
     /// The person and grant behind an access token, checked on every request
     /// so that revocation and deactivation take effect at once. Whether the
     /// grant covers the endpoint asked for is the caller's to check.
-    pub async fn authenticate_access_token(&self, token: &str) -> Result<Result<(User, AccessGrant), TokenRejected>, StoreError> {
+    pub async fn authenticate_access_token(self, token: &str) -> Result<Result<(User, AccessGrant), TokenRejected>, StoreError> {
         if !token.starts_with(ACCESS_PREFIX) || token.len() > 200 {
             return Ok(Err(TokenRejected::Unknown));
         }
@@ -825,7 +831,7 @@ impl Toolshed {
              JOIN users u ON u.id = g.user_id JOIN departments d ON d.id = u.department_id \
              WHERE t.token_hash = $1 AND t.kind = 'access'"
         );
-        let Some(row) = sqlx::query(&sql).bind(hash(token)).fetch_optional(self.db.pool()).await? else {
+        let Some(row) = sqlx::query(&sql).bind(hash(token)).fetch_optional(self.core.db().pool()).await? else {
             return Ok(Err(TokenRejected::Unknown));
         };
         let now = now_ms();
@@ -847,20 +853,24 @@ impl Toolshed {
         };
         // Last use is for people, to the minute: no write on every call.
         if row.try_get::<Option<i64>, _>("grant_used_at")?.is_none_or(|t| now - t > 60_000) {
-            sqlx::query("UPDATE oauth_grants SET last_used_at = $1 WHERE id = $2").bind(now).bind(grant.id).execute(self.db.pool()).await?;
+            sqlx::query("UPDATE oauth_grants SET last_used_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(grant.id)
+                .execute(self.core.db().pool())
+                .await?;
         }
         Ok(Ok((user, grant)))
     }
 
     /// The person's grants in force, newest first.
-    pub async fn grants(&self, user: &User) -> Result<Vec<GrantInfo>, StoreError> {
+    pub async fn grants(self, user: &User) -> Result<Vec<GrantInfo>, StoreError> {
         let rows = sqlx::query(
             "SELECT g.id, c.name AS client_name, d.name AS department, t.name AS listing, t.kind, g.scope, g.created_at, g.last_used_at \
              FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id LEFT JOIN tools t ON t.id = g.listing_id \
              LEFT JOIN departments d ON d.id = t.department_id WHERE g.user_id = $1 AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC",
         )
         .bind(user.id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -884,8 +894,8 @@ impl Toolshed {
     }
 
     /// Revokes one of the person's own grants (another person's id matches nothing).
-    pub async fn revoke_grant(&self, user: &User, grant: i64) -> Result<(), StoreError> {
-        let mut tx = self.begin().await?;
+    pub async fn revoke_grant(self, user: &User, grant: i64) -> Result<(), StoreError> {
+        let mut tx = self.core.begin().await?;
         let owned = sqlx::query("SELECT id FROM oauth_grants WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL")
             .bind(grant)
             .bind(user.id.0)

@@ -24,7 +24,12 @@ use crate::names::{parse_text, Invalid};
 use crate::secrets::SecretError;
 use crate::store::StoreError;
 use crate::tools::ToolError;
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// The chat playground: a model calling tools.
+    Playground
+}
 
 /// Row ID of a chat endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -186,38 +191,33 @@ fn endpoint_row(r: &sqlx::any::AnyRow) -> Result<(ChatEndpoint, Option<Vec<u8>>)
     ))
 }
 
-impl Toolshed {
+impl Playground<'_> {
     /// Every configured endpoint, by name: any signed-in user may pick one.
-    pub async fn chat_endpoints(&self, _user: &User) -> Result<Vec<ChatEndpoint>, PlaygroundError> {
-        let rows = sqlx::query(&format!("{ENDPOINT_SELECT} ORDER BY name")).fetch_all(self.db.pool()).await?;
+    pub async fn chat_endpoints(self, _user: &User) -> Result<Vec<ChatEndpoint>, PlaygroundError> {
+        let rows = sqlx::query(&format!("{ENDPOINT_SELECT} ORDER BY name")).fetch_all(self.core.db().pool()).await?;
         Ok(rows.iter().map(|r| endpoint_row(r).map(|(e, _)| e)).collect::<Result<_, _>>()?)
     }
 
     /// An endpoint with its key opened, for the client only.
-    async fn chat_endpoint_with_key(&self, id: ChatEndpointId) -> Result<(ChatEndpoint, Option<String>), PlaygroundError> {
-        let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_optional(self.db.pool()).await?;
+    async fn chat_endpoint_with_key(self, id: ChatEndpointId) -> Result<(ChatEndpoint, Option<String>), PlaygroundError> {
+        let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_optional(self.core.db().pool()).await?;
         let (endpoint, sealed) = endpoint_row(&row.ok_or(PlaygroundError::UnknownEndpoint)?)?;
-        let key = sealed.map(|s| self.secrets().open(&key_purpose(id), &s)).transpose()?;
+        let key = sealed.map(|s| self.core.secrets().open(&key_purpose(id), &s)).transpose()?;
         Ok((endpoint, key))
     }
 
     /// Adds an endpoint (admins only).
-    pub async fn create_chat_endpoint(&self, admin: &User, spec: EndpointSpec) -> Result<ChatEndpoint, PlaygroundError> {
+    pub async fn create_chat_endpoint(self, admin: &User, spec: EndpointSpec) -> Result<ChatEndpoint, PlaygroundError> {
         self.save_chat_endpoint(admin, None, spec).await
     }
 
     /// Changes an endpoint's settings (admins only); the key as `spec.key` says.
-    pub async fn update_chat_endpoint(
-        &self,
-        admin: &User,
-        id: ChatEndpointId,
-        spec: EndpointSpec,
-    ) -> Result<ChatEndpoint, PlaygroundError> {
+    pub async fn update_chat_endpoint(self, admin: &User, id: ChatEndpointId, spec: EndpointSpec) -> Result<ChatEndpoint, PlaygroundError> {
         self.save_chat_endpoint(admin, Some(id), spec).await
     }
 
     async fn save_chat_endpoint(
-        &self,
+        self,
         admin: &User,
         id: Option<ChatEndpointId>,
         spec: EndpointSpec,
@@ -225,7 +225,7 @@ impl Toolshed {
         if !admin.is_admin {
             return Err(PlaygroundError::Forbidden);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let taken = sqlx::query("SELECT id FROM chat_endpoints WHERE name = $1 AND id <> $2")
             .bind(&spec.name)
             .bind(id.map_or(-1, |i| i.0))
@@ -269,7 +269,7 @@ impl Toolshed {
         // Sealed after the insert: the ciphertext is bound to the row's ID.
         let sealed = match &spec.key {
             KeyChange::Keep => None,
-            KeyChange::Set(key) => Some(Some(self.secrets().seal(&key_purpose(id), key))),
+            KeyChange::Set(key) => Some(Some(self.core.secrets().seal(&key_purpose(id), key))),
             KeyChange::Clear => Some(None),
         };
         if let Some(sealed) = sealed {
@@ -285,11 +285,11 @@ impl Toolshed {
     }
 
     /// Removes an endpoint (admins only); its sealed key goes with it.
-    pub async fn delete_chat_endpoint(&self, admin: &User, id: ChatEndpointId) -> Result<(), PlaygroundError> {
+    pub async fn delete_chat_endpoint(self, admin: &User, id: ChatEndpointId) -> Result<(), PlaygroundError> {
         if !admin.is_admin {
             return Err(PlaygroundError::Forbidden);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let row = sqlx::query(&format!("{ENDPOINT_SELECT} WHERE id = $1")).bind(id.0).fetch_optional(&mut *tx).await?;
         let (before, _) = endpoint_row(&row.ok_or(PlaygroundError::UnknownEndpoint)?)?;
         sqlx::query("DELETE FROM chat_endpoints WHERE id = $1").bind(id.0).execute(&mut *tx).await?;

@@ -10,14 +10,17 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::client::{ChatClient, Message, ToolCall};
+use super::Playground;
 use super::{ChatEndpointId, PlaygroundError};
 use crate::accounts::User;
+use crate::bundles::Bundles;
+use crate::calls::Calls;
 use crate::calls::{Answer, Callables};
 use crate::codegen::openai_functions;
 use crate::names::Invalid;
 use crate::sandbox::{ConsoleLine, ToolValue};
+use crate::tools::Tools;
 use crate::tools::{ListingKind, ToolError, Via};
-use crate::Toolshed;
 
 /// Model requests in one turn before it is stopped: a model that keeps calling
 /// tools without answering would otherwise loop for ever.
@@ -72,11 +75,11 @@ pub struct Turn {
     messages: Vec<Message>,
 }
 
-impl Toolshed {
+impl Playground<'_> {
     /// Checks a turn before anything streams: the listing must be one `user`
     /// sees and is published, the endpoint must exist, the conversation must
     /// end with the user's message.
-    pub async fn playground_turn(&self, user: &User, request: TurnRequest) -> Result<Turn, PlaygroundError> {
+    pub async fn playground_turn(self, user: &User, request: TurnRequest) -> Result<Turn, PlaygroundError> {
         let bad = |reason: &str| PlaygroundError::Invalid(Invalid { field: "Conversation", reason: reason.into() });
         if request.messages.len() > MAX_MESSAGES {
             return Err(bad(&format!("has more than {MAX_MESSAGES} messages: start a new one")));
@@ -86,17 +89,17 @@ impl Toolshed {
             _ => return Err(bad("must end with your message")),
         }
         let ListingRef { kind, department, name } = &request.listing;
-        let listing = self.listing_by_slug(user, *kind, department, name).await?;
+        let listing = Tools::new(self.core).listing_by_slug(user, *kind, department, name).await?;
         if listing.published_version.is_none() {
             return Err(PlaygroundError::NotFound);
         }
         if listing.status == crate::tools::Status::Disabled {
             return Err(PlaygroundError::Disabled);
         }
-        let defs = self.tool_defs(user, &listing).await?;
+        let defs = Bundles::new(self.core).tool_defs(user, &listing).await?;
         let prefix = (listing.kind == ListingKind::Bundle).then_some(listing.name.as_str());
         let functions = openai_functions(prefix, &defs);
-        let callables = self.callables(user, &listing).await?;
+        let callables = Calls::new(self.core).callables(user, &listing).await?;
         // The model calls tools by their function names (`bundle__tool`, cut to 64).
         let tools = defs
             .iter()
@@ -104,7 +107,7 @@ impl Toolshed {
             .filter_map(|(def, f)| Some((f.pointer("/function/name")?.as_str()?.to_owned(), def.name.clone())))
             .collect();
         let (endpoint, key) = self.chat_endpoint_with_key(request.endpoint).await?;
-        let client = ChatClient::new(&endpoint.base_url, &endpoint.model, key, endpoint.timeout_secs, &self.settings().internal_hosts);
+        let client = ChatClient::new(&endpoint.base_url, &endpoint.model, key, endpoint.timeout_secs, &self.core.settings().internal_hosts);
         Ok(Turn { callables, tools, functions, client, messages: request.messages })
     }
 }

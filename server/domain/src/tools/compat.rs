@@ -10,11 +10,12 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::Tools;
 use super::{ListingKind, TestCaseResult, Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
+use crate::now_ms;
 use crate::schema::{ArgDef, ArgType};
-use crate::{now_ms, Toolshed};
 
 /// One difference in the arguments, at `path` (`options.limit`, `tags[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,10 +144,10 @@ fn compare_type(old: &ArgType, new: &ArgType, at: &str, out: &mut Vec<SchemaChan
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// What publishing version `n` of tool `id` would change for its callers,
     /// against the version served now. Its editors only.
-    pub async fn publish_impact(&self, user: &User, id: ToolId, n: i64) -> Result<PublishImpact, ToolError> {
+    pub async fn publish_impact(self, user: &User, id: ToolId, n: i64) -> Result<PublishImpact, ToolError> {
         let tool: Tool = self.code_tool_for_edit(user, id).await?;
         let new = self.version_row(id, n).await?;
         let changes = match tool.published_version {
@@ -160,7 +161,7 @@ impl Toolshed {
              WHERE i.tool_id = $1 AND i.pinned_version IS NULL AND b.status = 'active' ORDER BY d.name, b.name",
         )
         .bind(id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let following_bundles = bundles
             .iter()
@@ -170,7 +171,7 @@ impl Toolshed {
         let recent_callers: i64 = sqlx::query("SELECT COUNT(DISTINCT user_id) AS n FROM usage_records WHERE tool_id = $1 AND at_ms >= $2")
             .bind(id.0)
             .bind(since)
-            .fetch_one(self.db.pool())
+            .fetch_one(self.core.db().pool())
             .await?
             .try_get("n")?;
         Ok(PublishImpact { from: tool.published_version, to: n, changes, following_bundles, recent_callers })
@@ -181,7 +182,7 @@ impl Toolshed {
     /// `breaking_confirmed` is false: then [`ToolError::Breaking`] says why.
     /// `tested`: the tool's test results against `n`, when the caller has them.
     pub async fn publish_compatible(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         n: i64,

@@ -12,14 +12,15 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::Tools;
 use super::{parse_host_entry, ToolError};
 use crate::accounts::User;
+use crate::audit;
 use crate::ids::ToolId;
 use crate::names::Invalid;
 use crate::policy::{Policy, POLICY_ROWS};
 use crate::redact::blank_out;
 use crate::sandbox::{placeholder, OutboundSecret, RunError, RunOutcome, ToolValue};
-use crate::{audit, Toolshed};
 
 /// What a variable is, and so who can read its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,12 +166,12 @@ impl Env {
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// What a run needs besides its code: the tool's `$env` and the admin's
     /// policy (on every call's path, so through the call cache; both change
     /// only by audited writes).
-    pub(super) async fn env_and_policy(&self, id: ToolId) -> Result<(Arc<Env>, Policy), ToolError> {
-        let cache = &self.call_cache().envs;
+    pub(super) async fn env_and_policy(self, id: ToolId) -> Result<(Arc<Env>, Policy), ToolError> {
+        let cache = &self.core.call_cache().envs;
         if let Some(found) = cache.get(&id) {
             return Ok(found);
         }
@@ -182,12 +183,12 @@ impl Toolshed {
     }
 
     /// One statement for both.
-    async fn load_env_and_policy(&self, id: ToolId) -> Result<(Env, Policy), ToolError> {
+    async fn load_env_and_policy(self, id: ToolId) -> Result<(Env, Policy), ToolError> {
         let sql = format!(
             "SELECT 0 AS is_policy, name, value, secret, outbound_hosts FROM tool_env WHERE tool_id = $1 \
              UNION ALL SELECT 1, key, value, 0, NULL FROM settings WHERE {POLICY_ROWS}"
         );
-        let rows = sqlx::query(&sql).bind(id.0).fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query(&sql).bind(id.0).fetch_all(self.core.db().pool()).await?;
         let mut env = Env { values: Default::default(), secrets: Vec::new(), outbound: Vec::new() };
         let mut policy = Policy::default();
         for r in rows {
@@ -212,11 +213,11 @@ impl Toolshed {
     }
 
     /// The tool's variables for its editors; secret values are left out.
-    pub async fn env_vars(&self, user: &User, id: ToolId) -> Result<Vec<EnvVar>, ToolError> {
+    pub async fn env_vars(self, user: &User, id: ToolId) -> Result<Vec<EnvVar>, ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let rows = sqlx::query("SELECT name, value, secret, outbound_hosts FROM tool_env WHERE tool_id = $1 ORDER BY name")
             .bind(id.0)
-            .fetch_all(self.db.pool())
+            .fetch_all(self.core.db().pool())
             .await?;
         rows.iter()
             .map(|r| {
@@ -234,7 +235,7 @@ impl Toolshed {
     /// Sets a variable, value and kind together: an outbound-only secret's
     /// hosts change only with its value, so an editor cannot point a value
     /// they never saw at a host of their own.
-    pub async fn set_env_var(&self, user: &User, id: ToolId, name: &str, value: &str, kind: EnvKind) -> Result<(), ToolError> {
+    pub async fn set_env_var(self, user: &User, id: ToolId, name: &str, value: &str, kind: EnvKind) -> Result<(), ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let name = name.trim();
         check_name(name)?;
@@ -244,7 +245,7 @@ impl Toolshed {
             EnvKind::Plain | EnvKind::Secret => None,
         };
         let secret = kind != EnvKind::Plain;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query(
             "INSERT INTO tool_env (tool_id, name, value, secret, outbound_hosts) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (tool_id, name) DO UPDATE SET value = excluded.value, secret = excluded.secret, \
@@ -265,9 +266,9 @@ impl Toolshed {
         Ok(())
     }
 
-    pub async fn delete_env_var(&self, user: &User, id: ToolId, name: &str) -> Result<(), ToolError> {
+    pub async fn delete_env_var(self, user: &User, id: ToolId, name: &str) -> Result<(), ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("DELETE FROM tool_env WHERE tool_id = $1 AND name = $2").bind(id.0).bind(name).execute(&mut *tx).await?;
         audit::record(&mut tx, Some(user.id), "tool.env_deleted", &tool.audit_target(), Some(serde_json::json!({"name": name})), None)
             .await?;

@@ -18,14 +18,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::Row;
 
+use super::Tools;
 use super::{RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
+use crate::now_ms;
 use crate::sandbox::REDACTED;
 use crate::schema::{ArgDef, ArgType};
 use crate::store::StoreError;
 use crate::usage::{FailureRecord, KeptCall, DAY_MS, KEPT_DAYS, KEPT_PER_TOOL};
-use crate::{now_ms, Toolshed};
 
 /// A failed call as its tool's editors see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,30 +133,30 @@ impl FailureRecord {
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// Hands a failed run to the usage writer, if the tool's budget allows.
     /// Test runs are not calls, and are not kept.
-    pub(crate) async fn keep_failure(&self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport) {
+    pub(crate) async fn keep_failure(self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport) {
         let Some(version) = report.version.filter(|_| report.outcome.result.is_err()) else { return };
         if let Ok(runnable) = self.runnable(tool.id, version).await {
             self.keep_failure_of(user, tool, via, args, report, runnable.args());
         }
     }
 
-    /// [`Toolshed::keep_failure`] with the version's arguments at hand (code
+    /// [`Tools::keep_failure`] with the version's arguments at hand (code
     /// mode's member calls finish on a sandbox thread, where nothing awaits).
-    pub(crate) fn keep_failure_of(&self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport, defs: &[ArgDef]) {
-        if report.outcome.result.is_ok() || via.transport == "test" || !self.failure_budget().take(tool.id.0, now_ms()) {
+    pub(crate) fn keep_failure_of(self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport, defs: &[ArgDef]) {
+        if report.outcome.result.is_ok() || via.transport == "test" || !self.core.failure_budget().take(tool.id.0, now_ms()) {
             return;
         }
         if let Some(record) = FailureRecord::of(tool, user, via, args, report, defs) {
-            self.usage().record_failure(record);
+            self.core.usage().record_failure(record);
         }
     }
 
     /// The tool's failed calls of the last [`KEPT_DAYS`] days, newest first,
     /// without their console and exchanges. Its editors only.
-    pub async fn failed_calls(&self, user: &User, id: ToolId) -> Result<Vec<FailedCall>, ToolError> {
+    pub async fn failed_calls(self, user: &User, id: ToolId) -> Result<Vec<FailedCall>, ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let rows = sqlx::query(
             "SELECT f.id, f.version, u.username, f.at_ms, f.transport, f.error, f.args_json, f.duration_ms, \
@@ -165,24 +166,24 @@ impl Toolshed {
         .bind(id.0)
         .bind(now_ms() - KEPT_DAYS * DAY_MS)
         .bind(KEPT_PER_TOOL)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter().map(failed_call).collect::<Result<_, _>>().map_err(|e| StoreError::from(e).into())
     }
 
     /// How many failed calls of the last [`KEPT_DAYS`] days the tool keeps. Its editors only.
-    pub async fn failed_call_count(&self, user: &User, id: ToolId) -> Result<i64, ToolError> {
+    pub async fn failed_call_count(self, user: &User, id: ToolId) -> Result<i64, ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let count: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls WHERE tool_id = $1 AND at_ms >= $2")
             .bind(id.0)
             .bind(now_ms() - KEPT_DAYS * DAY_MS)
-            .fetch_one(self.db.pool())
+            .fetch_one(self.core.db().pool())
             .await?;
         Ok(count.0)
     }
 
     /// One failed call, whole. Its tool's editors only; another tool's call is not found.
-    pub async fn failed_call(&self, user: &User, id: ToolId, call: i64) -> Result<FailedCall, ToolError> {
+    pub async fn failed_call(self, user: &User, id: ToolId, call: i64) -> Result<FailedCall, ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let row = sqlx::query(
             "SELECT f.id, f.version, u.username, f.at_ms, f.transport, f.error, f.args_json, f.duration_ms, f.console_json, f.fetches_json \
@@ -191,7 +192,7 @@ impl Toolshed {
         .bind(call)
         .bind(id.0)
         .bind(now_ms() - KEPT_DAYS * DAY_MS)
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?
         .ok_or(ToolError::NotFound)?;
         failed_call(&row).map_err(|e| StoreError::from(e).into())
@@ -201,7 +202,7 @@ impl Toolshed {
     /// `$fetch` answers from the recording of failed call `call`: the network
     /// is never touched. Not recorded in usage: a replay is not a call.
     pub async fn replay_failed_call(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         call: i64,

@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use super::test_cases::insert_test_case;
 use super::versions::{insert_version, Source, VersionDiff};
+use super::Tools;
 use super::{insert_listing, rolled_back, ForkedFrom, ListingKind, NewTool, Tool, ToolError};
 use crate::accounts::User;
+use crate::audit;
 use crate::ids::ToolId;
 use crate::names::{Description, Tags, Title, ToolName};
-use crate::{audit, Toolshed};
 
 /// What a fork's page says about its source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,14 +25,14 @@ pub struct Upstream {
     pub newer: Option<VersionDiff>,
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// Forks a listing `user` may see into their own department under `name`:
     /// a new listing of the same kind whose version 1 copies the source's
     /// published version (code, arguments and test cases with their checks;
     /// or a bundle's members). Nothing of real calls is copied: not `$env`
     /// (it may be another team's secrets), nor the test cases saved from a
     /// failed call (those with its recording: someone's arguments and answers).
-    pub async fn fork(&self, user: &User, source: ToolId, name: ToolName) -> Result<Tool, ToolError> {
+    pub async fn fork(self, user: &User, source: ToolId, name: ToolName) -> Result<Tool, ToolError> {
         if !crate::membership::may_author(user, user.department.id.0) {
             return Err(ToolError::NotAnAuthor);
         }
@@ -52,7 +53,7 @@ impl Toolshed {
             ListingKind::Tool => self.test_cases(user, src.id).await?,
             ListingKind::Bundle => Vec::new(),
         };
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let id = match insert_listing(&mut tx, user, src.kind, &new, Some(ForkedFrom { id: src.id, version: n })).await {
             Ok(id) => id,
             Err(e) => return Err(rolled_back(tx, e).await),
@@ -105,7 +106,7 @@ impl Toolshed {
     }
 
     /// Where `fork` came from, if it is a fork and `user` may see the source.
-    pub async fn upstream(&self, user: &User, fork: &Tool) -> Result<Option<Upstream>, ToolError> {
+    pub async fn upstream(self, user: &User, fork: &Tool) -> Result<Option<Upstream>, ToolError> {
         let Some(from) = fork.forked_from else { return Ok(None) };
         let source = match self.tool(user, from.id).await {
             Ok(s) => s,

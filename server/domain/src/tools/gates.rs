@@ -2,16 +2,17 @@
 //! hidden-instruction hold (what models would read is scanned; findings no
 //! admin accepted hold the publish in the moderation queue) and review (in a
 //! department that requires it, an editor's publish waits for an admin).
-//! [`Toolshed::publish_gates`] runs them; `moderation` decides what waits.
+//! [`Tools::publish_gates`] runs them; `moderation` decides what waits.
 
 use sqlx::Row;
 
+use super::Tools;
 use crate::accounts::User;
 use crate::scan::{self, Finding};
 use crate::schema::{ArgDef, ArgType};
 use crate::store::StoreError;
 use crate::tools::{Tool, ToolError};
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
 
 /// What models read of a tool: its title, description, and each argument's
 /// description and listed values (nested ones by path).
@@ -37,11 +38,11 @@ fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
     out
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// Scans what models would read once `tool` serves these arguments (with
     /// `tool`'s title and description): findings an admin has not accepted for
     /// exactly these texts hold the change, wait in the queue, and are the error.
-    pub(crate) async fn screen(&self, user: &User, tool: &Tool, args: &[ArgDef], version: i64) -> Result<(), ToolError> {
+    pub(crate) async fn screen(self, user: &User, tool: &Tool, args: &[ArgDef], version: i64) -> Result<(), ToolError> {
         match self.unaccepted_findings(tool, args).await? {
             None => Ok(()),
             Some(held) => Err(self.hold(user, tool, version, held).await),
@@ -50,9 +51,9 @@ impl Toolshed {
 
     /// Holds the publish of `tool`'s version `version` for `held` (its own
     /// transaction) and returns what the author is told.
-    pub(crate) async fn hold(&self, user: &User, tool: &Tool, version: i64, held: Held) -> ToolError {
+    pub(crate) async fn hold(self, user: &User, tool: &Tool, version: i64, held: Held) -> ToolError {
         let recorded = async {
-            let mut tx = self.begin().await?;
+            let mut tx = self.core.begin().await?;
             held.record(&mut tx, user, tool, version).await?;
             tx.commit().await?;
             Ok::<_, ToolError>(())
@@ -65,7 +66,7 @@ impl Toolshed {
 
     /// What the scan finds in what models would read of `tool` with these
     /// arguments, unless an admin accepted it for exactly these texts.
-    pub(crate) async fn unaccepted_findings(&self, tool: &Tool, args: &[ArgDef]) -> Result<Option<Held>, ToolError> {
+    pub(crate) async fn unaccepted_findings(self, tool: &Tool, args: &[ArgDef]) -> Result<Option<Held>, ToolError> {
         let (findings, fingerprint) = scan::scan_all(&model_texts(tool, args));
         if findings.is_empty() {
             return Ok(None);
@@ -73,7 +74,7 @@ impl Toolshed {
         let row = sqlx::query("SELECT accepted_at FROM publish_findings WHERE tool_id = $1 AND fingerprint = $2")
             .bind(tool.id.0)
             .bind(&fingerprint)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         if let Some(r) = &row {
             if r.try_get::<Option<i64>, _>("accepted_at")?.is_some() {
@@ -84,9 +85,11 @@ impl Toolshed {
     }
 
     /// Whether publishes in this department wait for an admin.
-    pub(crate) async fn review_required(&self, department: i64) -> Result<bool, StoreError> {
-        let row =
-            sqlx::query("SELECT review_required FROM departments WHERE id = $1").bind(department).fetch_optional(self.db.pool()).await?;
+    pub(crate) async fn review_required(self, department: i64) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT review_required FROM departments WHERE id = $1")
+            .bind(department)
+            .fetch_optional(self.core.db().pool())
+            .await?;
         Ok(match row {
             Some(r) => r.try_get::<i64, _>("review_required")? != 0,
             None => false,

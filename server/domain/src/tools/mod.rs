@@ -6,6 +6,7 @@ mod env;
 mod failures;
 mod fork;
 mod gates;
+mod members;
 mod permissions;
 mod push;
 mod runs;
@@ -22,6 +23,7 @@ pub use env::{EnvKind, EnvVar, SecretHosts};
 pub use failures::FailedCall;
 pub(crate) use failures::FailureBudget;
 pub use fork::Upstream;
+pub(crate) use members::member_label;
 pub use permissions::{Permissions, META_KEY as PERMISSIONS_META_KEY};
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub(crate) use runs::{PreparedRun, RunnableCache};
@@ -36,8 +38,14 @@ use crate::membership::may_author;
 use crate::names::CodeMode;
 use crate::names::Role;
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
+use crate::policy::Policies;
 use crate::store::StoreError;
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// Tools and their listings: drafts, versions, publishing, runs, test cases, forks.
+    Tools
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -185,7 +193,7 @@ pub struct Tool {
     pub created_at: i64,
     pub updated_at: i64,
     /// Set when an endpoint pinned this view of the listing to one version
-    /// (`…/{name}@v3`, [`Toolshed::pinned`]): `published_version` is then that
+    /// (`…/{name}@v3`, [`Tools::pinned`]): `published_version` is then that
     /// version, served whatever is published later.
     #[serde(default)]
     pub pinned: bool,
@@ -441,31 +449,31 @@ pub(crate) fn parse_host_entry(field: &'static str, entry: &str) -> Result<Strin
     Ok(host)
 }
 
-impl Toolshed {
-    pub(crate) async fn tool_row(&self, id: ToolId) -> Result<Option<Tool>, ToolError> {
+impl Tools<'_> {
+    pub(crate) async fn tool_row(self, id: ToolId) -> Result<Option<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE t.id = $1");
-        let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.db.pool()).await?;
+        let row = sqlx::query(&sql).bind(id.0).fetch_optional(self.core.db().pool()).await?;
         Ok(row.as_ref().map(tool_from_row).transpose()?)
     }
 
     /// Listings by id, whoever may see them: callers check [`can_see`].
-    pub(crate) async fn tools_by_ids(&self, ids: &[ToolId]) -> Result<std::collections::HashMap<ToolId, Tool>, ToolError> {
+    pub(crate) async fn tools_by_ids(self, ids: &[ToolId]) -> Result<std::collections::HashMap<ToolId, Tool>, ToolError> {
         if ids.is_empty() {
             return Ok(Default::default());
         }
         let list: Vec<String> = ids.iter().map(|id| id.0.to_string()).collect();
         let sql = format!("{TOOL_SELECT} WHERE t.id IN ({})", list.join(", "));
-        let rows = sqlx::query(&sql).fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query(&sql).fetch_all(self.core.db().pool()).await?;
         rows.iter().map(|r| tool_from_row(r).map(|t| (t.id, t))).collect::<Result<_, _>>().map_err(Into::into)
     }
 
     /// A tool the user may see, or `NotFound`.
-    pub async fn tool(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+    pub async fn tool(self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         self.tool_row(id).await?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
     }
 
     /// A tool the user may change; `NotFound` when they may not even see it.
-    pub async fn tool_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+    pub async fn tool_for_edit(self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         let tool = self.tool(user, id).await?;
         if can_edit(user, &tool) {
             Ok(tool)
@@ -475,20 +483,20 @@ impl Toolshed {
     }
 
     /// A tool (not a bundle) the user may see, by `department/name`.
-    pub async fn tool_by_slug(&self, user: &User, department: &str, name: &str) -> Result<Tool, ToolError> {
+    pub async fn tool_by_slug(self, user: &User, department: &str, name: &str) -> Result<Tool, ToolError> {
         self.listing_by_slug(user, ListingKind::Tool, department, name).await
     }
 
     /// A listing of `kind` the user may see, by `department/name`.
-    pub async fn listing_by_slug(&self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
+    pub async fn listing_by_slug(self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
         self.listing_row(kind, department, name).await?.filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
     }
 
-    /// [`Toolshed::listing_by_slug`] for the MCP endpoints, through the call
+    /// [`Tools::listing_by_slug`] for the MCP endpoints, through the call
     /// cache: what they read of a listing changes only by audited writes.
-    pub async fn listing_for_call(&self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
+    pub async fn listing_for_call(self, user: &User, kind: ListingKind, department: &str, name: &str) -> Result<Tool, ToolError> {
         let key = (kind, department.to_owned(), name.to_owned());
-        let cache = &self.call_cache().listings;
+        let cache = &self.core.call_cache().listings;
         let tool = match cache.get(&key) {
             Some(t) => t,
             None => {
@@ -501,42 +509,42 @@ impl Toolshed {
         Some(tool).filter(|t| can_see(user, t)).ok_or(ToolError::NotFound)
     }
 
-    async fn listing_row(&self, kind: ListingKind, department: &str, name: &str) -> Result<Option<Tool>, ToolError> {
+    async fn listing_row(self, kind: ListingKind, department: &str, name: &str) -> Result<Option<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE d.name = $1 AND t.name = $2 AND t.kind = $3");
-        let row = sqlx::query(&sql).bind(department).bind(name).bind(kind.as_str()).fetch_optional(self.db.pool()).await?;
+        let row = sqlx::query(&sql).bind(department).bind(name).bind(kind.as_str()).fetch_optional(self.core.db().pool()).await?;
         Ok(row.as_ref().map(tool_from_row).transpose()?)
     }
 
     /// A tool with code of its own (not a bundle) the user may change: what
     /// drafts, versions of code, test cases and `$env` belong to.
-    pub(crate) async fn code_tool_for_edit(&self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
+    pub(crate) async fn code_tool_for_edit(self, user: &User, id: ToolId) -> Result<Tool, ToolError> {
         Some(self.tool_for_edit(user, id).await?).filter(|t| t.kind == ListingKind::Tool).ok_or(ToolError::NotFound)
     }
 
     /// "My tools": the tools and bundles the user may edit in their department, newest change first.
-    pub async fn tools_for_author(&self, user: &User) -> Result<Vec<Tool>, ToolError> {
+    pub async fn tools_for_author(self, user: &User) -> Result<Vec<Tool>, ToolError> {
         let sql = format!("{TOOL_SELECT} WHERE t.department_id = $1 OR t.owner_id = $2 ORDER BY t.updated_at DESC");
-        let rows = sqlx::query(&sql).bind(user.department.id.0).bind(user.id.0).fetch_all(self.db.pool()).await?;
+        let rows = sqlx::query(&sql).bind(user.department.id.0).bind(user.id.0).fetch_all(self.core.db().pool()).await?;
         let tools: Vec<Tool> = rows.iter().map(tool_from_row).collect::<Result<_, _>>()?;
         Ok(tools.into_iter().filter(|t| can_see(user, t) && can_edit(user, t)).collect())
     }
 
     /// Creates a tool in the user's own department (never another: the
     /// department is not something the client gets to say).
-    pub async fn create_tool(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
+    pub async fn create_tool(self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
         self.create_listing(user, ListingKind::Tool, new).await
     }
 
     /// Creates an empty bundle in the user's own department.
-    pub async fn create_bundle(&self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
+    pub async fn create_bundle(self, user: &User, new: NewTool) -> Result<Tool, ToolError> {
         self.create_listing(user, ListingKind::Bundle, new).await
     }
 
-    async fn create_listing(&self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
+    async fn create_listing(self, user: &User, kind: ListingKind, new: NewTool) -> Result<Tool, ToolError> {
         if !may_author(user, user.department.id.0) {
             return Err(ToolError::NotAnAuthor);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let id = match write_new_listing(&mut tx, user, kind, &new).await {
             Ok(id) => id,
             Err(e) => return Err(rolled_back(tx, e).await),
@@ -545,7 +553,7 @@ impl Toolshed {
         self.tool(user, id).await
     }
 
-    pub async fn update_tool_settings(&self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
+    pub async fn update_tool_settings(self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
         let before = self.tool_for_edit(user, id).await?;
         self.check_settings(&s).await?;
         // Models read the new title and description at once where a version is
@@ -558,15 +566,15 @@ impl Toolshed {
             }
             _ => None,
         };
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         write_settings(&mut tx, user, &before, &s, held.as_ref()).await?;
         tx.commit().await?;
         self.tool(user, id).await
     }
 
     /// Refuses limits and hosts beyond the admin's policy.
-    pub(crate) async fn check_settings(&self, s: &ToolSettings) -> Result<(), ToolError> {
-        let policy = self.policy().await?;
+    pub(crate) async fn check_settings(self, s: &ToolSettings) -> Result<(), ToolError> {
+        let policy = Policies::new(self.core).policy().await?;
         if !(100..=policy.max_timeout_ms).contains(&s.timeout_ms) {
             return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {} ms", policy.max_timeout_ms) }.into());
         }
@@ -586,7 +594,7 @@ impl Toolshed {
     /// admin: in a department that requires review, an editor's new text for
     /// a published tool waits like a version does (the form sends the waiting
     /// text back; sending the approved one withdraws it).
-    pub(crate) async fn texts_waiting(&self, user: &User, before: &Tool, s: &ToolSettings) -> Result<Option<PendingText>, ToolError> {
+    pub(crate) async fn texts_waiting(self, user: &User, before: &Tool, s: &ToolSettings) -> Result<Option<PendingText>, ToolError> {
         if !s.texts_differ(before) || before.published_version.is_none() || user.is_admin {
             return Ok(None);
         }

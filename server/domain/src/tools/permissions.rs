@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sqlx::Row;
 
+use super::Tools;
 use super::{ListingKind, Tool, ToolError};
+use crate::policy::Policies;
 use crate::policy::Policy;
-use crate::Toolshed;
 
 /// Where MCP's `_meta` carries the label.
 pub const META_KEY: &str = "toolshed/permissions";
@@ -47,20 +48,20 @@ impl Permissions {
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// What tool `tool` can do now (a bundle has no code, so no permissions of its own).
-    pub async fn permissions(&self, tool: &Tool) -> Result<Permissions, ToolError> {
-        let policy = self.policy().await?;
+    pub async fn permissions(self, tool: &Tool) -> Result<Permissions, ToolError> {
+        let policy = Policies::new(self.core).policy().await?;
         self.permissions_under(tool, &policy).await
     }
 
-    pub(crate) async fn permissions_under(&self, tool: &Tool, policy: &Policy) -> Result<Permissions, ToolError> {
+    pub(crate) async fn permissions_under(self, tool: &Tool, policy: &Policy) -> Result<Permissions, ToolError> {
         if tool.kind == ListingKind::Bundle {
             return Ok(Permissions::default());
         }
         let rows = sqlx::query("SELECT name FROM tool_env WHERE tool_id = $1 AND secret = 1 ORDER BY name")
             .bind(tool.id.0)
-            .fetch_all(self.db.pool())
+            .fetch_all(self.core.db().pool())
             .await?;
         let secrets = rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>()?;
         Ok(Permissions::of(tool, policy, secrets))

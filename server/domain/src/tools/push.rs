@@ -16,6 +16,7 @@ use super::compat::{self, schema_changes};
 use super::gates::Held;
 use super::test_cases::{checked_case, insert_test_case, Case};
 use super::versions::{parse_changelog, write_publish, write_version, Gate};
+use super::Tools;
 use super::{
     rolled_back, write_new_listing, write_settings, Check, ListingKind, NewTool, RunSource, Source, Status, TestCase, TestCaseResult, Tool,
     ToolError, ToolSettings, Visibility,
@@ -25,8 +26,8 @@ use crate::ids::ToolId;
 use crate::membership::may_author;
 use crate::names::CodeMode;
 use crate::names::{Description, Invalid, Tags, Title};
+use crate::now_ms;
 use crate::schema::ArgDef;
-use crate::{now_ms, Toolshed};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo
 /// does not silently drop a setting.
@@ -176,7 +177,7 @@ fn parse_arguments(raw: Option<Value>) -> Result<Vec<ArgDef>, ToolError> {
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// Creates or updates the tool `file` describes in `user`'s department
     /// and publishes its version, if every test case passes against the
     /// file's code and it breaks no call made to the published version (or
@@ -184,7 +185,7 @@ impl Toolshed {
     /// then the tool, its settings, version, test cases and publish (or
     /// review request) are written in one transaction. A refused push changes
     /// nothing (a hold for hidden instructions is recorded for an admin).
-    pub async fn push_tool(&self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
+    pub async fn push_tool(self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
         let changelog = parse_changelog(&file.changelog)?;
         let checks = file.test_cases.iter().map(FileTestCase::check).collect::<Result<Vec<_>, _>>()?;
@@ -296,7 +297,7 @@ impl Toolshed {
             _ => None,
         };
 
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let written = async {
             let tool = match &listing {
                 Listing::New(new) => Tool { id: write_new_listing(&mut tx, user, ListingKind::Tool, new).await?, ..after.clone() },
@@ -341,10 +342,10 @@ impl Toolshed {
     /// code is or would be saved as). A new tool is created for the hold to
     /// name, unpublished and without a version: the admin accepts its texts,
     /// and the same file pushed again publishes.
-    async fn hold_push(&self, user: &User, listing: &Listing, after: &Tool, n: i64, held: Held) -> ToolError {
+    async fn hold_push(self, user: &User, listing: &Listing, after: &Tool, n: i64, held: Held) -> ToolError {
         let Listing::New(new) = listing else { return self.hold(user, after, n, held).await };
         let recorded = async {
-            let mut tx = self.begin().await?;
+            let mut tx = self.core.begin().await?;
             let id = write_new_listing(&mut tx, user, ListingKind::Tool, new).await?;
             held.record(&mut tx, user, &Tool { id, ..after.clone() }, n).await?;
             tx.commit().await?;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::env::Env;
+use super::Tools;
 use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
@@ -14,7 +15,6 @@ use crate::policy::Policy;
 use crate::sandbox::{FetchExchange, Limits, RunError, RunEvent, RunOutcome, RunRequest};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
-use crate::Toolshed;
 
 /// Which code to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,13 +135,13 @@ fn check_arguments(schema: &CompiledSchema, input: serde_json::Value) -> Result<
     }
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// The sandbox limits and host configuration for one of this tool's runs.
     /// The admin's policy bounds the tool's own settings, even ones saved before
     /// the policy tightened.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_request(
-        &self,
+        self,
         tool: &Tool,
         policy: &Policy,
         code: String,
@@ -161,7 +161,7 @@ impl Toolshed {
             ..Limits::default()
         };
         let fetch_allow = tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect();
-        let internal_hosts = self.settings().internal_hosts.clone();
+        let internal_hosts = self.core.settings().internal_hosts.clone();
         RunRequest {
             code,
             args,
@@ -182,7 +182,7 @@ impl Toolshed {
     /// Runs a tool for `user` (who must be able to see it; drafts need edit rights).
     /// `events` receives console lines and progress while the call runs.
     pub async fn run_tool(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         source: RunSource,
@@ -193,9 +193,9 @@ impl Toolshed {
         self.run_tool_via(user, id, source, input, Via { transport, token_id: None, bundle_id: None }, events).await
     }
 
-    /// [`Toolshed::run_tool`] for a caller that came with an API token.
+    /// [`Tools::run_tool`] for a caller that came with an API token.
     pub async fn run_tool_via(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         source: RunSource,
@@ -208,7 +208,7 @@ impl Toolshed {
     }
 
     /// The tool, if `user` may run `source` of it.
-    pub(super) async fn tool_to_run(&self, user: &User, id: ToolId, source: &RunSource) -> Result<Tool, ToolError> {
+    pub(super) async fn tool_to_run(self, user: &User, id: ToolId, source: &RunSource) -> Result<Tool, ToolError> {
         let tool = match source {
             RunSource::Draft { .. } => self.tool_for_edit(user, id).await?,
             _ => self.tool(user, id).await?,
@@ -226,11 +226,11 @@ impl Toolshed {
         Ok(tool)
     }
 
-    /// Runs `source` as [`Toolshed::run_tool`] does, but `$fetch` answers
+    /// Runs `source` as [`Tools::run_tool`] does, but `$fetch` answers
     /// from `recording`, never the network; not recorded in usage (a replay
     /// of a failed call, a test case made from one).
     pub(crate) async fn run_tool_replaying(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         source: RunSource,
@@ -245,7 +245,7 @@ impl Toolshed {
     /// and, for drafts, edit rights are checked). Every run of a saved version
     /// is recorded in usage (drafts are authors' tries), and kept if it failed.
     pub async fn run_loaded(
-        &self,
+        self,
         user: &User,
         tool: &Tool,
         source: RunSource,
@@ -269,7 +269,7 @@ impl Toolshed {
     /// Hands a saved version's run to the usage writer (never waits for it).
     /// A call that never reached code (not found, not published) is not counted.
     pub(crate) fn record_run(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         via: Via<'_>,
@@ -290,7 +290,7 @@ impl Toolshed {
             Err(ToolError::Busy | ToolError::TooManyCalls) => (None, Outcome::Busy),
             Err(_) => return,
         };
-        self.usage().record(UsageRecord {
+        self.core.usage().record(UsageRecord {
             at_ms: crate::now_ms(),
             tool_id: id.0,
             version,
@@ -306,19 +306,19 @@ impl Toolshed {
     }
 
     /// A saved version, compiled, from the cache or the database.
-    pub(super) async fn runnable(&self, id: ToolId, n: i64) -> Result<Arc<Runnable>, ToolError> {
-        if let Some(r) = self.runnables().get(id, n) {
+    pub(super) async fn runnable(self, id: ToolId, n: i64) -> Result<Arc<Runnable>, ToolError> {
+        if let Some(r) = self.core.runnables().get(id, n) {
             return Ok(r);
         }
         let v = self.version_row(id, n).await?;
         let r = Arc::new(Runnable::new(v.code, &v.args)?);
-        self.runnables().insert(id, n, r.clone());
+        self.core.runnables().insert(id, n, r.clone());
         Ok(r)
     }
 
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_unrecorded(
-        &self,
+        self,
         user: &User,
         tool: &Tool,
         source: RunSource,
@@ -332,7 +332,7 @@ impl Toolshed {
         request.replay = replay;
         let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
-        let mut outcome = tracing::Instrument::instrument(self.sandbox().run(request, lane), span).await?;
+        let mut outcome = tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?;
         env.redact(&mut outcome);
         Ok(RunReport { version, outcome })
     }
@@ -340,7 +340,7 @@ impl Toolshed {
     /// Everything up to the sandbox: the code (draft, version or published),
     /// the arguments checked against its schema, `$env`, the policy's limits.
     pub(crate) async fn prepare_run(
-        &self,
+        self,
         user: &User,
         tool: &Tool,
         source: RunSource,

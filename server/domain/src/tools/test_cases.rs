@@ -9,14 +9,16 @@ use serde_json::Value;
 use serde_json_path::JsonPath;
 use sqlx::Row;
 
+use super::Tools;
 use super::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
+use crate::now_ms;
+use crate::policy::Policies;
 use crate::sandbox::{FetchExchange, ToolValue};
 use crate::schema::CompiledSchema;
 use crate::store::StoreError;
-use crate::{now_ms, Toolshed};
 
 /// The longest expected text, path or schema a check may hold.
 const MAX_CHECK_CHARS: usize = 20_000;
@@ -247,14 +249,14 @@ pub fn result_text(value: &ToolValue) -> String {
     }
 }
 
-impl Toolshed {
-    pub async fn test_cases(&self, user: &User, id: ToolId) -> Result<Vec<TestCase>, ToolError> {
+impl Tools<'_> {
+    pub async fn test_cases(self, user: &User, id: ToolId) -> Result<Vec<TestCase>, ToolError> {
         self.tool(user, id).await?;
         let rows = sqlx::query(
             "SELECT id, name, args_json, expected, check_kind, check_path, fetches_json FROM test_cases WHERE tool_id = $1 ORDER BY name",
         )
         .bind(id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -273,7 +275,7 @@ impl Toolshed {
     }
 
     /// Creates or replaces the test case with this name.
-    pub async fn save_test_case(&self, user: &User, id: ToolId, name: &str, args: Value, check: Check) -> Result<(), ToolError> {
+    pub async fn save_test_case(self, user: &User, id: ToolId, name: &str, args: Value, check: Check) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
         self.store_test_case(id, Case { name, args: &args, check: &check, recording: None }).await
     }
@@ -281,7 +283,7 @@ impl Toolshed {
     /// Saves a test case whose `$fetch` answers from failed call `call`'s
     /// recording: the fix of a replayed failure, kept.
     pub async fn save_test_case_from_call(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         call: i64,
@@ -293,22 +295,26 @@ impl Toolshed {
         self.store_test_case(id, Case { name, args: &args, check: &check, recording: Some(&recorded.call.fetches) }).await
     }
 
-    async fn store_test_case(&self, id: ToolId, case: Case<'_>) -> Result<(), ToolError> {
-        let mut tx = self.begin().await?;
+    async fn store_test_case(self, id: ToolId, case: Case<'_>) -> Result<(), ToolError> {
+        let mut tx = self.core.begin().await?;
         insert_test_case(&mut tx, id, case).await?;
         tx.commit().await?;
         Ok(())
     }
 
-    pub async fn delete_test_case(&self, user: &User, id: ToolId, case_id: i64) -> Result<(), ToolError> {
+    pub async fn delete_test_case(self, user: &User, id: ToolId, case_id: i64) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
         // The tool_id condition keeps a foreign case ID from touching another tool.
-        sqlx::query("DELETE FROM test_cases WHERE id = $1 AND tool_id = $2").bind(case_id).bind(id.0).execute(self.db.pool()).await?;
+        sqlx::query("DELETE FROM test_cases WHERE id = $1 AND tool_id = $2")
+            .bind(case_id)
+            .bind(id.0)
+            .execute(self.core.db().pool())
+            .await?;
         Ok(())
     }
 
     /// Runs every test case against `source`, one after another.
-    pub async fn run_test_cases(&self, user: &User, id: ToolId, source: RunSource) -> Result<Vec<TestCaseResult>, ToolError> {
+    pub async fn run_test_cases(self, user: &User, id: ToolId, source: RunSource) -> Result<Vec<TestCaseResult>, ToolError> {
         let cases = self.test_cases(user, id).await?;
         // A tool that may not run so (disabled, a version never served) fails each case, saying why.
         let tool = self.tool_to_run(user, id, &source).await.map_err(|e| e.to_string());
@@ -324,7 +330,7 @@ impl Toolshed {
 
     /// Runs one case against `source` of `tool`, which the caller looked up as
     /// `user` may run it; `$fetch` answers from the case's recording if it has one.
-    pub(crate) async fn run_case(&self, user: &User, tool: &Tool, source: &RunSource, case: Case<'_>) -> TestCaseResult {
+    pub(crate) async fn run_case(self, user: &User, tool: &Tool, source: &RunSource, case: Case<'_>) -> TestCaseResult {
         let (source, args) = (source.clone(), case.args.clone());
         let outcome = match case.recording {
             None => self.run_loaded(user, tool, source, args, Via { transport: "test", token_id: None, bundle_id: None }, None).await,
@@ -335,19 +341,21 @@ impl Toolshed {
 
     /// Whether publishing a tool of `department` needs passing test cases: the
     /// department's own setting, or the instance's.
-    pub(crate) async fn tests_required(&self, department: i64) -> Result<bool, StoreError> {
-        let row =
-            sqlx::query("SELECT tests_required FROM departments WHERE id = $1").bind(department).fetch_optional(self.db.pool()).await?;
+    pub(crate) async fn tests_required(self, department: i64) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT tests_required FROM departments WHERE id = $1")
+            .bind(department)
+            .fetch_optional(self.core.db().pool())
+            .await?;
         let own = match row {
             Some(r) => r.try_get::<i64, _>("tests_required")? != 0,
             None => false,
         };
-        Ok(own || self.policy().await?.tests_required)
+        Ok(own || Policies::new(self.core).policy().await?.tests_required)
     }
 
     /// What the editor shows before a publish: where tests are required, the
     /// results of the tool's test cases against version `n`. Its editors only.
-    pub async fn tests_before_publish(&self, user: &User, id: ToolId, n: i64) -> Result<Option<Vec<TestCaseResult>>, ToolError> {
+    pub async fn tests_before_publish(self, user: &User, id: ToolId, n: i64) -> Result<Option<Vec<TestCaseResult>>, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         self.version_row(id, n).await?;
         self.test_gate(user, &tool, n, None).await
@@ -356,7 +364,7 @@ impl Toolshed {
     /// Where tests are required, the results of `tool`'s test cases against
     /// version `n` (`tested`, or run now); `None` where they are not.
     pub(crate) async fn test_gate(
-        &self,
+        self,
         user: &User,
         tool: &Tool,
         n: i64,

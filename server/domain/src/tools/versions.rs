@@ -4,13 +4,14 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::Tools;
 use super::{Tool, ToolError, STARTER_CODE};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::{Code, Invalid};
 use crate::schema::ArgDef;
 use crate::store::StoreError;
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolVersion {
@@ -113,14 +114,14 @@ const VERSION_SELECT: &str =
     "SELECT v.version, v.code, v.args_json, v.output_schema_json, v.changelog, u.username AS created_by, v.created_at \
      FROM tool_versions v JOIN users u ON u.id = v.created_by";
 
-impl Toolshed {
-    pub async fn draft(&self, user: &User, id: ToolId) -> Result<Draft, ToolError> {
+impl Tools<'_> {
+    pub async fn draft(self, user: &User, id: ToolId) -> Result<Draft, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let row =
             sqlx::query("SELECT code, args_json, output_schema_json, updated_at FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
                 .bind(id.0)
                 .bind(user.id.0)
-                .fetch_optional(self.db.pool())
+                .fetch_optional(self.core.db().pool())
                 .await?;
         if let Some(r) = row {
             return Ok(Draft {
@@ -147,7 +148,7 @@ impl Toolshed {
     }
 
     /// Autosave: keeps the author's work in progress; returns when it was saved.
-    pub async fn save_draft(&self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
+    pub async fn save_draft(self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
         self.code_tool_for_edit(user, id).await?;
         let now = now_ms();
         sqlx::query(
@@ -161,27 +162,27 @@ impl Toolshed {
         .bind(source.args_json())
         .bind(source.output_schema_json())
         .bind(now)
-        .execute(self.db.pool())
+        .execute(self.core.db().pool())
         .await?;
         Ok(now)
     }
 
     /// Drops the author's draft, so the editor shows the latest version again.
-    pub async fn discard_draft(&self, user: &User, id: ToolId) -> Result<(), ToolError> {
+    pub async fn discard_draft(self, user: &User, id: ToolId) -> Result<(), ToolError> {
         self.code_tool_for_edit(user, id).await?;
         sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
             .bind(id.0)
             .bind(user.id.0)
-            .execute(self.db.pool())
+            .execute(self.core.db().pool())
             .await?;
         Ok(())
     }
 
     /// Saves an immutable version (numbered 1, 2, …) and clears the author's draft.
-    pub async fn save_version(&self, user: &User, id: ToolId, source: Source, changelog: &str) -> Result<i64, ToolError> {
+    pub async fn save_version(self, user: &User, id: ToolId, source: Source, changelog: &str) -> Result<i64, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let changelog = parse_changelog(changelog)?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let version = match write_version(&mut tx, user, &tool, &source, &changelog).await {
             Ok(v) => v,
             Err(e) => return Err(super::rolled_back(tx, e).await),
@@ -190,14 +191,14 @@ impl Toolshed {
         Ok(version)
     }
 
-    pub async fn versions(&self, user: &User, id: ToolId) -> Result<Vec<VersionSummary>, ToolError> {
+    pub async fn versions(self, user: &User, id: ToolId) -> Result<Vec<VersionSummary>, ToolError> {
         self.tool(user, id).await?;
         let rows = sqlx::query(
             "SELECT v.version, v.changelog, u.username AS created_by, v.created_at FROM tool_versions v \
              JOIN users u ON u.id = v.created_by WHERE v.tool_id = $1 ORDER BY v.version DESC",
         )
         .bind(id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter()
             .map(|r| {
@@ -212,13 +213,13 @@ impl Toolshed {
             .map_err(Into::into)
     }
 
-    pub(crate) async fn version_row(&self, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
+    pub(crate) async fn version_row(self, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
         let sql = format!("{VERSION_SELECT} WHERE v.tool_id = $1 AND v.version = $2");
-        let row = sqlx::query(&sql).bind(id.0).bind(n).fetch_optional(self.db.pool()).await?;
+        let row = sqlx::query(&sql).bind(id.0).bind(n).fetch_optional(self.core.db().pool()).await?;
         row.as_ref().map(version_from_row).transpose()?.ok_or(ToolError::NoSuchVersion(n))
     }
 
-    pub async fn version(&self, user: &User, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
+    pub async fn version(self, user: &User, id: ToolId, n: i64) -> Result<ToolVersion, ToolError> {
         self.tool(user, id).await?;
         self.version_row(id, n).await
     }
@@ -228,14 +229,14 @@ impl Toolshed {
     /// admin instead (`pending_version`) and the endpoint keeps its version.
     /// Where the department (or the instance) requires tests, a tool's version
     /// is published only if it has test cases and they all pass against it.
-    pub async fn publish(&self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
+    pub async fn publish(self, user: &User, id: ToolId, n: i64) -> Result<Tool, ToolError> {
         self.publish_tested(user, id, n, None).await
     }
 
-    /// [`Toolshed::publish`], given the results of the tool's test cases
+    /// [`Tools::publish`], given the results of the tool's test cases
     /// against `n` when the caller has just run them.
     pub(crate) async fn publish_tested(
-        &self,
+        self,
         user: &User,
         id: ToolId,
         n: i64,
@@ -247,7 +248,7 @@ impl Toolshed {
             Gate::Open { review } => review,
             Gate::Held(held) => return Err(self.hold(user, &tool, n, held).await),
         };
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         write_publish(&mut tx, user, &tool, n, review).await?;
         tx.commit().await?;
         self.tool(user, id).await
@@ -261,7 +262,7 @@ impl Toolshed {
     /// serving `args`; and whether the publish then waits for an admin's
     /// review. Writes nothing: the caller writes the publish, or the hold.
     pub(crate) async fn publish_gates(
-        &self,
+        self,
         user: &User,
         tool: &Tool,
         args: &[ArgDef],
@@ -277,7 +278,7 @@ impl Toolshed {
 
     /// The change from version `from` to `to`: of the code and the argument
     /// schema for a tool, of the member list (in `code`) for a bundle.
-    pub async fn diff_versions(&self, user: &User, id: ToolId, from: i64, to: i64) -> Result<VersionDiff, ToolError> {
+    pub async fn diff_versions(self, user: &User, id: ToolId, from: i64, to: i64) -> Result<VersionDiff, ToolError> {
         let tool = self.tool(user, id).await?;
         let (mut a, mut b) = (self.version_row(id, from).await?, self.version_row(id, to).await?);
         if tool.kind == super::ListingKind::Bundle {
@@ -346,7 +347,7 @@ pub(crate) async fn insert_version(
     Err(ToolError::Conflict("Others saved versions of this tool at the same moment; try again.".into()))
 }
 
-/// Where a publish stands once past its gates ([`Toolshed::publish_gates`]).
+/// Where a publish stands once past its gates ([`Tools::publish_gates`]).
 pub(crate) enum Gate {
     /// It goes ahead; with `review`, as a request an admin decides (an
     /// editor's publish in a department that requires review).
@@ -404,14 +405,14 @@ pub(crate) async fn mark_published(tx: &mut sqlx::AnyConnection, id: ToolId, n: 
     Ok(())
 }
 
-impl Toolshed {
+impl Tools<'_> {
     /// Whether `user` may run version `n` of `tool` by number, or pin it: its
     /// editors any version, everyone else only versions that have been served.
-    pub(crate) async fn may_use_version(&self, user: &User, tool: &Tool, n: i64) -> Result<bool, ToolError> {
+    pub(crate) async fn may_use_version(self, user: &User, tool: &Tool, n: i64) -> Result<bool, ToolError> {
         let row = sqlx::query("SELECT published_at FROM tool_versions WHERE tool_id = $1 AND version = $2")
             .bind(tool.id.0)
             .bind(n)
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.core.db().pool())
             .await?;
         Ok(match row {
             Some(r) => super::can_edit(user, tool) || r.try_get::<Option<i64>, _>("published_at")?.is_some(),
@@ -422,7 +423,7 @@ impl Toolshed {
     /// `listing` as an endpoint pinned to its version `n` serves it (`…@vN`):
     /// that version whatever is published later, if it was ever served (its
     /// editors: any saved one).
-    pub async fn pinned(&self, user: &User, listing: Tool, n: i64) -> Result<Tool, ToolError> {
+    pub async fn pinned(self, user: &User, listing: Tool, n: i64) -> Result<Tool, ToolError> {
         if !self.may_use_version(user, &listing, n).await? {
             return Err(ToolError::NoSuchVersion(n));
         }

@@ -30,8 +30,14 @@ use crate::names::{DepartmentName, Invalid, ToolName};
 use crate::secrets::SecretError;
 use crate::store::StoreError;
 use crate::tools::Tool;
+use crate::tools::Tools;
 use crate::usage::{Outcome, UsageRecord};
-use crate::{audit, now_ms, Toolshed};
+use crate::{audit, now_ms};
+
+handle! {
+    /// External MCP servers a bundle serves tools of.
+    Upstreams
+}
 
 /// How often the refresher re-imports every server's tool list.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(300);
@@ -265,18 +271,18 @@ const VIEW_COLUMNS: &str =
      CASE WHEN s.credential_sealed IS NULL THEN 0 ELSE 1 END AS credential_set, s.timeout_ms, s.refreshed_at, s.last_error, \
      (SELECT COUNT(*) FROM mcp_server_tools t WHERE t.server_id = s.id) AS tool_count, d.authors_register_servers";
 
-impl Toolshed {
+impl Upstreams<'_> {
     /// Whether `user` may register and manage servers of `department`.
-    async fn may_manage_servers(&self, user: &User, department: DepartmentId) -> Result<bool, UpstreamError> {
+    async fn may_manage_servers(self, user: &User, department: DepartmentId) -> Result<bool, UpstreamError> {
         let row = sqlx::query("SELECT authors_register_servers FROM departments WHERE id = $1")
             .bind(department.0)
-            .fetch_one(self.db.pool())
+            .fetch_one(self.core.db().pool())
             .await?;
         Ok(may_manage(user, department, row.try_get::<i64, _>("authors_register_servers")? != 0))
     }
 
     /// Whether the user's own department lets its authors register servers.
-    pub async fn may_register_servers(&self, user: &User) -> Result<bool, UpstreamError> {
+    pub async fn may_register_servers(self, user: &User) -> Result<bool, UpstreamError> {
         self.may_manage_servers(user, user.department.id).await
     }
 
@@ -285,14 +291,16 @@ impl Toolshed {
     /// status shows why, and Refresh tries again.
     #[tracing::instrument(skip(self, user, spec), fields(user = %user.username))]
     pub async fn register_mcp_server(
-        &self,
+        self,
         user: &User,
         department: &DepartmentName,
         name: &ServerName,
         spec: ServerSpec,
     ) -> Result<ServerView, UpstreamError> {
-        let dept =
-            sqlx::query("SELECT id FROM departments WHERE name = $1").bind(department.as_str()).fetch_optional(self.db.pool()).await?;
+        let dept = sqlx::query("SELECT id FROM departments WHERE name = $1")
+            .bind(department.as_str())
+            .fetch_optional(self.core.db().pool())
+            .await?;
         let dept = match dept {
             Some(r) => DepartmentId(r.try_get("id")?),
             None => return Err(invalid("Department", format!("there is no department “{department}”"))),
@@ -301,7 +309,7 @@ impl Toolshed {
             return Err(UpstreamError::Forbidden);
         }
         let now = now_ms();
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO mcp_servers (department_id, name, url, transport, timeout_ms, created_by, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -329,12 +337,12 @@ impl Toolshed {
     /// re-imports its tools.
     /// A new URL clears a kept credential: it was given for the old address,
     /// and must not follow the server wherever someone points it.
-    pub async fn update_mcp_server(&self, user: &User, id: i64, mut spec: ServerSpec) -> Result<ServerView, UpstreamError> {
+    pub async fn update_mcp_server(self, user: &User, id: i64, mut spec: ServerSpec) -> Result<ServerView, UpstreamError> {
         let before = self.managed_server(user, id).await?;
         if spec.url.as_str() != before.url && matches!(spec.credential, CredentialChange::Keep) {
             spec.credential = CredentialChange::Clear;
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("UPDATE mcp_servers SET url = $1, transport = $2, timeout_ms = $3, updated_at = $4 WHERE id = $5")
             .bind(spec.url.as_str())
             .bind(spec.transport.as_str())
@@ -359,16 +367,16 @@ impl Toolshed {
         self.mcp_server(user, id).await
     }
 
-    async fn store_credential(&self, tx: &mut sqlx::AnyConnection, id: i64, change: &CredentialChange) -> Result<(), UpstreamError> {
+    async fn store_credential(self, tx: &mut sqlx::AnyConnection, id: i64, change: &CredentialChange) -> Result<(), UpstreamError> {
         let (kind, name, sealed) = match change {
             CredentialChange::Keep => return Ok(()),
             CredentialChange::Clear => ("none", "", None),
             CredentialChange::Set(Credential::None) => ("none", "", None),
             CredentialChange::Set(Credential::Header { name, value }) => {
-                ("header", name.as_str(), Some(self.secrets().seal(&purpose(id), value)))
+                ("header", name.as_str(), Some(self.core.secrets().seal(&purpose(id), value)))
             }
             CredentialChange::Set(Credential::Query { name, value }) => {
-                ("query", name.as_str(), Some(self.secrets().seal(&purpose(id), value)))
+                ("query", name.as_str(), Some(self.core.secrets().seal(&purpose(id), value)))
             }
         };
         sqlx::query("UPDATE mcp_servers SET credential_kind = $1, credential_name = $2, credential_sealed = $3 WHERE id = $4")
@@ -382,9 +390,9 @@ impl Toolshed {
     }
 
     /// Removes a server and its imported tools; bundles stop serving them.
-    pub async fn remove_mcp_server(&self, user: &User, id: i64) -> Result<(), UpstreamError> {
+    pub async fn remove_mcp_server(self, user: &User, id: i64) -> Result<(), UpstreamError> {
         let server = self.managed_server(user, id).await?;
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         sqlx::query("DELETE FROM mcp_server_tools WHERE server_id = $1").bind(id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM mcp_servers WHERE id = $1").bind(id).execute(&mut *tx).await?;
         let before = serde_json::json!({"department": server.department, "url": server.url});
@@ -394,7 +402,7 @@ impl Toolshed {
     }
 
     /// Re-imports a server's tools now.
-    pub async fn refresh_mcp_server(&self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
+    pub async fn refresh_mcp_server(self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
         self.managed_server(user, id).await?;
         self.refresh_server(id).await?;
         self.mcp_server(user, id).await
@@ -402,8 +410,8 @@ impl Toolshed {
 
     /// Re-imports every server's tools (the refresher task); one server's
     /// failure is recorded in its status and does not stop the others.
-    pub async fn refresh_all_mcp_servers(&self) -> Result<(), UpstreamError> {
-        let ids = sqlx::query("SELECT id FROM mcp_servers ORDER BY id").fetch_all(self.db.pool()).await?;
+    pub async fn refresh_all_mcp_servers(self) -> Result<(), UpstreamError> {
+        let ids = sqlx::query("SELECT id FROM mcp_servers ORDER BY id").fetch_all(self.core.db().pool()).await?;
         for row in ids {
             self.refresh_server(row.try_get("id")?).await?;
         }
@@ -411,16 +419,11 @@ impl Toolshed {
     }
 
     /// Whether authors of `department` may register servers for it.
-    pub async fn set_authors_register_servers(
-        &self,
-        admin: &User,
-        department: &DepartmentName,
-        allowed: bool,
-    ) -> Result<(), UpstreamError> {
+    pub async fn set_authors_register_servers(self, admin: &User, department: &DepartmentName, allowed: bool) -> Result<(), UpstreamError> {
         if !admin.is_admin {
             return Err(UpstreamError::Forbidden);
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let changed = sqlx::query("UPDATE departments SET authors_register_servers = $1 WHERE name = $2")
             .bind(i64::from(allowed))
             .bind(department.as_str())
@@ -444,42 +447,43 @@ impl Toolshed {
     }
 
     /// Every department, and whether its authors may register servers (admins only).
-    pub async fn server_registration_settings(&self, admin: &User) -> Result<Vec<(String, bool)>, UpstreamError> {
+    pub async fn server_registration_settings(self, admin: &User) -> Result<Vec<(String, bool)>, UpstreamError> {
         if !admin.is_admin {
             return Err(UpstreamError::Forbidden);
         }
-        let rows = sqlx::query("SELECT name, authors_register_servers FROM departments ORDER BY name").fetch_all(self.db.pool()).await?;
+        let rows =
+            sqlx::query("SELECT name, authors_register_servers FROM departments ORDER BY name").fetch_all(self.core.db().pool()).await?;
         rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get::<i64, _>("authors_register_servers")? != 0))).collect()
     }
 
     /// The external tools an editor of `bundle` may add: those of its department's servers.
     pub async fn external_candidates(
-        &self,
+        self,
         user: &User,
         bundle: crate::ids::ToolId,
     ) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
-        let bundle = self.tool_for_edit(user, bundle).await?;
+        let bundle = Tools::new(self.core).tool_for_edit(user, bundle).await?;
         Ok(self.external_tools_of(bundle.department_id).await?)
     }
 
     /// The servers `user` may see: every one for admins, their department's for others.
-    pub async fn mcp_servers(&self, user: &User) -> Result<Vec<ServerView>, UpstreamError> {
+    pub async fn mcp_servers(self, user: &User) -> Result<Vec<ServerView>, UpstreamError> {
         let rows = sqlx::query(&format!(
             "SELECT {VIEW_COLUMNS} FROM mcp_servers s JOIN departments d ON d.id = s.department_id \
              WHERE $1 = 1 OR s.department_id = $2 ORDER BY d.name, s.name"
         ))
         .bind(i64::from(user.is_admin))
         .bind(user.department.id.0)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         rows.iter().map(|r| view_from_row(user, r)).collect()
     }
 
-    pub async fn mcp_server(&self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
+    pub async fn mcp_server(self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
         let row =
             sqlx::query(&format!("SELECT {VIEW_COLUMNS} FROM mcp_servers s JOIN departments d ON d.id = s.department_id WHERE s.id = $1"))
                 .bind(id)
-                .fetch_optional(self.db.pool())
+                .fetch_optional(self.core.db().pool())
                 .await?
                 .ok_or(UpstreamError::NotFound)?;
         let view = view_from_row(user, &row)?;
@@ -490,18 +494,18 @@ impl Toolshed {
         }
     }
 
-    async fn managed_server(&self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
+    async fn managed_server(self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
         Some(self.mcp_server(user, id).await?).filter(|s| s.may_manage).ok_or(UpstreamError::Forbidden)
     }
 
     /// The imported tools of the servers of a department: what its bundles may include.
-    pub async fn external_tools_of(&self, department_id: i64) -> Result<Vec<ServedExternal>, StoreError> {
+    pub async fn external_tools_of(self, department_id: i64) -> Result<Vec<ServedExternal>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.name AS server, t.* FROM mcp_server_tools t JOIN mcp_servers s ON s.id = t.server_id \
              WHERE s.department_id = $1 ORDER BY s.name, t.position",
         )
         .bind(department_id)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let served = |r: &sqlx::any::AnyRow| -> Result<ServedExternal, sqlx::Error> {
             let server: String = r.try_get("server")?;
@@ -513,7 +517,7 @@ impl Toolshed {
 
     /// The external members of version `n` of `bundle`: each with the tool it
     /// serves, if its server (of the bundle's department) still lists it.
-    pub(crate) async fn external_items(&self, bundle: &Tool, n: i64) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, StoreError> {
+    pub(crate) async fn external_items(self, bundle: &Tool, n: i64) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, StoreError> {
         let rows = sqlx::query(
             "SELECT i.tool_name AS item_tool, i.server_id AS item_server, s.name AS server, t.* FROM bundle_external_items i \
              LEFT JOIN mcp_servers s ON s.id = i.server_id AND s.department_id = $3 \
@@ -523,7 +527,7 @@ impl Toolshed {
         .bind(bundle.id.0)
         .bind(n)
         .bind(bundle.department_id)
-        .fetch_all(self.db.pool())
+        .fetch_all(self.core.db().pool())
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
@@ -547,12 +551,12 @@ impl Toolshed {
     /// The external members of version `n` of a bundle `user` may see, each
     /// with the tool it serves (`None`: its server no longer lists it).
     pub async fn bundle_external_members(
-        &self,
+        self,
         user: &User,
         bundle: crate::ids::ToolId,
         n: i64,
     ) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, crate::tools::ToolError> {
-        let bundle = self.tool(user, bundle).await?;
+        let bundle = Tools::new(self.core).tool(user, bundle).await?;
         if bundle.kind != crate::tools::ListingKind::Bundle {
             return Err(crate::tools::ToolError::NotFound);
         }
@@ -562,7 +566,7 @@ impl Toolshed {
     /// Resolves the editor's external members against the tools of the
     /// servers of the bundle's department.
     pub(crate) async fn check_external(
-        &self,
+        self,
         bundle: &Tool,
         members: &[ExternalMember],
     ) -> Result<Vec<ServedExternal>, crate::tools::ToolError> {
@@ -584,17 +588,10 @@ impl Toolshed {
     /// model can read (what went wrong, in words), never a hang: the server's
     /// time limit bounds connecting and calling together.
     #[tracing::instrument(skip(self, user, bundle, tool, input), fields(user = %user.username, tool = %tool.name))]
-    pub async fn call_external(
-        &self,
-        user: &User,
-        bundle: &Tool,
-        tool: &ServedExternal,
-        input: Value,
-        via: crate::tools::Via<'_>,
-    ) -> Value {
+    pub async fn call_external(self, user: &User, bundle: &Tool, tool: &ServedExternal, input: Value, via: crate::tools::Via<'_>) -> Value {
         let started = Instant::now();
         let (outcome, result) = self.call_external_unrecorded(tool, input).await;
-        self.usage().record(UsageRecord {
+        self.core.usage().record(UsageRecord {
             at_ms: now_ms(),
             tool_id: bundle.id.0,
             version: None,
@@ -610,7 +607,7 @@ impl Toolshed {
         result
     }
 
-    async fn call_external_unrecorded(&self, tool: &ServedExternal, input: Value) -> (Outcome, Value) {
+    async fn call_external_unrecorded(self, tool: &ServedExternal, input: Value) -> (Outcome, Value) {
         let failed = |outcome, text: String| (outcome, serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true}));
         match crate::schema::CompiledSchema::new(&tool.tool.input_schema) {
             Ok(schema) => {
@@ -650,27 +647,28 @@ impl Toolshed {
     /// The HTTP client for external servers: no redirects to follow blindly
     /// with a credential attached, no cookies kept between servers, no
     /// internal addresses ([`crate::outbound`]).
-    fn upstream_http(&self) -> Result<reqwest::Client, UpstreamError> {
+    fn upstream_http(self) -> Result<reqwest::Client, UpstreamError> {
         static CLIENTS: std::sync::OnceLock<crate::outbound::Clients> = std::sync::OnceLock::new();
         CLIENTS
             .get_or_init(Default::default)
-            .get(&self.settings().internal_hosts, |b| b.connect_timeout(Duration::from_secs(10)))
+            .get(&self.core.settings().internal_hosts, |b| b.connect_timeout(Duration::from_secs(10)))
             .map_err(|e| invalid("URL", e))
     }
 
     /// Where and how to reach server `id`, with its credential opened.
-    async fn endpoint(&self, id: i64) -> Result<(Endpoint, Duration), UpstreamError> {
+    async fn endpoint(self, id: i64) -> Result<(Endpoint, Duration), UpstreamError> {
         let r = sqlx::query(
             "SELECT url, transport, credential_kind, credential_name, credential_sealed, timeout_ms FROM mcp_servers WHERE id = $1",
         )
         .bind(id)
-        .fetch_optional(self.db.pool())
+        .fetch_optional(self.core.db().pool())
         .await?
         .ok_or(UpstreamError::NotFound)?;
         let url: String = r.try_get("url")?;
         let sealed: Option<Vec<u8>> = r.try_get("credential_sealed")?;
         let name: String = r.try_get("credential_name")?;
-        let value = || -> Result<String, UpstreamError> { Ok(self.secrets().open(&purpose(id), sealed.as_deref().unwrap_or_default())?) };
+        let value =
+            || -> Result<String, UpstreamError> { Ok(self.core.secrets().open(&purpose(id), sealed.as_deref().unwrap_or_default())?) };
         let credential = match r.try_get::<String, _>("credential_kind")?.as_str() {
             "header" => Credential::Header { name, value: value()? },
             "query" => Credential::Query { name, value: value()? },
@@ -678,7 +676,7 @@ impl Toolshed {
         };
         let transport = Transport::parse(&r.try_get::<String, _>("transport")?).unwrap_or(Transport::StreamableHttp);
         let url = Url::parse(&url).map_err(|e| invalid("URL", e.to_string()))?;
-        crate::outbound::check_url(&self.settings().internal_hosts, &url).map_err(|e| invalid("URL", e))?;
+        crate::outbound::check_url(&self.core.settings().internal_hosts, &url).map_err(|e| invalid("URL", e))?;
         let limit = Duration::from_millis(r.try_get::<i64, _>("timeout_ms")?.max(1) as u64);
         Ok((Endpoint { url, transport, credential }, limit))
     }
@@ -687,7 +685,7 @@ impl Toolshed {
     /// tools stay in bundles, and calls say why they fail) and is shown as
     /// the server's status; a changed list writes the audit row that tells
     /// bundle sessions.
-    async fn refresh_server(&self, id: i64) -> Result<(), UpstreamError> {
+    async fn refresh_server(self, id: i64) -> Result<(), UpstreamError> {
         let listed = match self.endpoint(id).await.and_then(|(e, l)| Ok((e, l, self.upstream_http()?))) {
             Ok((endpoint, limit, http)) => client::within(limit, async {
                 let mut conn = client::Connection::open(&http, &endpoint).await?;
@@ -704,18 +702,23 @@ impl Toolshed {
             Ok(tools) => tools,
             Err(error) => {
                 tracing::warn!(server = id, %error, "refreshing an external server failed");
-                sqlx::query("UPDATE mcp_servers SET last_error = $1 WHERE id = $2").bind(&error).bind(id).execute(self.db.pool()).await?;
+                sqlx::query("UPDATE mcp_servers SET last_error = $1 WHERE id = $2")
+                    .bind(&error)
+                    .bind(id)
+                    .execute(self.core.db().pool())
+                    .await?;
                 return Ok(());
             }
         };
-        let Some(row) = sqlx::query("SELECT name FROM mcp_servers WHERE id = $1").bind(id).fetch_optional(self.db.pool()).await? else {
+        let Some(row) = sqlx::query("SELECT name FROM mcp_servers WHERE id = $1").bind(id).fetch_optional(self.core.db().pool()).await?
+        else {
             return Ok(()); // removed meanwhile
         };
         let server: String = row.try_get("name")?;
         let imported: Vec<ImportedTool> = tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)).collect();
         let skipped = tools.len() - imported.len();
         let note = (skipped > 0).then(|| format!("{skipped} tool(s) skipped: their names do not make MCP tool names as {server}__name"));
-        let mut tx = self.begin().await?;
+        let mut tx = self.core.begin().await?;
         let stored =
             sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position").bind(id).fetch_all(&mut *tx).await?;
         let stored: Vec<ImportedTool> = stored.iter().map(tool_from_row).collect::<Result<_, _>>()?;

@@ -17,11 +17,12 @@ use toolshed_domain::{Db, Settings, Toolshed, User};
 
 async fn tool(ts: &Toolshed, author: &User, name: &str, visibility: &str, code: &str) -> Tool {
     let t = ts
+        .tools()
         .create_tool(author, NewTool::parse(name, &format!("The {name} tool"), "Does a thing.", "demo", visibility).unwrap())
         .await
         .unwrap();
-    ts.save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
-    ts.publish(author, t.id, 1).await.unwrap()
+    ts.tools().save_version(author, t.id, Source::parse(code, text_arg(), None).unwrap(), "").await.unwrap();
+    ts.tools().publish(author, t.id, 1).await.unwrap()
 }
 
 /// Alice's `finance/kit`: upper (text), count (JSON), fail (throws), slow
@@ -42,22 +43,23 @@ async fn kit(ts: &Toolshed, alice: &User) -> Tool {
         timeout_ms: 200,
         memory_mib: 32,
     };
-    ts.update_tool_settings(alice, slow.id, limits).await.unwrap();
+    ts.tools().update_tool_settings(alice, slow.id, limits).await.unwrap();
     let mine = tool(ts, alice, "mine", "private", "return 'private ' + $text;").await;
-    let b = ts.create_bundle(alice, NewTool::parse("kit", "Kit", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
+    let b =
+        ts.tools().create_bundle(alice, NewTool::parse("kit", "Kit", "Tools that go together.", "kit", "everyone").unwrap()).await.unwrap();
     let members: Vec<MemberSpec> = [&upper, &count, &fail, &slow, &mine]
         .iter()
         .map(|t| MemberSpec { tool: t.id, pinned_version: None, exposed_name: String::new() })
         .collect();
-    ts.save_bundle_version(alice, b.id, &members, "first").await.unwrap();
-    ts.publish(alice, b.id, 1).await.unwrap();
-    ts.set_code_mode(alice, b.id, CodeMode::Instead).await.unwrap()
+    ts.bundles().save_bundle_version(alice, b.id, &members, "first").await.unwrap();
+    ts.tools().publish(alice, b.id, 1).await.unwrap();
+    ts.code_mode().set_code_mode(alice, b.id, CodeMode::Instead).await.unwrap()
 }
 
 const VIA: Via<'static> = Via { transport: "test", token_id: None, bundle_id: None };
 
 async fn run(ts: &Toolshed, user: &User, bundle: &Tool, code: &str) -> RunOutcome {
-    ts.run_code(user, bundle, code.into(), VIA).await.unwrap()
+    ts.code_mode().run_code(user, bundle, code.into(), VIA).await.unwrap()
 }
 
 /// The usage rows of member calls: (tool name, bundle id, transport, outcome), oldest first.
@@ -77,26 +79,29 @@ store_test!(code_mode_is_set_by_editors_audited_and_changes_what_the_endpoint_li
     let b = kit(&ts, &alice).await;
     assert_eq!(b.code_mode, CodeMode::Instead);
     let names = |defs: Vec<toolshed_domain::codegen::ToolDef>| defs.into_iter().map(|d| d.name).collect::<Vec<_>>();
-    let listed = ts.mcp_tool_defs(&carol, &b).await.unwrap();
+    let listed = ts.code_mode().mcp_tool_defs(&carol, &b).await.unwrap();
     assert_eq!(names(listed.clone()), ["run_code"]);
     assert!(listed[0].description.contains("upper(input: UpperInput): Promise<UpperOutput>;"), "{}", listed[0].description);
     assert!(!listed[0].description.contains("mine("), "Carol's run_code does not describe a member she may not see");
 
-    let b = ts.set_code_mode(&bob, b.id, CodeMode::Beside).await.unwrap();
-    assert_eq!(names(ts.mcp_tool_defs(&alice, &b).await.unwrap()), ["upper", "count", "fail", "slow", "mine", "run_code"]);
-    let b = ts.set_code_mode(&alice, b.id, CodeMode::Off).await.unwrap();
-    assert_eq!(names(ts.mcp_tool_defs(&alice, &b).await.unwrap()), ["upper", "count", "fail", "slow", "mine"]);
-    assert!(matches!(ts.run_code(&alice, &b, "return 1".into(), VIA).await, Err(ToolError::NotFound)), "no run_code while off");
+    let b = ts.code_mode().set_code_mode(&bob, b.id, CodeMode::Beside).await.unwrap();
+    assert_eq!(names(ts.code_mode().mcp_tool_defs(&alice, &b).await.unwrap()), ["upper", "count", "fail", "slow", "mine", "run_code"]);
+    let b = ts.code_mode().set_code_mode(&alice, b.id, CodeMode::Off).await.unwrap();
+    assert_eq!(names(ts.code_mode().mcp_tool_defs(&alice, &b).await.unwrap()), ["upper", "count", "fail", "slow", "mine"]);
+    assert!(matches!(ts.code_mode().run_code(&alice, &b, "return 1".into(), VIA).await, Err(ToolError::NotFound)), "no run_code while off");
 
     assert!(
-        matches!(ts.set_code_mode(&carol, b.id, CodeMode::Instead).await, Err(ToolError::Forbidden)),
+        matches!(ts.code_mode().set_code_mode(&carol, b.id, CodeMode::Instead).await, Err(ToolError::Forbidden)),
         "Carol may not edit finance's bundle"
     );
-    let upper = ts.tool_by_slug(&alice, "finance", "upper").await.unwrap();
-    assert!(matches!(ts.set_code_mode(&alice, upper.id, CodeMode::Instead).await, Err(ToolError::NotFound)), "a tool has no code mode");
+    let upper = ts.tools().tool_by_slug(&alice, "finance", "upper").await.unwrap();
+    assert!(
+        matches!(ts.code_mode().set_code_mode(&alice, upper.id, CodeMode::Instead).await, Err(ToolError::NotFound)),
+        "a tool has no code mode"
+    );
     assert!(CodeMode::parse("sometimes").is_err());
     let named_run_code = [MemberSpec { tool: upper.id, pinned_version: None, exposed_name: "run_code".into() }];
-    let refused = ts.save_bundle_version(&alice, b.id, &named_run_code, "clash").await.unwrap_err().to_string();
+    let refused = ts.bundles().save_bundle_version(&alice, b.id, &named_run_code, "clash").await.unwrap_err().to_string();
     assert!(refused.contains("“run_code” is the name of code mode's tool"), "{refused}");
 
     let rows = sqlx::query("SELECT actor_id, after_json FROM audit_log WHERE action = 'bundle.code_mode_changed' AND target = 'bundle:finance/kit' ORDER BY id")
@@ -226,7 +231,7 @@ store_test!(concurrent_run_code_calls_beyond_the_pool_size_all_finish, |db: Db| 
         let code = format!(
             "const a = await tools.upper({{ text: 'run{i}' }});\nconst c = await tools.count({{ text: a }});\nreturn a + ' ' + c.length;"
         );
-        runs.spawn(async move { (i, transcript(&ts.run_code(&alice, &b, code, VIA).await.unwrap())) });
+        runs.spawn(async move { (i, transcript(&ts.code_mode().run_code(&alice, &b, code, VIA).await.unwrap())) });
     }
     let mut done = 0;
     while let Some(joined) = runs.join_next().await {

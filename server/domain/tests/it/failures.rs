@@ -67,7 +67,7 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     let ts = Toolshed::new(db, Settings { internal_hosts: InternalHosts::parse("127.0.0.1"), ..Settings::default() });
     let (alice, bob, carol) = (user(&ts, "alice", "finance").await, user(&ts, "bob", "finance").await, user(&ts, "carol", "legal").await);
     let (port, served) = rates_api();
-    let tool = ts.create_tool(&alice, NewTool::parse("convert", "Convert", "", "", "everyone").unwrap()).await.unwrap();
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("convert", "Convert", "", "", "everyone").unwrap()).await.unwrap();
     let settings = ToolSettings {
         title: Title::parse("Convert").unwrap(),
         description: Description::parse("").unwrap(),
@@ -79,26 +79,27 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
         timeout_ms: 2_000,
         memory_mib: 32,
     };
-    ts.update_tool_settings(&alice, tool.id, settings).await.unwrap();
-    ts.save_version(&alice, tool.id, source(BROKEN, port), "v1").await.unwrap();
-    ts.publish(&alice, tool.id, 1).await.unwrap();
+    ts.tools().update_tool_settings(&alice, tool.id, settings).await.unwrap();
+    ts.tools().save_version(&alice, tool.id, source(BROKEN, port), "v1").await.unwrap();
+    ts.tools().publish(&alice, tool.id, 1).await.unwrap();
 
     let input = json!({"amount": 10, "api_key": "k-12345678"});
-    let call = ts.run_tool(&carol, tool.id, RunSource::Published, input.clone(), "mcp-http", None).await.unwrap();
+    let call = ts.tools().run_tool(&carol, tool.id, RunSource::Published, input.clone(), "mcp-http", None).await.unwrap();
     let error = call.outcome.result.clone().unwrap_err().to_string();
-    let ok = ts.run_tool(&carol, tool.id, RunSource::Version(1), json!({"amount": 1, "api_key": "short"}), "test", None).await.unwrap();
+    let ok =
+        ts.tools().run_tool(&carol, tool.id, RunSource::Version(1), json!({"amount": 1, "api_key": "short"}), "test", None).await.unwrap();
     assert!(ok.outcome.result.is_err(), "a test run fails too, but is not a call to keep");
     ts.usage().flush().await;
     assert_eq!(served.load(Ordering::SeqCst), 4);
 
     // Kept once, for the tool's editors, with the sensitive value gone everywhere.
-    let kept = ts.failed_calls(&bob, tool.id).await.unwrap();
+    let kept = ts.tools().failed_calls(&bob, tool.id).await.unwrap();
     assert_eq!(kept.len(), 1, "{kept:?}");
-    assert_eq!(ts.failed_call_count(&alice, tool.id).await.unwrap(), 1);
-    assert!(matches!(ts.failed_call_count(&carol, tool.id).await, Err(ToolError::Forbidden)));
+    assert_eq!(ts.tools().failed_call_count(&alice, tool.id).await.unwrap(), 1);
+    assert!(matches!(ts.tools().failed_call_count(&carol, tool.id).await, Err(ToolError::Forbidden)));
     assert_eq!((kept[0].caller.as_str(), kept[0].call.transport.as_str(), kept[0].call.version), ("carol", "mcp-http", 1));
     assert_eq!(kept[0].call.error, error);
-    let recorded = ts.failed_call(&alice, tool.id, kept[0].id).await.unwrap();
+    let recorded = ts.tools().failed_call(&alice, tool.id, kept[0].id).await.unwrap();
     let id = recorded.id;
     let recorded = recorded.call;
     assert_eq!(recorded.args, json!({"amount": 10, "api_key": "[redacted]"}));
@@ -108,46 +109,46 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     let fees = recorded.fetches[1].response.clone().unwrap().unwrap();
     assert_eq!((fees.status, fees.body.as_str()), (503, "maintenance"));
     let stored: (String, String, String) =
-        sqlx::query_as("SELECT args_json, console_json, fetches_json FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();
+        sqlx::query_as("SELECT args_json, console_json, fetches_json FROM failed_calls").fetch_one(ts.db().pool()).await.unwrap();
     assert!(!format!("{stored:?}").contains("k-12345678"), "the key is stored nowhere: {stored:?}");
 
     // Nobody else reads them (Carol may call the tool, not edit it), nor reaches them through another tool.
-    assert!(matches!(ts.failed_calls(&carol, tool.id).await, Err(ToolError::Forbidden)));
-    assert!(matches!(ts.failed_call(&carol, tool.id, id).await, Err(ToolError::Forbidden)));
-    let other = ts.create_tool(&alice, NewTool::parse("other", "Other", "", "", "everyone").unwrap()).await.unwrap();
-    assert!(matches!(ts.failed_call(&alice, other.id, id).await, Err(ToolError::NotFound)));
+    assert!(matches!(ts.tools().failed_calls(&carol, tool.id).await, Err(ToolError::Forbidden)));
+    assert!(matches!(ts.tools().failed_call(&carol, tool.id, id).await, Err(ToolError::Forbidden)));
+    let other = ts.tools().create_tool(&alice, NewTool::parse("other", "Other", "", "", "everyone").unwrap()).await.unwrap();
+    assert!(matches!(ts.tools().failed_call(&alice, other.id, id).await, Err(ToolError::NotFound)));
     let fixed = source(FIXED, port);
     let draft = || RunSource::Draft { code: fixed.code.to_string(), args: fixed.args.clone() };
-    assert!(matches!(ts.replay_failed_call(&carol, tool.id, id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
+    assert!(matches!(ts.tools().replay_failed_call(&carol, tool.id, id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
 
     // The replay reproduces the failure, then the fix passes, and the API hears nothing.
-    let again = ts.replay_failed_call(&alice, tool.id, id, RunSource::Version(1), recorded.args.clone()).await.unwrap();
+    let again = ts.tools().replay_failed_call(&alice, tool.id, id, RunSource::Version(1), recorded.args.clone()).await.unwrap();
     assert_eq!(again.outcome.result.unwrap_err().to_string(), error);
-    let mended = ts.replay_failed_call(&alice, tool.id, id, draft(), input.clone()).await.unwrap();
+    let mended = ts.tools().replay_failed_call(&alice, tool.id, id, draft(), input.clone()).await.unwrap();
     assert_eq!(mended.outcome.result, Ok(ToolValue::Json(json!({"total": 20}))), "the real key matches the redacted URL");
     assert_eq!(served.load(Ordering::SeqCst), 4, "a replay never reaches the network");
 
     // Saved as a test case, the fix is checked against the recording, every time.
     let check = Check::Equals { expected: r#"{"total":20}"#.into() };
     assert!(matches!(
-        ts.save_test_case_from_call(&carol, tool.id, id, "fees down", recorded.args.clone(), check.clone()).await,
+        ts.tools().save_test_case_from_call(&carol, tool.id, id, "fees down", recorded.args.clone(), check.clone()).await,
         Err(ToolError::Forbidden)
     ));
-    ts.save_test_case_from_call(&alice, tool.id, id, "fees down", recorded.args.clone(), check).await.unwrap();
-    ts.save_version(&alice, tool.id, fixed.clone(), "fees may be down").await.unwrap();
-    let results = ts.run_test_cases(&alice, tool.id, RunSource::Version(2)).await.unwrap();
+    ts.tools().save_test_case_from_call(&alice, tool.id, id, "fees down", recorded.args.clone(), check).await.unwrap();
+    ts.tools().save_version(&alice, tool.id, fixed.clone(), "fees may be down").await.unwrap();
+    let results = ts.tools().run_test_cases(&alice, tool.id, RunSource::Version(2)).await.unwrap();
     assert!(results[0].passed, "{results:?}");
-    let results = ts.run_test_cases(&alice, tool.id, RunSource::Version(1)).await.unwrap();
+    let results = ts.tools().run_test_cases(&alice, tool.id, RunSource::Version(1)).await.unwrap();
     assert!(!results[0].passed, "{results:?}");
     assert_eq!(served.load(Ordering::SeqCst), 4);
 
     // After 14 days a failed call is gone.
-    sqlx::query("UPDATE failed_calls SET at_ms = at_ms - 15 * 86400000").execute(ts.db.pool()).await.unwrap();
-    assert!(ts.failed_calls(&alice, tool.id).await.unwrap().is_empty());
-    assert!(matches!(ts.failed_call(&alice, tool.id, id).await, Err(ToolError::NotFound)));
-    ts.run_tool(&carol, tool.id, RunSource::Version(1), input, "api", None).await.unwrap();
+    sqlx::query("UPDATE failed_calls SET at_ms = at_ms - 15 * 86400000").execute(ts.db().pool()).await.unwrap();
+    assert!(ts.tools().failed_calls(&alice, tool.id).await.unwrap().is_empty());
+    assert!(matches!(ts.tools().failed_call(&alice, tool.id, id).await, Err(ToolError::NotFound)));
+    ts.tools().run_tool(&carol, tool.id, RunSource::Version(1), input, "api", None).await.unwrap();
     ts.usage().flush().await;
-    let rows: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();
+    let rows: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM failed_calls").fetch_one(ts.db().pool()).await.unwrap();
     assert_eq!(rows.0, 1, "the old one was pruned when the new one was written");
 });
 
@@ -200,7 +201,7 @@ store_test!(a_sensitive_argument_is_stored_in_none_of_the_encodings_it_was_sent_
     let ts = Toolshed::new(db, Settings { internal_hosts: InternalHosts::parse("127.0.0.1"), ..Settings::default() });
     let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
     let (port, _) = rates_api();
-    let tool = ts.create_tool(&alice, NewTool::parse("spread", "Spread", "", "", "everyone").unwrap()).await.unwrap();
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("spread", "Spread", "", "", "everyone").unwrap()).await.unwrap();
     let settings = ToolSettings {
         title: Title::parse("Spread").unwrap(),
         description: Description::parse("").unwrap(),
@@ -212,17 +213,17 @@ store_test!(a_sensitive_argument_is_stored_in_none_of_the_encodings_it_was_sent_
         timeout_ms: 2_000,
         memory_mib: 32,
     };
-    ts.update_tool_settings(&alice, tool.id, settings).await.unwrap();
-    ts.save_version(&alice, tool.id, source(&format!("{BASE64_JS}{SPREADS_THE_KEY}"), port), "v1").await.unwrap();
-    ts.publish(&alice, tool.id, 1).await.unwrap();
+    ts.tools().update_tool_settings(&alice, tool.id, settings).await.unwrap();
+    ts.tools().save_version(&alice, tool.id, source(&format!("{BASE64_JS}{SPREADS_THE_KEY}"), port), "v1").await.unwrap();
+    ts.tools().publish(&alice, tool.id, 1).await.unwrap();
 
-    let call = ts.run_tool(&carol, tool.id, RunSource::Published, json!({"amount": 1, "api_key": TRICKY_KEY}), "mcp-http", None);
+    let call = ts.tools().run_tool(&carol, tool.id, RunSource::Published, json!({"amount": 1, "api_key": TRICKY_KEY}), "mcp-http", None);
     let error = call.await.unwrap().outcome.result.unwrap_err().to_string();
     assert!(error.starts_with("Error: rates said 503 for "), "the code ran to its end: {error}");
     ts.usage().flush().await;
 
-    let kept = ts.failed_calls(&alice, tool.id).await.unwrap();
-    let recorded = ts.failed_call(&alice, tool.id, kept[0].id).await.unwrap().call;
+    let kept = ts.tools().failed_calls(&alice, tool.id).await.unwrap();
+    let recorded = ts.tools().failed_call(&alice, tool.id, kept[0].id).await.unwrap().call;
     let sent = &recorded.fetches[0];
     assert_eq!(sent.url, format!("http://127.0.0.1:{port}/rates?key=[redacted]&raw=[redacted]"));
     assert_eq!(sent.request_body.as_deref(), Some(r#"key=[redacted]&doc={"key":"[redacted]"}"#));
@@ -241,7 +242,7 @@ store_test!(a_sensitive_argument_is_stored_in_none_of_the_encodings_it_was_sent_
 
     // What is stored holds the key in none of its forms, nor the vendors' keys.
     let stored: (String, String, String, String) =
-        sqlx::query_as("SELECT args_json, console_json, fetches_json, error FROM failed_calls").fetch_one(ts.db.pool()).await.unwrap();
+        sqlx::query_as("SELECT args_json, console_json, fetches_json, error FROM failed_calls").fetch_one(ts.db().pool()).await.unwrap();
     let stored = format!("{} {} {} {}", stored.0, stored.1, stored.2, stored.3);
     let json = serde_json::to_string(TRICKY_KEY).unwrap();
     let b64 = base64::engine::general_purpose::STANDARD;

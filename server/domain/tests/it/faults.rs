@@ -69,14 +69,14 @@ async fn sqlite_writes_recover_by_themselves_once_a_full_disk_has_room_again() {
     db.migrate().await.unwrap();
     let ts = Toolshed::new(db.clone(), Settings::default());
     let alice = user(&ts, "alice", "finance").await;
-    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
     let big = |n: usize| Source::parse(&format!("return {:?};", "x".repeat(n)), text_arg(), None).unwrap();
-    ts.save_version(&alice, tool.id, big(10), "v1").await.unwrap();
+    ts.tools().save_version(&alice, tool.id, big(10), "v1").await.unwrap();
 
     let filler = disk.fill();
     let mut failed = 0;
     for _ in 0..20 {
-        if ts.save_version(&alice, tool.id, big(200_000), "while full").await.is_err() {
+        if ts.tools().save_version(&alice, tool.id, big(200_000), "while full").await.is_err() {
             failed += 1;
         }
         usage(&ts, tool.id.0, alice.id.0);
@@ -86,7 +86,7 @@ async fn sqlite_writes_recover_by_themselves_once_a_full_disk_has_room_again() {
     std::fs::remove_file(filler).unwrap();
     let freed = Instant::now();
     let saved = loop {
-        match ts.save_version(&alice, tool.id, big(10), "after").await {
+        match ts.tools().save_version(&alice, tool.id, big(10), "after").await {
             Ok(n) => break n,
             Err(e) if freed.elapsed() < Duration::from_secs(10) => {
                 eprintln!("not yet: {e}");
@@ -100,7 +100,7 @@ async fn sqlite_writes_recover_by_themselves_once_a_full_disk_has_room_again() {
     ts.usage().flush().await;
     let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM usage_records").fetch_one(db.pool()).await.unwrap();
     assert_eq!(rows, 20);
-    let numbers: Vec<i64> = ts.versions(&alice, tool.id).await.unwrap().iter().map(|v| v.version).rev().collect();
+    let numbers: Vec<i64> = ts.tools().versions(&alice, tool.id).await.unwrap().iter().map(|v| v.version).rev().collect();
     assert_eq!(numbers, (1..=saved).collect::<Vec<_>>(), "every version whole, none half-written");
     db.close().await;
 }
@@ -124,7 +124,7 @@ async fn usage_rows(db: &Db) -> i64 {
 
 store_test!(usage_waits_in_a_bounded_queue_while_the_database_cannot_take_it, |db: Db| async move {
     let (ts, alice, _, _) = crate::support::finance_and_legal(db.clone()).await;
-    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
     // Another writer holds the table: the usage writer waits.
     let mut blocker = db.begin().await.unwrap();
     if db.backend() == toolshed_domain::store::Backend::Postgres {
@@ -148,7 +148,7 @@ store_test!(usage_waits_in_a_bounded_queue_while_the_database_cannot_take_it, |d
 
 store_test!(a_usage_row_the_database_refuses_costs_only_itself, |db: Db| async move {
     let (ts, alice, _, _) = crate::support::finance_and_legal(db.clone()).await;
-    let tool = ts.create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
     usage(&ts, tool.id.0, alice.id.0);
     usage(&ts, 987_654, alice.id.0); // no such tool: a foreign key refuses it
     usage(&ts, tool.id.0, alice.id.0);

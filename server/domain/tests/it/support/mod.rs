@@ -92,7 +92,7 @@ impl TestDb {
 pub async fn user(ts: &Toolshed, name: &str, department: &str) -> User {
     let mut reg = Registration::parse(name, name, department, "a-long-enough-password").unwrap();
     reg.role = toolshed_domain::names::Role::Author;
-    ts.register(reg, None).await.unwrap()
+    ts.accounts().register(reg, None).await.unwrap()
 }
 
 /// A Toolshed on `db` with Alice and Bob in finance and Carol in legal.
@@ -107,10 +107,13 @@ pub async fn finance_and_legal(db: Db) -> (Toolshed, User, User, User) {
 /// A published tool: `title | description | tags | visibility`.
 pub async fn listing(ts: &Toolshed, author: &User, name: &str, spec: &str) -> toolshed_domain::tools::Tool {
     let [title, description, tags, visibility] = spec.split('|').map(str::trim).collect::<Vec<_>>().try_into().unwrap();
-    let tool =
-        ts.create_tool(author, toolshed_domain::tools::NewTool::parse(name, title, description, tags, visibility).unwrap()).await.unwrap();
-    ts.save_version(author, tool.id, toolshed_domain::tools::Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
-    ts.publish(author, tool.id, 1).await.unwrap()
+    let tool = ts
+        .tools()
+        .create_tool(author, toolshed_domain::tools::NewTool::parse(name, title, description, tags, visibility).unwrap())
+        .await
+        .unwrap();
+    ts.tools().save_version(author, tool.id, toolshed_domain::tools::Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
+    ts.tools().publish(author, tool.id, 1).await.unwrap()
 }
 
 /// One required string argument, `text`.

@@ -453,3 +453,35 @@ fn a_planted_import_the_code_map_forbids_is_found() {
         ]
     );
 }
+
+/// The modules other than the crate root that implement `Toolshed` (or give it
+/// a public field): subsystems are handles, and `Toolshed` only hands them out.
+fn facade_breaches(modules: &[Module]) -> Vec<String> {
+    modules
+        .iter()
+        .filter(|m| {
+            let code = code(&m.source);
+            let implements = code.lines().any(|line| line.trim_start().starts_with("impl Toolshed"));
+            let fields = code.split_once("pub struct Toolshed {").and_then(|(_, rest)| rest.split_once("\n}")).map(|(fields, _)| fields);
+            (implements && !m.path.is_empty()) || fields.is_some_and(|f| f.contains("\n    pub "))
+        })
+        .map(|m| m.path.join("/"))
+        .collect()
+}
+
+#[test]
+fn only_the_crate_root_implements_toolshed() {
+    let found = facade_breaches(&modules(&root().join("server/domain/src")));
+    assert!(found.is_empty(), "`impl Toolshed` outside lib.rs, or a public field: {found:?}");
+}
+
+#[test]
+fn a_planted_method_on_toolshed_is_found() {
+    let modules = crate_of(&[
+        ("", "pub struct Toolshed {\n    core: Core,\n}\nimpl Toolshed {\n    pub fn tools(&self) {}\n}"),
+        ("market", "pub struct Toolshed {\n    pub db: Db,\n}"),
+        ("tools", "impl Tools<'_> { pub fn tool(self) {} }"),
+        ("bundles", "// impl Toolshed {\nimpl Toolshed {\n    pub fn bundle(&self) {}\n}"),
+    ]);
+    assert_eq!(facade_breaches(&modules), ["market", "bundles"]);
+}

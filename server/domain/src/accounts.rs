@@ -8,6 +8,7 @@ use crate::ids::{DepartmentId, UserId};
 use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::{audit, now_ms, passwords};
 
 handle! {
@@ -237,7 +238,7 @@ impl Accounts<'_> {
 
 /// Inserts the account (`active`: may sign in) in its transaction, audited.
 pub(crate) async fn insert_user(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut Tx,
     reg: &Registration,
     password_hash: &str,
     department_id: i64,
@@ -257,7 +258,7 @@ pub(crate) async fn insert_user(
     .bind(reg.role.as_str())
     .bind(i64::from(active))
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await
     .map_err(StoreError::from);
     let id: i64 = match inserted {
@@ -266,7 +267,7 @@ pub(crate) async fn insert_user(
         Err(e) => return Err(e.into()),
     };
     let department: String =
-        sqlx::query("SELECT name FROM departments WHERE id = $1").bind(department_id).fetch_one(&mut *tx).await?.try_get("name")?;
+        sqlx::query("SELECT name FROM departments WHERE id = $1").bind(department_id).fetch_one(&mut **tx).await?.try_get("name")?;
     let after = serde_json::json!({
         "username": reg.username.as_str(),
         "department": department,
@@ -278,14 +279,14 @@ pub(crate) async fn insert_user(
     Ok(UserId(id))
 }
 
-pub(crate) async fn ensure_department(tx: &mut sqlx::AnyConnection, name: &DepartmentName, now: i64) -> Result<i64, AccountError> {
+pub(crate) async fn ensure_department(tx: &mut Tx, name: &DepartmentName, now: i64) -> Result<i64, AccountError> {
     sqlx::query("INSERT INTO departments (name, title, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
         .bind(name.as_str())
         .bind(title_from_slug(name.as_str()))
         .bind(now)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-    let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(name.as_str()).fetch_one(&mut *tx).await?;
+    let row = sqlx::query("SELECT id FROM departments WHERE name = $1").bind(name.as_str()).fetch_one(&mut **tx).await?;
     Ok(row.try_get("id")?)
 }
 

@@ -14,6 +14,7 @@ use crate::accounts::{AccountError, User};
 use crate::membership::Membership;
 use crate::names::{DepartmentName, Invalid, Title};
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::{audit, now_ms};
 
 handle! {
@@ -97,20 +98,22 @@ pub struct AuditPage {
 }
 
 /// Makes `user` an admin or not (the caller checks rights and writes the audit row).
-pub(crate) async fn write_admin_flag(tx: &mut sqlx::AnyConnection, user: crate::ids::UserId, is_admin: bool) -> Result<(), sqlx::Error> {
+pub(crate) async fn write_admin_flag(tx: &mut Tx, user: crate::ids::UserId, is_admin: bool) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE users SET is_admin = $1, updated_at = $2 WHERE id = $3")
         .bind(i64::from(is_admin))
         .bind(now_ms())
         .bind(user.0)
-        .execute(tx)
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }
 
 /// Whether an active admin other than `user` exists.
-pub(crate) async fn another_active_admin(tx: &mut sqlx::AnyConnection, user: crate::ids::UserId) -> Result<bool, sqlx::Error> {
-    let row =
-        sqlx::query("SELECT COUNT(*) AS n FROM users WHERE is_admin = 1 AND is_active = 1 AND id <> $1").bind(user.0).fetch_one(tx).await?;
+pub(crate) async fn another_active_admin(tx: &mut Tx, user: crate::ids::UserId) -> Result<bool, sqlx::Error> {
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM users WHERE is_admin = 1 AND is_active = 1 AND id <> $1")
+        .bind(user.0)
+        .fetch_one(&mut **tx)
+        .await?;
     Ok(row.try_get::<i64, _>("n")? > 0)
 }
 
@@ -224,7 +227,7 @@ impl Admin<'_> {
     }
 
     /// Fails with `LastAdmin` when `user` is the only active admin.
-    async fn keep_an_admin(self, tx: &mut sqlx::AnyConnection, user: &User) -> Result<(), AdminError> {
+    async fn keep_an_admin(self, tx: &mut Tx, user: &User) -> Result<(), AdminError> {
         if !(user.is_admin && user.is_active) {
             return Ok(());
         }

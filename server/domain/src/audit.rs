@@ -2,10 +2,10 @@
 //! as the change itself so the log can never disagree with the data.
 
 use crate::ids::UserId;
-use crate::store::StoreError;
+use crate::store::{StoreError, Tx};
 
 pub async fn record(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut Tx,
     actor: Option<UserId>,
     action: &str,
     target: &str,
@@ -19,8 +19,9 @@ pub async fn record(
         .bind(target)
         .bind(before.map(|v| v.to_string()))
         .bind(after.map(|v| v.to_string()))
-        .execute(tx)
+        .execute(&mut **tx)
         .await?;
     // Whatever changed may be in the call cache: `store::Tx::commit` empties it.
+    tx.audited();
     Ok(())
 }

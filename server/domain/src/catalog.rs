@@ -125,13 +125,14 @@ impl Favourites<'_> {
             "DELETE FROM favourites WHERE user_id = $1 AND tool_id = $2 AND created_at <= $3"
         };
         let changed = sqlx::query(sql).bind(user.id.0).bind(id.0).bind(now_ms()).execute(&mut *tx).await?.rows_affected();
-        if changed > 0 {
-            // The audit row is the change feed: the person's open personal
-            // endpoints, on any replica, are told their list changed.
-            let action = if favourite { "favourite.added" } else { "favourite.removed" };
-            let detail = Some(json!({"listing": tool.slug()}));
-            audit::record(&mut tx, Some(user.id), action, &favourites_target(user), None, detail).await?;
+        if changed == 0 {
+            return Ok(());
         }
+        // The audit row is the change feed: the person's open personal
+        // endpoints, on any replica, are told their list changed.
+        let action = if favourite { "favourite.added" } else { "favourite.removed" };
+        let detail = Some(json!({"listing": tool.slug()}));
+        audit::record(&mut tx, Some(user.id), action, &favourites_target(user), None, detail).await?;
         tx.commit().await?;
         Ok(())
     }

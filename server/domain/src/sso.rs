@@ -17,6 +17,7 @@ use crate::admin::AdminError;
 use crate::ids::UserId;
 use crate::names::Role;
 use crate::names::{DepartmentName, DisplayName, Invalid, NewPassword, Username};
+use crate::store::Tx;
 use crate::{audit, now_ms, passwords};
 
 handle! {
@@ -206,9 +207,10 @@ impl Sso<'_> {
         crate::admin::require_admin(admin)?;
         let mut tx = self.core.begin().await?;
         let removed = sqlx::query("DELETE FROM sso_group_mappings WHERE group_name = $1").bind(group).execute(&mut *tx).await?;
-        if removed.rows_affected() > 0 {
-            audit::record(&mut tx, Some(admin.id), "sso.group_unmapped", &format!("group:{group}"), None, None).await?;
+        if removed.rows_affected() == 0 {
+            return Ok(());
         }
+        audit::record(&mut tx, Some(admin.id), "sso.group_unmapped", &format!("group:{group}"), None, None).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -232,11 +234,11 @@ fn username_base(identity: &Identity) -> String {
 }
 
 /// `base`, or `base-2`, `base-3`, … whichever no account has yet.
-async fn free_username(tx: &mut sqlx::AnyConnection, base: &str) -> Result<Username, AccountError> {
+async fn free_username(tx: &mut Tx, base: &str) -> Result<Username, AccountError> {
     let base = if base.len() < 2 { format!("{base}-user") } else { base.to_owned() };
     for n in 1..100 {
         let candidate = if n == 1 { base.clone() } else { format!("{base}-{n}") };
-        let taken = sqlx::query("SELECT 1 FROM users WHERE username = $1").bind(&candidate).fetch_optional(&mut *tx).await?.is_some();
+        let taken = sqlx::query("SELECT 1 FROM users WHERE username = $1").bind(&candidate).fetch_optional(&mut **tx).await?.is_some();
         if !taken {
             return Ok(Username::parse(&candidate)?);
         }

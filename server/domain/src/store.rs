@@ -28,6 +28,10 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
     #[error("the database file {path} cannot be written ({reason}); SQLite must be able to write it and create its -wal and -shm files in the same directory")]
     NotWritable { path: String, reason: std::io::Error },
+    /// A write transaction reached its commit without its audit row: a bug,
+    /// refused so that no change goes unrecorded (the transaction is rolled back).
+    #[error("a write without its audit row was refused and rolled back")]
+    Unaudited,
 }
 
 impl StoreError {
@@ -168,23 +172,36 @@ impl Epoch {
     }
 }
 
-/// A write transaction of the domain. Committing it empties the call cache
-/// (the epoch moves after the commit, so no read can cache the old row
-/// between the two); dropping it rolls back.
+/// A write transaction of the domain. It commits only with its audit row
+/// (`audit::record`) written inside it, so every change is recorded with it;
+/// committing empties the call cache (the epoch moves after the commit, so no
+/// read can cache the old row between the two); dropping it rolls back.
 pub struct Tx {
     inner: sqlx::Transaction<'static, sqlx::Any>,
     epoch: Epoch,
+    audited: bool,
 }
 
 impl Tx {
     pub(crate) fn new(inner: sqlx::Transaction<'static, sqlx::Any>, epoch: Epoch) -> Self {
-        Self { inner, epoch }
+        Self { inner, epoch, audited: false }
     }
 
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
+    /// Commits, or without an audit row refuses [`StoreError::Unaudited`] and
+    /// rolls back. A transaction that turned out to change nothing rolls back.
+    pub async fn commit(self) -> Result<(), StoreError> {
+        if !self.audited {
+            self.inner.rollback().await?;
+            return Err(StoreError::Unaudited);
+        }
         self.inner.commit().await?;
         self.epoch.invalidate();
         Ok(())
+    }
+
+    /// Only `audit::record` says so, having written the row in this transaction.
+    pub(crate) fn audited(&mut self) {
+        self.audited = true;
     }
 
     pub async fn rollback(self) -> Result<(), sqlx::Error> {
@@ -212,7 +229,7 @@ mod tests {
     use crate::{Db, Toolshed};
 
     #[tokio::test]
-    async fn a_row_read_while_a_write_is_in_flight_is_not_served_from_the_cache_after_its_commit() {
+    async fn a_write_commits_with_its_audit_row_voiding_the_cache_and_without_one_is_refused_and_rolled_back() {
         let dir = std::env::temp_dir().join(format!("toolshed-store-tx-{}", std::process::id()));
         let db = Db::connect(&format!("sqlite://{}/t.db", dir.display())).await.unwrap();
         db.migrate().await.unwrap();
@@ -230,6 +247,14 @@ mod tests {
         assert_eq!(title().await, "Old", "not committed yet: read, and cached");
         tx.commit().await.unwrap();
         assert_eq!(title().await, "New", "the commit voided what was cached before it");
+
+        // The same write without its audit row is refused, and nothing of it stays.
+        let mut tx = ts.core.begin().await.unwrap();
+        sqlx::query("UPDATE tools SET title = 'Unrecorded' WHERE id = $1").bind(tool.id.0).execute(&mut *tx).await.unwrap();
+        assert!(matches!(tx.commit().await, Err(super::StoreError::Unaudited)));
+        let stored: String =
+            sqlx::query_scalar("SELECT title FROM tools WHERE id = $1").bind(tool.id.0).fetch_one(db.pool()).await.unwrap();
+        assert_eq!(stored, "New");
         db.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }

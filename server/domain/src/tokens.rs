@@ -156,9 +156,10 @@ impl Tokens<'_> {
             .bind(user.id.0)
             .execute(&mut *tx)
             .await?;
-        if done.rows_affected() == 1 {
-            audit::record(&mut tx, Some(user.id), "token.revoked", &format!("token:{token_id}"), None, None).await?;
+        if done.rows_affected() == 0 {
+            return Ok(());
         }
+        audit::record(&mut tx, Some(user.id), "token.revoked", &format!("token:{token_id}"), None, None).await?;
         tx.commit().await?;
         Ok(())
     }

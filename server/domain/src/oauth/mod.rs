@@ -18,6 +18,7 @@ use sqlx::Row;
 
 use crate::accounts::{user_from_row, User, USER_COLUMNS};
 use crate::ids::{ToolId, UserId};
+use crate::store::Tx;
 use crate::tokens::{hash, TokenRejected};
 use crate::tools::Tools;
 use crate::tools::{ListingKind, Tool, ToolError};
@@ -475,7 +476,9 @@ impl OAuth<'_> {
         let id = random_token(CLIENT_PREFIX);
         let secret = confidential.then(|| random_token("tss_"));
         let now = now_ms();
-        let mut tx = self.core.begin().await?;
+        // Not a `Tx`: registration is open to anyone and unaudited, since a
+        // client without a grant can do nothing (and unused ones are deleted here).
+        let mut tx = self.core.db().begin().await?;
         sqlx::query(
             "DELETE FROM oauth_clients WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.id)",
         )
@@ -714,7 +717,7 @@ impl OAuth<'_> {
         let Some(row) = row else { return Err(bad("unknown code")) };
         let grant: i64 = row.try_get("grant_id")?;
         if row.try_get::<Option<i64>, _>("used_at")?.is_some() {
-            revoke_grant_in(&mut tx, grant, now).await?;
+            revoke_replayed(&mut tx, grant, "a spent authorization code was presented again", now).await?;
             tx.commit().await?;
             return Err(bad("this code was already used; everything issued for it is revoked"));
         }
@@ -773,7 +776,7 @@ impl OAuth<'_> {
             return Err(bad("this authorization was revoked; authorize again"));
         }
         if row.try_get::<Option<i64>, _>("used_at")?.is_some() {
-            revoke_grant_in(&mut tx, grant, now).await?;
+            revoke_replayed(&mut tx, grant, "a spent refresh token was presented again", now).await?;
             tx.commit().await?;
             return Err(bad("this refresh token was already used; the authorization is revoked"));
         }
@@ -808,11 +811,13 @@ impl OAuth<'_> {
         .bind(hash(token))
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(row) = row {
-            if row.try_get::<String, _>("client_id")? == client.id {
-                revoke_grant_in(&mut tx, row.try_get("grant_id")?, now_ms()).await?;
-            }
-        }
+        let Some(row) = row.filter(|row| row.try_get::<String, _>("client_id").is_ok_and(|id| id == client.id)) else {
+            return Ok(());
+        };
+        let grant: i64 = row.try_get("grant_id")?;
+        revoke_grant_in(&mut tx, grant, now_ms()).await?;
+        let detail = serde_json::json!({"by": "the client", "client_id": client.id});
+        audit::record(&mut tx, None, "oauth.revoked", &format!("oauth_grant:{grant}"), None, Some(detail)).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -901,29 +906,30 @@ impl OAuth<'_> {
             .bind(user.id.0)
             .fetch_optional(&mut *tx)
             .await?;
-        if owned.is_some() {
-            revoke_grant_in(&mut tx, grant, now_ms()).await?;
-            audit::record(&mut tx, Some(user.id), "oauth.revoked", &format!("oauth_grant:{grant}"), None, None).await?;
+        if owned.is_none() {
+            return Ok(());
         }
+        revoke_grant_in(&mut tx, grant, now_ms()).await?;
+        audit::record(&mut tx, Some(user.id), "oauth.revoked", &format!("oauth_grant:{grant}"), None, None).await?;
         tx.commit().await?;
         Ok(())
     }
 }
 
 /// Ends every grant of a person (deactivation), in the caller's transaction.
-pub(crate) async fn revoke_all_grants(tx: &mut sqlx::AnyConnection, user: UserId) -> Result<(), StoreError> {
+pub(crate) async fn revoke_all_grants(tx: &mut Tx, user: UserId) -> Result<(), StoreError> {
     sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL")
         .bind(now_ms())
         .bind(user.0)
-        .execute(tx)
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }
 
 /// Marks a one-use secret spent, unless another request spent it first (two
 /// requests may both have read it unspent: only one wins the write).
-async fn spend(tx: &mut sqlx::AnyConnection, sql: &str, secret: &str, now: i64) -> Result<bool, StoreError> {
-    Ok(sqlx::query(sql).bind(now).bind(hash(secret)).execute(tx).await?.rows_affected() == 1)
+async fn spend(tx: &mut Tx, sql: &str, secret: &str, now: i64) -> Result<bool, StoreError> {
+    Ok(sqlx::query(sql).bind(now).bind(hash(secret)).execute(&mut **tx).await?.rows_affected() == 1)
 }
 
 /// A `resource` named at the token endpoint must be the one granted (RFC 8707).
@@ -934,25 +940,47 @@ fn bound_to(resource: Option<&str>, granted: &str) -> Result<(), OAuthError> {
     }
 }
 
-async fn revoke_grant_in(tx: &mut sqlx::AnyConnection, grant: i64, now: i64) -> Result<(), StoreError> {
-    sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL").bind(now).bind(grant).execute(tx).await?;
+async fn revoke_grant_in(tx: &mut Tx, grant: i64, now: i64) -> Result<(), StoreError> {
+    sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(grant)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
-async fn issue_tokens(tx: &mut sqlx::AnyConnection, grant: i64, scope: Scope, now: i64) -> Result<TokenResponse, StoreError> {
+/// Ends `grant` because one of its one-use secrets came back (RFC 9700 §4.14):
+/// someone else may hold it.
+async fn revoke_replayed(tx: &mut Tx, grant: i64, why: &str, now: i64) -> Result<(), StoreError> {
+    revoke_grant_in(tx, grant, now).await?;
+    audit::record(tx, None, "oauth.revoked", &format!("oauth_grant:{grant}"), None, Some(serde_json::json!({"reason": why}))).await
+}
+
+/// A new access and refresh token for `grant`, audited: who holds a grant's
+/// tokens, and since when, is for the audit log to answer.
+async fn issue_tokens(tx: &mut Tx, grant: i64, scope: Scope, now: i64) -> Result<TokenResponse, StoreError> {
     let access = random_token(ACCESS_PREFIX);
     let refresh = random_token(REFRESH_PREFIX);
     // Expired tokens of this grant go as new ones come.
-    sqlx::query("DELETE FROM oauth_tokens WHERE grant_id = $1 AND expires_at < $2").bind(grant).bind(now).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM oauth_tokens WHERE grant_id = $1 AND expires_at < $2").bind(grant).bind(now).execute(&mut **tx).await?;
     for (token, kind, lifetime) in [(&access, "access", ACCESS_LIFETIME_MS), (&refresh, "refresh", REFRESH_LIFETIME_MS)] {
         sqlx::query("INSERT INTO oauth_tokens (token_hash, grant_id, kind, expires_at) VALUES ($1, $2, $3, $4)")
             .bind(hash(token))
             .bind(grant)
             .bind(kind)
             .bind(now + lifetime)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
     }
+    audit::record(
+        tx,
+        None,
+        "oauth.tokens_issued",
+        &format!("oauth_grant:{grant}"),
+        None,
+        Some(serde_json::json!({"scope": scope.as_string()})),
+    )
+    .await?;
     Ok(TokenResponse {
         access_token: access,
         token_type: "Bearer".into(),

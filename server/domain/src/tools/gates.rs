@@ -11,6 +11,7 @@ use crate::accounts::User;
 use crate::scan::{self, Finding};
 use crate::schema::{ArgDef, ArgType};
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::tools::{Tool, ToolError};
 use crate::{audit, now_ms};
 
@@ -106,9 +107,9 @@ pub(crate) struct Held {
 impl Held {
     /// Holds the publish of `tool`'s version `version` for an admin, in `tx`:
     /// the listing's one open hold (the newest attempt replaces an older one).
-    pub(crate) async fn record(&self, tx: &mut sqlx::AnyConnection, user: &User, tool: &Tool, version: i64) -> Result<(), ToolError> {
+    pub(crate) async fn record(&self, tx: &mut Tx, user: &User, tool: &Tool, version: i64) -> Result<(), ToolError> {
         let json = serde_json::to_string(&self.findings).expect("findings serialize");
-        sqlx::query("DELETE FROM publish_findings WHERE tool_id = $1 AND accepted_at IS NULL").bind(tool.id.0).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM publish_findings WHERE tool_id = $1 AND accepted_at IS NULL").bind(tool.id.0).execute(&mut **tx).await?;
         sqlx::query(
             "INSERT INTO publish_findings (tool_id, version, fingerprint, findings_json, requested_by, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -119,7 +120,7 @@ impl Held {
         .bind(&json)
         .bind(user.id.0)
         .bind(now_ms())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         let after = serde_json::json!({"version": version, "findings": self.findings});
         audit::record(tx, Some(user.id), &tool.action("publish_held"), &tool.audit_target(), None, Some(after)).await?;
@@ -135,14 +136,14 @@ impl Held {
 
 /// An editor's publish in a department that requires review, in `tx`:
 /// version `n` waits in the queue; what the endpoint serves does not change.
-pub(crate) async fn request_review(tx: &mut sqlx::AnyConnection, user: &User, tool: &Tool, n: i64) -> Result<(), ToolError> {
+pub(crate) async fn request_review(tx: &mut Tx, user: &User, tool: &Tool, n: i64) -> Result<(), ToolError> {
     // Asking for what is already served withdraws any waiting request.
     let pending = (tool.published_version != Some(n)).then_some(n);
     sqlx::query("UPDATE tools SET pending_version = $1, review_note = NULL, updated_at = $2 WHERE id = $3")
         .bind(pending)
         .bind(now_ms())
         .bind(tool.id.0)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     let before = serde_json::json!({"version": tool.published_version, "pending_version": tool.pending_version});
     let after = serde_json::json!({"version": tool.published_version, "pending_version": pending});

@@ -40,6 +40,7 @@ use crate::names::Role;
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::policy::Policies;
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::{audit, now_ms};
 
 handle! {
@@ -632,7 +633,7 @@ impl ToolSettings {
 /// `held`, the new title and description wait for review and models keep
 /// reading the approved ones.
 pub(crate) async fn write_settings(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut Tx,
     user: &User,
     before: &Tool,
     s: &ToolSettings,
@@ -660,7 +661,7 @@ pub(crate) async fn write_settings(
     .bind(before.id.0)
     .bind(held.map(|p| p.title.as_str()))
     .bind(held.map(|p| p.description.as_str()))
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
     audit::record(
         tx,
@@ -675,12 +676,7 @@ pub(crate) async fn write_settings(
 }
 
 /// Inserts a listing owned by `user` in their department, with its audit row.
-pub(crate) async fn write_new_listing(
-    tx: &mut sqlx::AnyConnection,
-    user: &User,
-    kind: ListingKind,
-    new: &NewTool,
-) -> Result<ToolId, ToolError> {
+pub(crate) async fn write_new_listing(tx: &mut Tx, user: &User, kind: ListingKind, new: &NewTool) -> Result<ToolId, ToolError> {
     let id = insert_listing(tx, user, kind, new, None).await?;
     let target = format!("{}:{}/{}", kind.as_str(), user.department.name, new.name);
     let action = format!("{}.created", kind.as_str());
@@ -702,7 +698,7 @@ pub(crate) async fn rolled_back(tx: crate::store::Tx, e: ToolError) -> ToolError
 
 /// Inserts a listing owned by `user` in their department; a taken name is `NameTaken`.
 pub(crate) async fn insert_listing(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut Tx,
     user: &User,
     kind: ListingKind,
     new: &NewTool,
@@ -725,7 +721,7 @@ pub(crate) async fn insert_listing(
     .bind(forked_from.map(|f| f.id.0))
     .bind(forked_from.map(|f| f.version))
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await
     .map_err(StoreError::from);
     match inserted {

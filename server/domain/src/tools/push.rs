@@ -10,7 +10,7 @@
 //! from CI" has the format.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::compat::{self, schema_changes};
 use super::gates::Held;
@@ -26,8 +26,8 @@ use crate::ids::ToolId;
 use crate::membership::may_author;
 use crate::names::CodeMode;
 use crate::names::{Description, Invalid, Tags, Title};
-use crate::now_ms;
 use crate::schema::ArgDef;
+use crate::{audit, now_ms};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo
 /// does not silently drop a setting.
@@ -318,6 +318,10 @@ impl Tools<'_> {
             if publishes {
                 write_publish(&mut tx, user, &tool, version, review).await?;
             }
+            // The push itself, also when it changed nothing: scripts and CI act as this person.
+            let detail =
+                json!({"version": version, "new_version": reused.is_none(), "published": publishes, "test_cases": file_cases.len()});
+            audit::record(&mut tx, Some(user.id), "tool.pushed", &tool.audit_target(), None, Some(detail)).await?;
             Ok::<_, ToolError>(version)
         }
         .await;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 use serde_json_path::JsonPath;
 use sqlx::Row;
 
@@ -14,11 +14,12 @@ use super::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
-use crate::now_ms;
 use crate::policy::Policies;
 use crate::sandbox::{FetchExchange, ToolValue};
 use crate::schema::CompiledSchema;
 use crate::store::StoreError;
+use crate::store::Tx;
+use crate::{audit, now_ms};
 
 /// The longest expected text, path or schema a check may hold.
 const MAX_CHECK_CHARS: usize = 20_000;
@@ -204,7 +205,7 @@ pub(crate) fn checked_case<'a>(name: &'a str, args: &Value) -> Result<&'a str, T
 }
 
 /// Creates or replaces `tool`'s test case of this name (checked with [`checked_case`]).
-pub(crate) async fn insert_test_case(conn: &mut sqlx::AnyConnection, tool: ToolId, case: Case<'_>) -> Result<(), ToolError> {
+pub(crate) async fn insert_test_case(conn: &mut Tx, tool: ToolId, case: Case<'_>) -> Result<(), ToolError> {
     let name = checked_case(case.name, case.args)?;
     let (kind, path, expected) = case.check.columns();
     sqlx::query(
@@ -221,7 +222,7 @@ pub(crate) async fn insert_test_case(conn: &mut sqlx::AnyConnection, tool: ToolI
     .bind(path)
     .bind(now_ms())
     .bind(case.recording.map(|r| serde_json::to_string(r).unwrap_or_default()))
-    .execute(conn)
+    .execute(&mut **conn)
     .await
     .map_err(StoreError::from)?;
     Ok(())
@@ -276,8 +277,8 @@ impl Tools<'_> {
 
     /// Creates or replaces the test case with this name.
     pub async fn save_test_case(self, user: &User, id: ToolId, name: &str, args: Value, check: Check) -> Result<(), ToolError> {
-        self.code_tool_for_edit(user, id).await?;
-        self.store_test_case(id, Case { name, args: &args, check: &check, recording: None }).await
+        let tool = self.code_tool_for_edit(user, id).await?;
+        self.store_test_case(user, &tool, Case { name, args: &args, check: &check, recording: None }).await
     }
 
     /// Saves a test case whose `$fetch` answers from failed call `call`'s
@@ -292,24 +293,32 @@ impl Tools<'_> {
         check: Check,
     ) -> Result<(), ToolError> {
         let recorded = self.failed_call(user, id, call).await?;
-        self.store_test_case(id, Case { name, args: &args, check: &check, recording: Some(&recorded.call.fetches) }).await
+        let tool = self.code_tool_for_edit(user, id).await?;
+        self.store_test_case(user, &tool, Case { name, args: &args, check: &check, recording: Some(&recorded.call.fetches) }).await
     }
 
-    async fn store_test_case(self, id: ToolId, case: Case<'_>) -> Result<(), ToolError> {
+    /// Test cases gate publishing, so each change to them is audited.
+    async fn store_test_case(self, user: &User, tool: &Tool, case: Case<'_>) -> Result<(), ToolError> {
         let mut tx = self.core.begin().await?;
-        insert_test_case(&mut tx, id, case).await?;
+        let detail = json!({"name": case.name.trim()});
+        insert_test_case(&mut tx, tool.id, case).await?;
+        audit::record(&mut tx, Some(user.id), "test_case.saved", &tool.audit_target(), None, Some(detail)).await?;
         tx.commit().await?;
         Ok(())
     }
 
     pub async fn delete_test_case(self, user: &User, id: ToolId, case_id: i64) -> Result<(), ToolError> {
-        self.code_tool_for_edit(user, id).await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
+        let mut tx = self.core.begin().await?;
         // The tool_id condition keeps a foreign case ID from touching another tool.
-        sqlx::query("DELETE FROM test_cases WHERE id = $1 AND tool_id = $2")
+        let name: Option<String> = sqlx::query_scalar("DELETE FROM test_cases WHERE id = $1 AND tool_id = $2 RETURNING name")
             .bind(case_id)
             .bind(id.0)
-            .execute(self.core.db().pool())
+            .fetch_optional(&mut *tx)
             .await?;
+        let Some(name) = name else { return Ok(()) };
+        audit::record(&mut tx, Some(user.id), "test_case.deleted", &tool.audit_target(), Some(json!({"name": name})), None).await?;
+        tx.commit().await?;
         Ok(())
     }
 

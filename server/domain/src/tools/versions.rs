@@ -11,6 +11,7 @@ use crate::ids::ToolId;
 use crate::names::{Code, Invalid};
 use crate::schema::ArgDef;
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::{audit, now_ms};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,8 +150,9 @@ impl Tools<'_> {
 
     /// Autosave: keeps the author's work in progress; returns when it was saved.
     pub async fn save_draft(self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
-        self.code_tool_for_edit(user, id).await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
         let now = now_ms();
+        let mut tx = self.core.begin().await?;
         sqlx::query(
             "INSERT INTO tool_drafts (tool_id, user_id, code, args_json, output_schema_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (tool_id, user_id) DO UPDATE SET code = excluded.code, args_json = excluded.args_json, \
@@ -162,19 +164,24 @@ impl Tools<'_> {
         .bind(source.args_json())
         .bind(source.output_schema_json())
         .bind(now)
-        .execute(self.core.db().pool())
+        .execute(&mut *tx)
         .await?;
+        audit::record(&mut tx, Some(user.id), "draft.saved", &tool.audit_target(), None, None).await?;
+        tx.commit().await?;
         Ok(now)
     }
 
     /// Drops the author's draft, so the editor shows the latest version again.
     pub async fn discard_draft(self, user: &User, id: ToolId) -> Result<(), ToolError> {
-        self.code_tool_for_edit(user, id).await?;
-        sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2")
-            .bind(id.0)
-            .bind(user.id.0)
-            .execute(self.core.db().pool())
-            .await?;
+        let tool = self.code_tool_for_edit(user, id).await?;
+        let mut tx = self.core.begin().await?;
+        let dropped =
+            sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(id.0).bind(user.id.0).execute(&mut *tx).await?;
+        if dropped.rows_affected() == 0 {
+            return Ok(());
+        }
+        audit::record(&mut tx, Some(user.id), "draft.discarded", &tool.audit_target(), None, None).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -306,19 +313,13 @@ pub(crate) fn schema_text(args: &[ArgDef]) -> String {
 /// row, and should one still race, it hits the primary key and tries again
 /// with the next number (from a savepoint, so the rest of the transaction
 /// stands). SQLite's write transactions never race.
-pub(crate) async fn insert_version(
-    tx: &mut sqlx::AnyConnection,
-    user: &User,
-    id: ToolId,
-    source: &Source,
-    changelog: &str,
-) -> Result<i64, ToolError> {
+pub(crate) async fn insert_version(tx: &mut Tx, user: &User, id: ToolId, source: &Source, changelog: &str) -> Result<i64, ToolError> {
     // Saves of one tool queue here (the row lock lasts until the transaction
     // ends); a race can then only come from a writer that skipped this line.
-    sqlx::query("UPDATE tools SET updated_at = updated_at WHERE id = $1").bind(id.0).execute(&mut *tx).await?;
+    sqlx::query("UPDATE tools SET updated_at = updated_at WHERE id = $1").bind(id.0).execute(&mut **tx).await?;
     const ATTEMPTS: usize = 5;
     for _ in 0..ATTEMPTS {
-        sqlx::query("SAVEPOINT next_version").execute(&mut *tx).await?;
+        sqlx::query("SAVEPOINT next_version").execute(&mut **tx).await?;
         let inserted = sqlx::query(
             "INSERT INTO tool_versions (tool_id, version, code, args_json, output_schema_json, changelog, created_by, created_at) \
              SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7 FROM tool_versions WHERE tool_id = $1 RETURNING version",
@@ -330,16 +331,16 @@ pub(crate) async fn insert_version(
         .bind(changelog)
         .bind(user.id.0)
         .bind(now_ms())
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut **tx)
         .await
         .map_err(StoreError::from);
         match inserted {
             Ok(row) => {
-                sqlx::query("RELEASE SAVEPOINT next_version").execute(&mut *tx).await?;
+                sqlx::query("RELEASE SAVEPOINT next_version").execute(&mut **tx).await?;
                 return Ok(row.try_get("version")?);
             }
             Err(e) if e.is_unique_violation() => {
-                sqlx::query("ROLLBACK TO SAVEPOINT next_version").execute(&mut *tx).await?;
+                sqlx::query("ROLLBACK TO SAVEPOINT next_version").execute(&mut **tx).await?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -358,16 +359,10 @@ pub(crate) enum Gate {
 
 /// Saves `source` as `tool`'s next version in `tx`, drops `user`'s draft of
 /// it and writes the audit row; returns the version's number.
-pub(crate) async fn write_version(
-    tx: &mut sqlx::AnyConnection,
-    user: &User,
-    tool: &Tool,
-    source: &Source,
-    changelog: &str,
-) -> Result<i64, ToolError> {
+pub(crate) async fn write_version(tx: &mut Tx, user: &User, tool: &Tool, source: &Source, changelog: &str) -> Result<i64, ToolError> {
     let version = insert_version(tx, user, tool.id, source, changelog).await?;
-    sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(tool.id.0).bind(user.id.0).execute(&mut *tx).await?;
-    sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(tool.id.0).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM tool_drafts WHERE tool_id = $1 AND user_id = $2").bind(tool.id.0).bind(user.id.0).execute(&mut **tx).await?;
+    sqlx::query("UPDATE tools SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(tool.id.0).execute(&mut **tx).await?;
     let after = serde_json::json!({"version": version, "changelog": changelog});
     audit::record(tx, Some(user.id), "tool.version_saved", &tool.audit_target(), None, Some(after)).await?;
     Ok(version)
@@ -375,7 +370,7 @@ pub(crate) async fn write_version(
 
 /// Writes the publish of `tool`'s version `n` in `tx`: served from now on, or,
 /// with `review`, waiting for an admin while the endpoint keeps its version.
-pub(crate) async fn write_publish(tx: &mut sqlx::AnyConnection, user: &User, tool: &Tool, n: i64, review: bool) -> Result<(), ToolError> {
+pub(crate) async fn write_publish(tx: &mut Tx, user: &User, tool: &Tool, n: i64, review: bool) -> Result<(), ToolError> {
     if review {
         return super::gates::request_review(tx, user, tool, n).await;
     }
@@ -384,7 +379,7 @@ pub(crate) async fn write_publish(tx: &mut sqlx::AnyConnection, user: &User, too
         .bind(n)
         .bind(now_ms())
         .bind(tool.id.0)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     mark_published(tx, tool.id, n).await?;
     let (before, after) = (serde_json::json!({"version": tool.published_version}), serde_json::json!({"version": n}));
@@ -395,12 +390,12 @@ pub(crate) async fn write_publish(tx: &mut sqlx::AnyConnection, user: &User, too
 
 /// Marks version `n` as served (its first publish or approval): from then on
 /// anyone who may see the tool may run it by number or pin it.
-pub(crate) async fn mark_published(tx: &mut sqlx::AnyConnection, id: ToolId, n: i64) -> Result<(), sqlx::Error> {
+pub(crate) async fn mark_published(tx: &mut Tx, id: ToolId, n: i64) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE tool_versions SET published_at = COALESCE(published_at, $1) WHERE tool_id = $2 AND version = $3")
         .bind(now_ms())
         .bind(id.0)
         .bind(n)
-        .execute(tx)
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }

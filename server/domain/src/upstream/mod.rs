@@ -29,6 +29,7 @@ use crate::names::Role;
 use crate::names::{DepartmentName, Invalid, ToolName};
 use crate::secrets::SecretError;
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::tools::Tool;
 use crate::tools::Tools;
 use crate::usage::{Outcome, UsageRecord};
@@ -367,7 +368,7 @@ impl Upstreams<'_> {
         self.mcp_server(user, id).await
     }
 
-    async fn store_credential(self, tx: &mut sqlx::AnyConnection, id: i64, change: &CredentialChange) -> Result<(), UpstreamError> {
+    async fn store_credential(self, tx: &mut Tx, id: i64, change: &CredentialChange) -> Result<(), UpstreamError> {
         let (kind, name, sealed) = match change {
             CredentialChange::Keep => return Ok(()),
             CredentialChange::Clear => ("none", "", None),
@@ -384,7 +385,7 @@ impl Upstreams<'_> {
             .bind(name)
             .bind(sealed)
             .bind(id)
-            .execute(tx)
+            .execute(&mut **tx)
             .await?;
         Ok(())
     }
@@ -718,12 +719,14 @@ impl Upstreams<'_> {
         let imported: Vec<ImportedTool> = tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)).collect();
         let skipped = tools.len() - imported.len();
         let note = (skipped > 0).then(|| format!("{skipped} tool(s) skipped: their names do not make MCP tool names as {server}__name"));
-        let mut tx = self.core.begin().await?;
-        let stored =
-            sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position").bind(id).fetch_all(&mut *tx).await?;
+        let stored = sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position")
+            .bind(id)
+            .fetch_all(self.core.db().pool())
+            .await?;
         let stored: Vec<ImportedTool> = stored.iter().map(tool_from_row).collect::<Result<_, _>>()?;
-        let changed = stored != imported;
-        if changed {
+        if stored != imported {
+            // Two refreshes at once write the same list: the later one wins, whole.
+            let mut tx = self.core.begin().await?;
             sqlx::query("DELETE FROM mcp_server_tools WHERE server_id = $1").bind(id).execute(&mut *tx).await?;
             for (position, t) in imported.iter().enumerate() {
                 sqlx::query(
@@ -744,14 +747,15 @@ impl Upstreams<'_> {
             let names = |list: &[ImportedTool]| list.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
             let (b, a) = (serde_json::json!({"tools": names(&stored)}), serde_json::json!({"tools": names(&imported)}));
             audit::record(&mut tx, None, "mcp_server.tools_changed", &audit_target(&server), Some(b), Some(a)).await?;
+            tx.commit().await?;
         }
+        // Bookkeeping, like `last_error` above: when the list was last read.
         sqlx::query("UPDATE mcp_servers SET refreshed_at = $1, last_error = $2 WHERE id = $3")
             .bind(now)
             .bind(note)
             .bind(id)
-            .execute(&mut *tx)
+            .execute(self.core.db().pool())
             .await?;
-        tx.commit().await?;
         Ok(())
     }
 }

@@ -433,7 +433,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .build();
     let base_url = config.base_url();
     let state = AppState { leptos_options: leptos_options.clone(), toolshed: toolshed.clone() };
-    let routes = generate_route_list(app::App);
+    let routes = page_routes().to_vec();
 
     let key = Key::try_from(config.session_key()?.as_slice()).context("invalid session key")?;
     let sessions = SessionManagerLayer::new(DbSessionStore::new(toolshed.db.clone()))
@@ -486,6 +486,17 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .layer(axum::middleware::from_fn_with_state(shutdown, close_connections))
         .layer(TraceLayer::new_for_http());
     Ok(app)
+}
+
+/// The app's pages, as Leptos lists them for the router: made once for the
+/// process. Leptos makes the list by rendering the app with every resource in
+/// the process held back (`SuppressResourceLoad`, a flag for the whole
+/// process), so a page that another server in the process rendered meanwhile
+/// would wait for its data for ever (the tests serve many at once). Made
+/// before the first router exists, it never overlaps a render.
+fn page_routes() -> &'static [leptos_axum::AxumRouteListing] {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App))
 }
 
 /// Headers every response carries. Pages set their own Content-Security-Policy

@@ -171,6 +171,15 @@ impl TestServer {
         format!("{}{}", self.base, path)
     }
 
+    /// Another server of this one's database and data dir, built in this
+    /// process and listening but not serving: what a start does before its
+    /// first request.
+    pub fn bind_beside(&self) -> impl std::future::Future<Output = toolshed::web::Server> + Send + 'static {
+        let (config, args) = serve_flags(&self.db, &self.data_dir, &[]);
+        let toolshed = self.toolshed.clone();
+        async move { toolshed::web::Server::bind(config, &args, toolshed).await.expect("listen") }
+    }
+
     /// A browser-like client: keeps cookies, does not follow redirects (tests look at them).
     pub fn browser(&self) -> reqwest::Client {
         reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap()

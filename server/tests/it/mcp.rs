@@ -823,7 +823,7 @@ async fn postgres_outage(srv: &TestServer, down: bool) {
     admin.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_restart() {
     if !crate::common::postgres_available() {
         return;

@@ -5,6 +5,13 @@
 //! usage writer, hear the change feed. Where a process is the point (signals,
 //! memory limits, a site found from the working directory) `process_test!`
 //! starts a real `toolshed serve` instead.
+//!
+//! A server in this process runs on a tokio runtime of its own, not on the
+//! test's: it has its threads as a process has, whatever the test does with
+//! its own, and it ends with its `TestServer` along with everything it
+//! started (the domain's change feed and usage writer live as long as the
+//! runtime they were started on). The test only speaks HTTP to it, and its
+//! hooks into the server's domain run there too.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -29,6 +36,8 @@ pub struct TestServer {
     /// database, as `toolshed admin` opens.
     toolshed: Toolshed,
     running: Running,
+    /// Where the server in process and the domain run; shut down on drop.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 enum Running {
@@ -128,23 +137,45 @@ fn log_warnings() {
     });
 }
 
+/// A runtime for one server in this process, whatever runtime its test has:
+/// two worker threads (the binary has one a core; the tests' machines have two).
+fn server_runtime() -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("toolshed-server").enable_all().build();
+    runtime.expect("start a runtime for the server")
+}
+
+/// Runs `work` on `runtime` and waits for it there; a panic in it is the caller's.
+async fn run_on<T: Send + 'static>(runtime: &tokio::runtime::Runtime, work: impl std::future::Future<Output = T> + Send + 'static) -> T {
+    match runtime.spawn(work).await {
+        Ok(done) => done,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the server's work did not finish: {e}"),
+        },
+    }
+}
+
 impl TestServer {
     /// Starts a server in this process with extra `serve` flags, e.g. `["--mcp-sessions", "stateless"]`.
     pub async fn start_with(backend: Backend, args: &[&str]) -> Self {
         log_warnings();
         let (db, data_dir) = (TestDb::new(backend).await, TempDir::new());
         let (config, args) = serve_flags(&db, &data_dir, args);
-        let toolshed = toolshed::open(&config).await.expect("open the database");
-        let admin = toolshed::web::first_start(&toolshed, &args).await.expect("the first start");
-        let admin_password = admin.map(|(_, password)| password).unwrap_or_default();
-        let server = toolshed::web::Server::bind(config, &args, toolshed.clone()).await.expect("listen");
-        let base = format!("http://{}", server.addr());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(server.run(async move {
-            let _ = stopped.await;
-        }));
-        let running = Running::InProcess { stop: Some(stop), served };
-        Self { base, admin_password, db, data_dir, toolshed, running }
+        let runtime = server_runtime();
+        let (toolshed, admin_password, base, running) = run_on(&runtime, async move {
+            let toolshed = toolshed::open(&config).await.expect("open the database");
+            let admin = toolshed::web::first_start(&toolshed, &args).await.expect("the first start");
+            let admin_password = admin.map(|(_, password)| password).unwrap_or_default();
+            let server = toolshed::web::Server::bind(config, &args, toolshed.clone()).await.expect("listen");
+            let base = format!("http://{}", server.addr());
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let served = tokio::spawn(server.run(async move {
+                let _ = stopped.await;
+            }));
+            (toolshed, admin_password, base, Running::InProcess { stop: Some(stop), served })
+        })
+        .await;
+        Self { base, admin_password, db, data_dir, toolshed, running, runtime: Some(runtime) }
     }
 
     /// Starts `toolshed serve` as a process, with extra `serve` flags: for the
@@ -157,8 +188,10 @@ impl TestServer {
     pub async fn process_in(cwd: &std::path::Path, backend: Backend, args: &[&str]) -> Self {
         let (db, data_dir) = (TestDb::new(backend).await, TempDir::new());
         let (child, base, admin_password) = spawn_in(cwd, &db.url, data_dir.path(), args).await;
-        let toolshed = toolshed::open(&serve_flags(&db, &data_dir, &[]).0).await.expect("open the database");
-        Self { base, admin_password, db, data_dir, toolshed, running: Running::Process(child) }
+        let runtime = server_runtime();
+        let config = serve_flags(&db, &data_dir, &[]).0;
+        let toolshed = run_on(&runtime, async move { toolshed::open(&config).await.expect("open the database") }).await;
+        Self { base, admin_password, db, data_dir, toolshed, running: Running::Process(child), runtime: Some(runtime) }
     }
 
     /// Another replica of this server: same database, same session key.
@@ -393,22 +426,35 @@ impl TestServer {
     }
 
     async fn token_with(&self, username: &str, publish: bool) -> String {
-        let user = self.toolshed.user_by_username(username).await.unwrap().unwrap_or_else(|| panic!("no user named {username}"));
-        self.toolshed.create_token(&user, "tests", None, Vec::new(), publish).await.unwrap().1
+        let username = username.to_owned();
+        self.on_server(|toolshed| async move {
+            let user = toolshed.user_by_username(&username).await.unwrap().unwrap_or_else(|| panic!("no user named {username}"));
+            toolshed.create_token(&user, "tests", None, Vec::new(), publish).await.unwrap().1
+        })
+        .await
     }
 
     /// Waits until every call answered so far is in `usage_records` (the
     /// usage writer writes in the background).
     pub async fn flush_usage(&self) {
         self.in_process("flush_usage");
-        self.toolshed.usage().flush().await;
+        self.on_server(|toolshed| async move { toolshed.usage().flush().await }).await;
     }
 
     /// The listing changes the server's change feed tells from now on (what
     /// it tells its live MCP sessions).
     pub async fn listing_changes(&self) -> toolshed_domain::changes::Subscription {
         self.in_process("listing_changes");
-        self.toolshed.listing_changes().subscribe().await.unwrap()
+        self.on_server(|toolshed| async move { toolshed.listing_changes().subscribe().await.unwrap() }).await
+    }
+
+    /// Runs `work` with the server's domain, on the server's runtime.
+    async fn on_server<T: Send + 'static, F: std::future::Future<Output = T> + Send + 'static>(
+        &self,
+        work: impl FnOnce(Toolshed) -> F,
+    ) -> T {
+        let runtime = self.runtime.as_ref().expect("the server's runtime runs until the end of the test");
+        run_on(runtime, work(self.toolshed.clone())).await
     }
 
     fn in_process(&self, hook: &str) {
@@ -483,6 +529,16 @@ impl TestServer {
     }
 }
 
+impl Drop for TestServer {
+    /// The server in process, or the domain beside a process, ends with the
+    /// test: its runtime is shut down without waiting, as a process is killed.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Runs a test body, failing it (instead of hanging the run) when a request never gets an answer.
 pub async fn within_time_limit(body: impl std::future::Future<Output = ()>) {
     tokio::time::timeout(Duration::from_secs(120), body).await.expect("the test finishes within two minutes");
@@ -517,15 +573,15 @@ macro_rules! on_both_backends {
             #[allow(unused_imports)]
             use super::*;
 
-            // Several threads, as the binary has: the test may block its own
-            // (running `toolshed push`, say) while the server in process answers.
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            // The server has threads of its own: the test's side is one thread,
+            // as it was when every server was a process.
+            #[tokio::test]
             async fn sqlite() {
                 let srv = crate::common::TestServer::$start(toolshed_domain::store::Backend::Sqlite, &[$($arg),*]).await;
                 crate::common::within_time_limit(($body)(srv)).await;
             }
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[tokio::test]
             async fn postgres() {
                 if !crate::common::postgres_available() {
                     return;

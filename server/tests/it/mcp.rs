@@ -841,6 +841,8 @@ async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_res
         assert!(error["error"]["message"].as_str().unwrap().contains("database"), "{error}");
 
         postgres_outage(&srv, false).await;
+        // The pool finds the database back only by connecting again, on a
+        // request: nothing tells of it but an answer, so ask until one comes.
         let back = std::time::Instant::now();
         loop {
             let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&fresh), INIT).await;
@@ -964,7 +966,8 @@ process_test!(sessions_clients_never_end_stay_in_the_database_not_in_memory, |sr
             for _ in 0..n / 25 {
                 sessions.extend(futures::future::join_all((0..25).map(|_| Session::open(url.clone(), &token))).await);
             }
-            // The keeper looks twice a second.
+            // The keeper looks twice a second, inside the server process: there
+            // is nothing to wait on from here, so give it two looks.
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             sessions
         }

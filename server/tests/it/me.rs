@@ -91,6 +91,9 @@ server_test!(
         let mallory = Session::open(srv.url("/mcp/me"), &srv.token("mallory").await).await;
         // Not a word in common with "laptop order": the listing is found by
         // meaning once the server has encoded it (in the background, on publish).
+        // The domain says nothing when its encoder has caught up (calling
+        // `catch_up` from here would do the server's work for it), so search
+        // until the listing shows up, a little apart.
         let query = json!({"query": "I need a new notebook computer"});
         let started = std::time::Instant::now();
         let mut hits = found(&mallory, query.clone()).await;

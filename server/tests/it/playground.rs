@@ -47,7 +47,8 @@ fn chunk(delta: Value) -> String {
     format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}))
 }
 
-/// An SSE answer sent in pieces, a little apart, as a real model streams.
+/// An SSE answer sent in pieces, a little apart, as a real model streams (the
+/// pause is the fixture's pace, not a wait for anything).
 fn streamed(chunks: Vec<String>) -> Response {
     let body = futures::stream::iter(chunks).then(|c| async move {
         tokio::time::sleep(Duration::from_millis(15)).await;

@@ -2,22 +2,9 @@
 //! endpoints and the REST API; `migrate` and `admin …` are for operators and
 //! scripts; `push` publishes a tool file to a server (CI).
 
-mod admin;
-mod config;
-mod mcp;
-mod oauth;
-mod playground;
-mod push;
-mod registry;
-mod rest;
-mod sso;
-mod web;
-
-use anyhow::Context;
 use clap::{Parser, Subcommand};
-use toolshed_domain::{Db, Settings, Toolshed};
-
-use crate::config::Config;
+use toolshed::config::Config;
+use toolshed::{admin, push, web};
 
 // glibc's malloc was a tenth of the server's CPU under MCP load: tokio's tasks are
 // allocated on one thread and freed on another (see BENCHMARKS.md, per-call cost).
@@ -72,22 +59,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         other => other.unwrap_or(Command::Serve(web::ServeArgs::default())),
     };
     let config = cli.config;
-    let db = Db::connect(&config.database_url()).await?;
-    db.migrate().await?;
-    let secrets = toolshed_domain::secrets::SecretBox::new(&config.secrets_key()?);
-    let internal_hosts = toolshed_domain::outbound::InternalHosts::parse(&config.internal_hosts);
-    let trusted_proxies = toolshed_domain::signin::TrustedProxies::parse(&config.trusted_proxies)
-        .map_err(|e| anyhow::anyhow!("TOOLSHED_TRUSTED_PROXIES: {e}"))?;
-    let registration = toolshed_domain::membership::RegistrationPolicy::parse(&config.registration)
-        .map_err(|e| anyhow::anyhow!("TOOLSHED_REGISTRATION: {e}"))?;
-    let sign_in = config.sign_in()?;
-    let sentence_model = match &config.embedding_model {
-        Some(dir) => Some(toolshed_domain::semantic::SentenceModel::load(dir).context("TOOLSHED_EMBEDDING_MODEL")?),
-        None => None,
-    };
-    let sandbox = config.sandbox()?;
-    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, ..sign_in };
-    let toolshed = Toolshed::new(db, settings);
+    let toolshed = toolshed::open(&config).await?;
     match command {
         Command::Serve(args) => web::serve(config, args, toolshed).await,
         Command::Migrate => {

@@ -59,43 +59,80 @@ impl Default for ServeArgs {
 }
 
 pub async fn serve(config: Config, args: ServeArgs, toolshed: Toolshed) -> anyhow::Result<()> {
-    if let Some((username, password)) = toolshed.accounts().ensure_first_admin().await? {
+    if let Some((username, password)) = first_start(&toolshed, &args).await? {
         // Printed once, on the first start only: there is no default password.
         println!("\n  First start: created the administrator account.\n    username: {username}\n    password: {password}\n  Sign in and change it on the Account page. It will not be shown again.\n");
-        if !args.no_demo {
-            toolshed.demo().seed_demo().await?;
-        }
     }
-    let shutdown = Shutdown::default();
-    let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
-    let addr = listener.local_addr()?;
-    // Port 0 asks for any free port: links in pages (endpoints, invitations) name the one we got.
-    let config = Config { addr, ..config };
-    let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
-    let listener = DrainingListener { inner: Some(listener), queued: Vec::new(), addr, shutdown: shutdown.clone() };
-    // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
-    let listener = listener.tap_io(|stream| {
-        let _ = stream.tcp.set_nodelay(true);
-    });
-    tokio::spawn(sweep_expired_sessions(toolshed.clone()));
-    tokio::spawn(refresh_external_servers(toolshed.clone()));
+    let server = Server::bind(config, &args, toolshed).await?;
     // Signal handlers first: a SIGTERM right after the "serving" line must shut down cleanly.
     let signal = shutdown_signal();
-    tracing::info!(%addr, base_url = %config.base_url(), "Toolshed is listening");
-    println!("Toolshed is serving on http://{addr}");
-    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown.clone().sequence(signal));
-    let grace = Duration::from_secs(args.shutdown_grace);
-    tokio::select! {
-        served = server => served?,
-        () = async { shutdown.draining.cancelled().await; tokio::time::sleep(grace).await } => {
-            tracing::warn!("calls still running {grace:?} after SIGTERM; stopping without them");
-        }
+    println!("Toolshed is serving on http://{}", server.addr());
+    server.run(signal).await
+}
+
+/// On the first start of an empty database: the administrator account (its
+/// username and password, to be shown once) and, unless `--no-demo`, the demo department.
+pub async fn first_start(toolshed: &Toolshed, args: &ServeArgs) -> anyhow::Result<Option<(String, String)>> {
+    let admin = toolshed.accounts().ensure_first_admin().await?;
+    if admin.is_some() && !args.no_demo {
+        toolshed.demo().seed_demo().await?;
     }
-    // Calls answered before the shutdown are recorded before the pool closes.
-    toolshed.usage().flush().await;
-    toolshed.db().close().await;
-    Ok(())
+    Ok(admin)
+}
+
+/// The server, listening but not yet serving: `toolshed serve` and the tests
+/// in process both run it.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: Shutdown,
+    toolshed: Toolshed,
+    grace: Duration,
+}
+
+impl Server {
+    /// Listens on the configured address and builds the router.
+    pub async fn bind(config: Config, args: &ServeArgs, toolshed: Toolshed) -> anyhow::Result<Self> {
+        let shutdown = Shutdown::default();
+        let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("cannot listen on {}", config.addr))?;
+        // Port 0 asks for any free port: links in pages (endpoints, invitations) name the one we got.
+        let config = Config { addr: listener.local_addr()?, ..config };
+        let app = router(&config, toolshed.clone(), args.mcp_sessions, shutdown.clone())?;
+        tracing::info!(addr = %config.addr, base_url = %config.base_url(), "Toolshed is listening");
+        Ok(Self { listener, app, shutdown, toolshed, grace: Duration::from_secs(args.shutdown_grace) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// Serves until `stop` resolves (SIGTERM, for the binary), then shuts down
+    /// in order (`Shutdown`), flushes usage and closes the database.
+    pub async fn run(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Self { listener, app, shutdown, toolshed, grace } = self;
+        let addr = listener.local_addr()?;
+        let listener = DrainingListener { inner: Some(listener), queued: Vec::new(), addr, shutdown: shutdown.clone() };
+        // Without TCP_NODELAY, small SSE/JSON replies wait for delayed ACKs (~40 ms).
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.tcp.set_nodelay(true);
+        });
+        // Dropped (so ended) with the server: in a process that serves several, they stop with theirs.
+        let mut chores = tokio::task::JoinSet::new();
+        chores.spawn(sweep_expired_sessions(toolshed.clone()));
+        chores.spawn(refresh_external_servers(toolshed.clone()));
+        let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown.clone().sequence(stop));
+        tokio::select! {
+            served = server => served?,
+            () = async { shutdown.draining.cancelled().await; tokio::time::sleep(grace).await } => {
+                tracing::warn!("calls still running {grace:?} after SIGTERM; stopping without them");
+            }
+        }
+        // Calls answered before the shutdown are recorded before the pool closes.
+        toolshed.usage().flush().await;
+        toolshed.db().close().await;
+        Ok(())
+    }
 }
 
 /// After SIGTERM the server goes on answering on open connections, each answer
@@ -396,7 +433,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .build();
     let base_url = config.base_url();
     let state = AppState { leptos_options: leptos_options.clone(), toolshed: toolshed.clone() };
-    let routes = generate_route_list(app::App);
+    let routes = page_routes().to_vec();
 
     let key = Key::try_from(config.session_key()?.as_slice()).context("invalid session key")?;
     let sessions = SessionManagerLayer::new(DbSessionStore::new(toolshed.db().clone()))
@@ -449,6 +486,17 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         .layer(axum::middleware::from_fn_with_state(shutdown, close_connections))
         .layer(TraceLayer::new_for_http());
     Ok(app)
+}
+
+/// The app's pages, as Leptos lists them for the router: made once for the
+/// process. Leptos makes the list by rendering the app with every resource in
+/// the process held back (`SuppressResourceLoad`, a flag for the whole
+/// process), so a page that another server in the process rendered meanwhile
+/// would wait for its data for ever (the tests serve many at once). Made
+/// before the first router exists, it never overlaps a render.
+fn page_routes() -> &'static [leptos_axum::AxumRouteListing] {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App))
 }
 
 /// Headers every response carries. Pages set their own Content-Security-Policy

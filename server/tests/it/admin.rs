@@ -26,7 +26,7 @@ async fn audit(srv: &TestServer, admin: &reqwest::Client, filter: &[(&str, &str)
 
 server_test!(deactivating_a_user_ends_their_sessions_and_tokens_at_once, |srv: TestServer| async move {
     let bob = srv.member("bob", "sales").await;
-    let token = srv.token("bob");
+    let token = srv.token("bob").await;
     let admin = srv.admin().await;
     let srv_ref = &srv;
     let mcp = |token: String| async move { srv_ref.mcp_initialize_status("/mcp/tools/demo/echo", &token).await };
@@ -61,7 +61,7 @@ server_test!(deactivating_a_user_ends_their_sessions_and_tokens_at_once, |srv: T
 
 server_test!(a_user_deactivated_on_one_replica_loses_their_token_on_the_others_within_a_second, |srv: TestServer| async move {
     srv.member("bob", "sales").await;
-    let token = srv.token("bob");
+    let token = srv.token("bob").await;
     let other = srv.replica().await;
     let url = other.url("/mcp/tools/demo/echo");
     assert_eq!(crate::common::mcp_initialize_status(&url, &token).await, 200, "the other replica now holds bob's token in its call cache");
@@ -69,6 +69,9 @@ server_test!(a_user_deactivated_on_one_replica_loses_their_token_on_the_others_w
     let admin = srv.admin().await;
     let (status, _) = srv.call(&admin, "admin/users/status", &[("username", "bob"), ("status", "deactivated")]).await;
     assert_eq!(status, 200);
+    // The other replica is a process: it learns of the change when its change
+    // feed next reads the audit log, and nothing outside it can wait for that
+    // but its answers. So ask until it refuses, a little apart.
     let since = std::time::Instant::now();
     while crate::common::mcp_initialize_status(&url, &token).await != 401 {
         assert!(since.elapsed() < std::time::Duration::from_secs(2), "the other replica still accepts the token");

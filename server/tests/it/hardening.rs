@@ -6,7 +6,7 @@ use crate::common::TestServer;
 use crate::mcp::{call, Session};
 use serde_json::json;
 
-server_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: TestServer| async move {
+process_test!(what_a_run_hands_the_host_is_bounded_by_the_runs_own_limits, |srv: TestServer| async move {
     let alice = srv.member("alice", "research").await;
     let tool = srv.create_tool(&alice, "abuse", "private").await;
     // Room for the runs' 32 MiB heaps and a few more pool threads; before, the
@@ -54,14 +54,14 @@ server_test!(
         assert!(refused.1.to_string().contains("Too many calls in flight for you; try again shortly."), "{}", refused.1);
         // While her loop runs, her MCP calls are refused too, with a message a model can read...
         let echo = call(1, "echo", json!({"text": "hi"}));
-        let hers = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("alice")).await.request(&echo).await;
+        let hers = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("alice").await).await.request(&echo).await;
         let result = &hers.last().unwrap()["result"];
         assert_eq!(
             (&result["isError"], &result["content"][0]["text"]),
             (&json!(true), &json!("Too many calls in flight for you; try again shortly."))
         );
         // ...and nobody else's are.
-        let admins = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("admin")).await.request(&echo).await;
+        let admins = Session::open(srv.url("/mcp/tools/demo/echo"), &srv.token("admin").await).await.request(&echo).await;
         assert_eq!(admins.last().unwrap()["result"]["content"][0]["text"], "hi");
         let (status, body) = spinning.await;
         assert_eq!(status, 200, "{body}");

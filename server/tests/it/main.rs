@@ -8,6 +8,7 @@ mod accounts;
 mod admin;
 mod cli;
 mod hardening;
+mod in_process;
 mod market;
 mod mcp;
 mod mcp_rmcp_client;

@@ -28,7 +28,7 @@ fn message(body: &str) -> Value {
 }
 
 server_test!(a_tool_call_with_a_token_runs_the_published_version_and_is_recorded, |mut srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
     let replies = session.request(&call(1, "echo", json!({"text": "hi"}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"], json!([{"type": "text", "text": "hi"}]), "{replies:?}");
@@ -36,7 +36,7 @@ server_test!(a_tool_call_with_a_token_runs_the_published_version_and_is_recorded
     assert_eq!(replies.last().unwrap()["result"]["isError"], true);
 
     let url = srv.db.url.clone();
-    assert!(srv.stop().await.success());
+    assert!(srv.stops_cleanly().await);
     // A clean shutdown writes every record.
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
@@ -59,7 +59,7 @@ server_test!(missing_wrong_and_revoked_tokens_get_401_with_www_authenticate, |sr
         assert!(res.headers()["www-authenticate"].to_str().unwrap().starts_with("Bearer"));
     }
     // A token in the query string works for clients that only take a URL.
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let (status, _) = rpc(&srv, &format!("/mcp/tools/demo/echo?token={token}"), None, INIT).await;
     assert_eq!(status, 200);
 });
@@ -118,7 +118,7 @@ server_test!(a_request_refused_before_its_body_is_read_leaves_the_connection_usa
 });
 
 server_test!(unknown_listings_and_tools_and_malformed_json_get_clear_errors, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let (status, _) = rpc(&srv, "/mcp/tools/demo/missing", Some(&token), &call(1, "x", json!({}))).await;
     assert_eq!(status, 404);
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
@@ -256,7 +256,7 @@ async fn published_tool(srv: &TestServer, user: &str, name: &str, version: &str)
 }
 
 server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(res.status(), 200);
     assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
@@ -310,7 +310,7 @@ server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream,
 });
 
 server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let other = srv.replica().await;
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
     let elsewhere = Session { url: other.url("/mcp/tools/demo/echo"), token: token.clone(), id: session.id.clone() };
@@ -338,8 +338,8 @@ server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestSe
     assert_eq!(gone.post(&call(3, "echo", json!({"text": "x"}))).await.status(), 404);
 });
 
-server_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, |mut srv: TestServer| async move {
-    let token = srv.token("admin");
+process_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, |mut srv: TestServer| async move {
+    let token = srv.token("admin").await;
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
     let mut streamable = session.listen().await;
     let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
@@ -347,7 +347,7 @@ server_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, 
     assert_eq!(legacy.next().await.0, "endpoint");
 
     let asked = std::time::Instant::now();
-    assert!(srv.stop().await.success());
+    assert!(srv.stops_cleanly().await);
     assert!(asked.elapsed() < std::time::Duration::from_secs(5), "took {:?}", asked.elapsed());
     assert!(streamable.ends_within(std::time::Duration::from_secs(1)).await);
     assert!(legacy.ends_within(std::time::Duration::from_secs(1)).await);
@@ -355,7 +355,7 @@ server_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, 
 
 server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_list_changed, |srv: TestServer| async move {
     let (client, tool) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let other = srv.replica().await;
     let session = Session::open(other.url("/mcp/tools/research/greeting"), &token).await;
     let mut events = session.listen().await;
@@ -367,7 +367,7 @@ server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_l
 
 server_test!(disabling_a_listing_tells_its_open_sessions_that_the_tool_list_changed, |srv: TestServer| async move {
     let (_, tool) = published_tool(&srv, "carol", "greeting", "hi").await;
-    let session = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    let session = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol").await).await;
     let mut events = session.listen().await;
     let admin = srv.admin().await;
     let (status, _) =
@@ -378,7 +378,7 @@ server_test!(disabling_a_listing_tells_its_open_sessions_that_the_tool_list_chan
 });
 
 server_test!(console_output_and_progress_reach_the_client_while_the_tool_runs, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let session = Session::open(srv.url("/mcp/tools/demo/countdown"), &token).await;
     let mut log = session.listen().await;
     session.request(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}"#).await;
@@ -401,7 +401,7 @@ server_test!(console_output_and_progress_reach_the_client_while_the_tool_runs, |
 });
 
 server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let url = srv.url("/mcp/tools/demo/echo");
     let send = |body: String, accept: &'static str, session: Option<&str>| {
         let mut req = reqwest::Client::new()
@@ -439,7 +439,7 @@ server_test!(bad_requests_get_clear_http_and_json_rpc_errors, |srv: TestServer| 
 });
 
 server_test!(stateless_mode_answers_every_request_on_its_own, ["--mcp-sessions", "stateless"], |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&token), &call(1, "echo", json!({"text": "no session"}))).await;
     assert_eq!(status, 200);
     assert_eq!(message(&body)["result"]["content"][0]["text"], "no session");
@@ -485,7 +485,7 @@ server_test!(the_listing_page_may_call_with_the_session_cookie_but_other_sites_m
 
 server_test!(a_call_racing_a_publish_gets_one_version_or_the_other, |srv: TestServer| async move {
     let (client, tool) = published_tool(&srv, "dave", "racer", "old").await;
-    let token = srv.token("dave");
+    let token = srv.token("dave").await;
     let session = Session::open(srv.url("/mcp/tools/research/racer"), &token).await;
     let calls = async {
         let mut seen = Vec::new();
@@ -512,19 +512,19 @@ server_test!(a_pinned_endpoint_keeps_serving_its_version_after_later_publishes, 
         .await;
     assert_eq!(status, 200);
     let text = |replies: Vec<Value>| replies.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
-    let pinned = Session::open(srv.url("/mcp/tools/research/greeting@v1"), &srv.token("carol")).await;
+    let pinned = Session::open(srv.url("/mcp/tools/research/greeting@v1"), &srv.token("carol").await).await;
     assert_eq!(text(pinned.request(&call(1, "greeting", json!({}))).await), "v1 says hi");
-    let latest = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    let latest = Session::open(srv.url("/mcp/tools/research/greeting"), &srv.token("carol").await).await;
     assert_eq!(text(latest.request(&call(1, "greeting", json!({}))).await), "v2 says hello");
-    let (status, init) = rpc(&srv, "/mcp/tools/research/greeting@v1", Some(&srv.token("carol")), INIT).await;
+    let (status, init) = rpc(&srv, "/mcp/tools/research/greeting@v1", Some(&srv.token("carol").await), INIT).await;
     assert_eq!(status, 200);
     assert!(init.contains(r#""version":"v1""#), "{init}");
     // A member who may not edit it: published versions only.
     srv.joined("dave", "research", "member").await;
-    let dave = srv.token("dave");
+    let dave = srv.token("dave").await;
     assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v2", Some(&dave), INIT).await.0, 200);
     assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v3", Some(&dave), INIT).await.0, 404);
-    assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v3", Some(&srv.token("carol")), INIT).await.0, 200);
+    assert_eq!(rpc(&srv, "/mcp/tools/research/greeting@v3", Some(&srv.token("carol").await), INIT).await.0, 200);
     for wrong in ["@v9", "@v0", "@3", "@latest", "@v1x"] {
         assert_eq!(rpc(&srv, &format!("/mcp/tools/research/greeting{wrong}"), Some(&dave), INIT).await.0, 404, "{wrong}");
     }
@@ -542,12 +542,12 @@ server_test!(a_pinned_bundle_serves_the_members_of_its_version, |srv: TestServer
         let tools = listed.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
         tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
     };
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     assert_eq!(names(Session::open(srv.url("/mcp/bundles/research/kit@v1"), &token).await).await, ["greeting"]);
     assert_eq!(names(Session::open(srv.url("/mcp/bundles/research/kit"), &token).await).await, ["greeting", "farewell"]);
 });
 
-server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_names, |mut srv: TestServer| async move {
+server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_names, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
     srv.publish(&client, greeting, "v2 says hello").await;
     let members = json!([
@@ -555,7 +555,7 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
         {"tool": greeting, "pinned_version": null, "exposed_name": ""},
     ]);
     let bundle = srv.published_bundle(&client, members).await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let session = Session::open(srv.url("/mcp/bundles/research/kit"), &token).await;
     let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
     let names: Vec<&str> =
@@ -571,7 +571,7 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
     assert_eq!(rpc(&srv, "/mcp/bundles/research/greeting", Some(&token), INIT).await.0, 404);
 
     let url = srv.db.url.clone();
-    assert!(srv.stop().await.success());
+    srv.flush_usage().await;
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
     let rows: Vec<(i64, Option<i64>, Option<i64>)> =
@@ -579,13 +579,13 @@ server_test!(a_bundle_endpoint_serves_pinned_and_following_tools_under_their_nam
     assert_eq!(rows, [(greeting, Some(1), Some(bundle)), (greeting, Some(2), Some(bundle))], "calls count for the tool and the bundle");
 });
 
-server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut srv: TestServer| async move {
+server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
     let farewell = srv.create_tool(&client, "farewell", "everyone").await;
     srv.publish(&client, farewell, "bye").await;
     let members = json!([{"tool": greeting, "pinned_version": null, "exposed_name": ""}, {"tool": farewell, "pinned_version": null, "exposed_name": ""}]);
     let bundle = srv.published_bundle(&client, members).await;
-    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
+    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol").await).await;
     let mut events = session.listen().await;
     let (status, info) = srv.call(&client, "bundles/code_mode", &[("bundle", &bundle.to_string()), ("mode", "instead")]).await;
     assert_eq!(status, 200, "{info}");
@@ -622,7 +622,7 @@ server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut 
     drop(session);
 
     let url = srv.db.url.clone();
-    assert!(srv.stop().await.success());
+    srv.flush_usage().await;
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
     let rows: Vec<(i64, Option<i64>, String)> =
@@ -633,10 +633,10 @@ server_test!(a_bundle_in_code_mode_lists_run_code_which_calls_two_members, |mut 
 
 server_test!(a_change_made_during_the_handshake_is_told_once_the_client_is_initialized, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
-    let session = Session::initialize(srv.url("/mcp/tools/research/greeting"), &srv.token("carol")).await;
+    let session = Session::initialize(srv.url("/mcp/tools/research/greeting"), &srv.token("carol").await).await;
+    let mut changes = srv.listing_changes().await;
     srv.publish(&client, greeting, "v2 says hello").await;
-    // Long enough for the change feed to have broadcast the publish.
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert_eq!(&*changes.recv().await.unwrap(), "tool:research/greeting", "the change feed has told the sessions");
     let mut events = session.listen().await;
     session.initialized().await;
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
@@ -645,7 +645,7 @@ server_test!(a_change_made_during_the_handshake_is_told_once_the_client_is_initi
 server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
     srv.published_bundle(&client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let other = srv.replica().await;
     let session = Session::open(other.url("/mcp/bundles/research/kit"), &token).await;
     let mut events = session.listen().await;
@@ -658,7 +658,7 @@ server_test!(a_bundle_session_hears_when_a_followed_member_publishes, |srv: Test
 server_test!(a_bundle_speaks_the_legacy_sse_transport_too, |srv: TestServer| async move {
     let (client, greeting) = published_tool(&srv, "carol", "greeting", "hi").await;
     srv.published_bundle(&client, json!([{"tool": greeting, "pinned_version": null, "exposed_name": "hello"}])).await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let res = reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/sse")).bearer_auth(&token).send().await.unwrap();
     let mut events = Events { res, buf: String::new() };
     let (_, endpoint) = events.next().await;
@@ -688,7 +688,7 @@ server_test!(a_member_hidden_by_an_admin_leaves_the_bundle_and_its_sessions_hear
         ]),
     )
     .await;
-    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol")).await;
+    let session = Session::open(srv.url("/mcp/bundles/research/kit"), &srv.token("carol").await).await;
     let mut events = session.listen().await;
     let admin = srv.admin().await;
     let (status, _) = srv.call(&admin, "moderation/act", &[("tool", &farewell.to_string()), ("action", "hide"), ("note", "Spam.")]).await;
@@ -732,7 +732,7 @@ async fn get_api(srv: &TestServer, path: &str, token: Option<&str>) -> (u16, Str
 server_test!(a_tools_typescript_api_is_served_at_api_d_ts_behind_the_token_check, |srv: TestServer| async move {
     assert_eq!(get_api(&srv, "/mcp/tools/demo/echo/api.d.ts", None).await.0, 401);
     assert_eq!(get_api(&srv, "/mcp/tools/demo/echo/api.d.ts", Some("tsk_wrong")).await.0, 401);
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     assert_eq!(get_api(&srv, "/mcp/tools/demo/nope/api.d.ts", Some(&token)).await.0, 404);
     assert_eq!(get_api(&srv, "/mcp/bundles/demo/echo/api.d.ts", Some(&token)).await.0, 404, "a tool is not a bundle");
 
@@ -755,9 +755,9 @@ server_test!(a_private_tool_or_one_outside_the_token_scope_has_no_api_d_ts, |srv
     let private = srv.create_tool(&client, "mine_only", "private").await;
     srv.publish(&client, private, "mine").await;
     srv.member("erin", "sales").await;
-    let token = srv.token("erin");
+    let token = srv.token("erin").await;
     assert_eq!(get_api(&srv, "/mcp/tools/research/mine_only/api.d.ts", Some(&token)).await.0, 404);
-    let own = srv.token("dave");
+    let own = srv.token("dave").await;
     assert_eq!(get_api(&srv, "/mcp/tools/research/mine_only/api.d.ts", Some(&own)).await.0, 200);
     let (status, scoped) =
         srv.call(&client, "tokens/create", &[("name", "one tool"), ("expires_in_days", ""), ("scope", "research/secret")]).await;
@@ -768,7 +768,7 @@ server_test!(a_private_tool_or_one_outside_the_token_scope_has_no_api_d_ts, |srv
 });
 
 server_test!(a_bundles_typescript_api_declares_every_member_it_serves, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let (status, _, body) = get_api(&srv, "/mcp/bundles/demo/text_kit/api.d.ts", Some(&token)).await;
     assert_eq!(status, 200);
     for line in [
@@ -830,7 +830,7 @@ async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_res
     }
     let srv = TestServer::start_with(toolshed_domain::store::Backend::Postgres, &[]).await;
     crate::common::within_time_limit(async move {
-        let (known, fresh) = (srv.token("admin"), srv.token("admin"));
+        let (known, fresh) = (srv.token("admin").await, srv.token("admin").await);
         assert_eq!(rpc(&srv, "/mcp/tools/demo/echo", Some(&known), INIT).await.0, 200);
 
         postgres_outage(&srv, true).await;
@@ -841,6 +841,8 @@ async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_res
         assert!(error["error"]["message"].as_str().unwrap().contains("database"), "{error}");
 
         postgres_outage(&srv, false).await;
+        // The pool finds the database back only by connecting again, on a
+        // request: nothing tells of it but an answer, so ask until one comes.
         let back = std::time::Instant::now();
         loop {
             let (status, body) = rpc(&srv, "/mcp/tools/demo/echo", Some(&fresh), INIT).await;
@@ -854,16 +856,17 @@ async fn a_database_outage_gets_a_json_rpc_error_and_calls_recover_without_a_res
     .await;
 }
 
-server_test!(
+process_test!(
     a_shutdown_under_load_answers_or_refuses_every_call_but_never_resets_one,
     ["--mcp-sessions", "stateless"],
     |mut srv: TestServer| async move {
-        let token = srv.token("admin");
+        let token = srv.token("admin").await;
         let url = srv.url("/mcp/tools/demo/echo");
         // Stateless JSON-RPC calls on kept-alive connections, eight at a time, until the server is gone.
+        let (answers, mut answered_so_far) = tokio::sync::mpsc::unbounded_channel();
         let workers: Vec<_> = (0..8)
             .map(|_| {
-                let (url, token) = (url.clone(), token.clone());
+                let (url, token, answers) = (url.clone(), token.clone(), answers.clone());
                 tokio::spawn(async move {
                     let client = reqwest::Client::new();
                     let (mut answered, mut refused, mut broken) = (0, 0, Vec::new());
@@ -878,7 +881,10 @@ server_test!(
                             .await;
                         match res {
                             Ok(r) => match r.text().await {
-                                Ok(_) => answered += 1,
+                                Ok(_) => {
+                                    answered += 1;
+                                    let _ = answers.send(());
+                                }
                                 Err(e) => broken.push(format!("call {i}: body: {e:?}")),
                             },
                             Err(e) if e.is_connect() => {
@@ -894,8 +900,11 @@ server_test!(
                 })
             })
             .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-        assert!(srv.stop().await.success());
+        // Stopped under load: a hundred calls answered, and the workers calling on.
+        for _ in 0..100 {
+            answered_so_far.recv().await.expect("the load runs");
+        }
+        assert!(srv.stops_cleanly().await);
         let mut total = 0;
         for w in workers {
             let (answered, _, broken) = w.await.unwrap();
@@ -908,7 +917,7 @@ server_test!(
 
 server_test!(a_session_answers_only_the_user_who_opened_it, |srv: TestServer| async move {
     srv.member("mallory", "research").await;
-    let (admin, mallory) = (srv.token("admin"), srv.token("mallory"));
+    let (admin, mallory) = (srv.token("admin").await, srv.token("mallory").await);
     const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     let url = srv.url("/mcp/tools/demo/echo");
     let session = Session::open(url.clone(), &admin).await;
@@ -947,8 +956,8 @@ server_test!(a_session_answers_only_the_user_who_opened_it, |srv: TestServer| as
     assert_eq!(events.message().await["result"]["serverInfo"]["name"], "demo/echo");
 });
 
-server_test!(sessions_clients_never_end_stay_in_the_database_not_in_memory, |srv: TestServer| async move {
-    let token = srv.token("admin");
+process_test!(sessions_clients_never_end_stay_in_the_database_not_in_memory, |srv: TestServer| async move {
+    let token = srv.token("admin").await;
     let url = srv.url("/mcp/tools/demo/echo");
     let open = |n: usize| {
         let (url, token) = (url.clone(), token.clone());
@@ -957,7 +966,8 @@ server_test!(sessions_clients_never_end_stay_in_the_database_not_in_memory, |srv
             for _ in 0..n / 25 {
                 sessions.extend(futures::future::join_all((0..25).map(|_| Session::open(url.clone(), &token))).await);
             }
-            // The keeper looks twice a second.
+            // The keeper looks twice a second, inside the server process: there
+            // is nothing to wait on from here, so give it two looks.
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             sessions
         }

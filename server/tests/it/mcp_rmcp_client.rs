@@ -17,7 +17,7 @@ fn arguments(value: serde_json::Value) -> serde_json::Map<String, serde_json::Va
 }
 
 server_test!(the_rust_sdk_client_lists_and_calls_a_published_tool, |srv: TestServer| async move {
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let client = ().serve(transport(&srv, "/mcp/tools/demo/word_stats", &token)).await.expect("initialize");
     let server = client.peer_info().expect("server info");
     let implementation = server.server_info.clone().expect("the server names itself");
@@ -47,7 +47,7 @@ server_test!(the_rust_sdk_client_lists_and_calls_a_published_tool, |srv: TestSer
 server_test!(the_rust_sdk_client_is_refused_without_a_valid_token, |srv: TestServer| async move {
     let refused = ().serve(transport(&srv, "/mcp/tools/demo/echo", "tsk_not-a-token")).await;
     assert!(refused.is_err());
-    let token = srv.token("admin");
+    let token = srv.token("admin").await;
     let missing = ().serve(transport(&srv, "/mcp/tools/demo/no_such_tool", &token)).await;
     assert!(missing.is_err());
 });

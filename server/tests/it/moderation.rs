@@ -56,7 +56,7 @@ server_test!(a_reported_listing_hidden_by_an_admin_leaves_browse_search_and_its_
     let (alice, tool) = published(&srv).await;
     let bob = srv.member("bob", "sales").await;
     let admin = srv.admin().await;
-    let (bob_token, alice_token, admin_token) = (srv.token("bob"), srv.token("alice"), srv.token("admin"));
+    let (bob_token, alice_token, admin_token) = (srv.token("bob").await, srv.token("alice").await, srv.token("admin").await);
 
     let id = tool.to_string();
     let (status, body) = srv.call(&bob, "moderation/report", &[("tool", &id), ("reason", "  ")]).await;
@@ -129,7 +129,7 @@ server_test!(a_disabled_listing_stays_visible_but_its_endpoint_and_run_panel_ref
     let (alice, tool) = published(&srv).await;
     let bob = srv.member("bob", "sales").await;
     let admin = srv.admin().await;
-    let (bob_token, alice_token) = (srv.token("bob"), srv.token("alice"));
+    let (bob_token, alice_token) = (srv.token("bob").await, srv.token("alice").await);
     let (status, _) = moderate(&srv, &admin, tool, "disable", "Calls a retired API.").await;
     assert_eq!(status, 200);
 
@@ -167,7 +167,7 @@ server_test!(a_deleted_listing_is_seen_by_admins_only_keeps_its_name_and_can_be_
     assert_eq!(detail(&srv, &alice).await.0, 404, "its owner no longer sees it");
     let (_, mine) = srv.call(&alice, "tools/mine", &[]).await;
     assert_eq!(mine, json!([]));
-    assert_eq!(endpoint(&srv, "finance/fx_rate", &srv.token("alice")).await.0, 404);
+    assert_eq!(endpoint(&srv, "finance/fx_rate", &srv.token("alice").await).await.0, 404);
     srv.post_form(
         &alice,
         "/api/tools/create",

@@ -62,7 +62,7 @@ server_test!(a_read_only_tool_is_labelled_held_to_reading_and_found_by_the_filte
     tool(&srv, &alice, "trader", &allow, false, &code).await;
 
     // Enforced: the read went out, the write did not.
-    let token = srv.token("alice");
+    let token = srv.token("alice").await;
     let session = Session::open(srv.url("/mcp/tools/finance/lookup"), &token).await;
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "lookup", "arguments": {}}});
     let reply = session.request(&call.to_string()).await.pop().unwrap();

@@ -47,7 +47,8 @@ fn chunk(delta: Value) -> String {
     format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}))
 }
 
-/// An SSE answer sent in pieces, a little apart, as a real model streams.
+/// An SSE answer sent in pieces, a little apart, as a real model streams (the
+/// pause is the fixture's pace, not a wait for anything).
 fn streamed(chunks: Vec<String>) -> Response {
     let body = futures::stream::iter(chunks).then(|c| async move {
         tokio::time::sleep(Duration::from_millis(15)).await;
@@ -156,7 +157,7 @@ fn types(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
-server_test!(a_turn_streams_text_runs_the_bundles_tool_calls_and_feeds_the_results_back, |mut srv: TestServer| async move {
+server_test!(a_turn_streams_text_runs_the_bundles_tool_calls_and_feeds_the_results_back, |srv: TestServer| async move {
     let llm = Scripted::start().await;
     let admin = srv.admin().await;
     let endpoint = add_endpoint(&srv, &admin, "Scripted", &llm.url("script"), "sk-test-123", "").await;
@@ -225,7 +226,7 @@ server_test!(a_turn_streams_text_runs_the_bundles_tool_calls_and_feeds_the_resul
 
     // Both turns' calls are in usage, through the bundle, as playground calls.
     let url = srv.db.url.clone();
-    assert!(srv.stop().await.success());
+    srv.flush_usage().await;
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
     let rows: Vec<(String, String, Option<i64>)> =

@@ -37,7 +37,7 @@ server_test!(pushing_needs_a_token_with_the_publish_scope_for_that_listing, |srv
     let (status, body) = push(&srv, Some("tsk_wrong"), &file).await;
     assert_eq!((status, &body["error"]["code"]), (401, &json!("unauthorized")), "{body}");
 
-    let plain = srv.token("carol");
+    let plain = srv.token("carol").await;
     let (status, body) = push(&srv, Some(&plain), &file).await;
     assert_eq!(status, 403);
     assert_eq!(body["error"]["code"], "missing_scope");
@@ -59,7 +59,7 @@ server_test!(pushing_needs_a_token_with_the_publish_scope_for_that_listing, |srv
 
 server_test!(a_file_that_is_not_a_valid_tool_gets_400_invalid_file, |srv: TestServer| async move {
     srv.member("carol", "research").await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     for (file, says) in [
         ("not json".to_owned(), "not valid"),
         (json!({"name": "x", "code": "return 1;", "colour": "blue"}).to_string(), "unknown field `colour`"),
@@ -77,7 +77,7 @@ server_test!(a_file_that_is_not_a_valid_tool_gets_400_invalid_file, |srv: TestSe
 
 server_test!(a_push_refused_for_a_failing_test_case_changes_nothing, |srv: TestServer| async move {
     let client = srv.member("carol", "research").await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     let (status, body) = push(&srv, Some(&token), &shout("return $text;", "HELLO")).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "tests_failed");
@@ -89,7 +89,7 @@ server_test!(a_push_refused_for_a_failing_test_case_changes_nothing, |srv: TestS
         result,
         json!({"name": "hello", "passed": false, "actual": "hello", "expected": "HELLO", "reason": "the result is not the one expected"})
     );
-    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 404, "nothing is served");
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol").await).await, 404, "nothing is served");
 
     // Published for the department, then a red push that would retitle it and open it to everyone.
     let mut department: Value = serde_json::from_str(&shout("return $text.toUpperCase();", "HELLO")).unwrap();
@@ -110,7 +110,7 @@ server_test!(a_push_refused_for_a_failing_test_case_changes_nothing, |srv: TestS
 
 server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file_saves_nothing, |srv: TestServer| async move {
     let client = srv.member("carol", "research").await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     let (status, body) = push(&srv, Some(&token), &shout("return $text.toUpperCase();", "HELLO")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
@@ -118,7 +118,7 @@ server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file
         (&json!("research/shout"), &json!(true), &json!(1), &json!(true), &json!("published"))
     );
     assert_eq!(body["test_results"][0]["passed"], true);
-    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol")).await, 200);
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/shout", &srv.token("carol").await).await, 200);
     let detail = client
         .post(srv.url("/api/tools/detail"))
         .header("Accept", "application/json")
@@ -142,7 +142,7 @@ server_test!(a_passing_file_creates_and_publishes_the_tool_and_an_unchanged_file
 
 server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test_fails, |srv: TestServer| async move {
     srv.member("carol", "research").await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     let dir = crate::common::TempDir::new();
     let file = json!({
         "name": "greet", "description": "Greets someone.",
@@ -179,7 +179,7 @@ server_test!(toolshed_push_sends_a_file_with_its_code_file_and_fails_when_a_test
 server_test!(toolshed_push_says_when_the_new_description_waits_for_review, |srv: TestServer| async move {
     srv.member("carol", "research").await;
     let admin = srv.admin().await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     let dir = crate::common::TempDir::new();
     let path = dir.path().join("shout.json");
     let run = |description: &str| {
@@ -209,7 +209,7 @@ server_test!(toolshed_push_says_when_the_new_description_waits_for_review, |srv:
 
 server_test!(a_push_that_may_break_callers_is_refused_until_allowed, |srv: TestServer| async move {
     let carol = srv.member("carol", "research").await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     let dir = crate::common::TempDir::new();
     let path = dir.path().join("count.json");
     let run = |kind: &str, extra: &[&str]| {
@@ -250,7 +250,7 @@ server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |sr
     srv.member("carol", "research").await;
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slugify.json");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
-        .args(["push", example.to_str().unwrap(), "--url", &srv.base, "--token", &srv.publish_token("carol")])
+        .args(["push", example.to_str().unwrap(), "--url", &srv.base, "--token", &srv.publish_token("carol").await])
         .output()
         .expect("run toolshed push");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -262,7 +262,7 @@ server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |sr
 server_test!(where_a_department_requires_tests_a_push_publishes_only_with_passing_checks, |srv: TestServer| async move {
     let carol = srv.member("carol", "research").await;
     let admin = srv.admin().await;
-    let token = srv.publish_token("carol");
+    let token = srv.publish_token("carol").await;
     // Only an admin or the department's maintainer decides.
     let (status, _) = srv.call(&carol, "departments/tests", &[("name", "research"), ("tests", "required")]).await;
     assert_eq!(status, 403);
@@ -280,7 +280,7 @@ server_test!(where_a_department_requires_tests_a_push_publishes_only_with_passin
     };
     let (status, body) = push(&srv, Some(&token), &file(json!([]))).await;
     assert_eq!((status, &body["error"]["code"], &body["outcome"]), (422, &json!("tests_missing"), &json!("tests_missing")), "{body}");
-    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol")).await, 404, "nothing is served");
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol").await).await, 404, "nothing is served");
 
     let failing = json!([{"name": "two words", "args": {"text": "a b"}, "json_path": "$.words", "equals": 3}]);
     let (status, body) = push(&srv, Some(&token), &file(failing)).await;
@@ -294,7 +294,7 @@ server_test!(where_a_department_requires_tests_a_push_publishes_only_with_passin
     ]);
     let (status, body) = push(&srv, Some(&token), &file(passing)).await;
     assert_eq!((status, &body["outcome"]), (200, &json!("published")), "{body}");
-    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol")).await, 200);
+    assert_eq!(srv.mcp_initialize_status("/mcp/tools/research/count", &srv.token("carol").await).await, 200);
 
     let ambiguous = json!([{"name": "both", "args": {}, "contains": "a", "schema": {"type": "object"}}]);
     let (status, body) = push(&srv, Some(&token), &file(ambiguous)).await;

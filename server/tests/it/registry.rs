@@ -34,7 +34,7 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
     srv.publish(&carol, shared, "v2").await;
     srv.member("erin", "sales").await;
 
-    let (status, list) = get(&srv, "/v0.1/servers", Some(&srv.token("erin"))).await;
+    let (status, list) = get(&srv, "/v0.1/servers", Some(&srv.token("erin").await)).await;
     assert_eq!(status, 200, "{list}");
     let listed = names(&list);
     assert!(listed.contains(&"127.0.0.1.tools/research.shared".to_owned()), "{listed:?}");
@@ -48,24 +48,24 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
     assert_eq!(shared_entry["_meta"]["io.modelcontextprotocol.registry/official"]["isLatest"], true);
     assert_eq!(list["metadata"]["count"], listed.len());
     // Its owner sees the private one.
-    assert!(names(&get(&srv, "/v0.1/servers", Some(&srv.token("carol"))).await.1).iter().any(|n| n.ends_with("research.secret")));
+    assert!(names(&get(&srv, "/v0.1/servers", Some(&srv.token("carol").await)).await.1).iter().any(|n| n.ends_with("research.secret")));
 
     // Versions: newest first, older ones pinned.
     let name = "127.0.0.1.tools%2Fresearch.shared";
-    let (status, versions) = get(&srv, &format!("/v0.1/servers/{name}/versions"), Some(&srv.token("erin"))).await;
+    let (status, versions) = get(&srv, &format!("/v0.1/servers/{name}/versions"), Some(&srv.token("erin").await)).await;
     assert_eq!(status, 200, "{versions}");
     let versions = versions["servers"].as_array().unwrap().clone();
     assert_eq!(versions.iter().map(|v| v["server"]["version"].as_str().unwrap()).collect::<Vec<_>>(), ["2.0.0", "1.0.0"]);
     assert_eq!(versions[1]["server"]["remotes"][0]["url"], srv.url("/mcp/tools/research/shared@v1"));
     assert_eq!(versions[1]["_meta"]["io.modelcontextprotocol.registry/official"]["isLatest"], false);
-    let (status, latest) = get(&srv, &format!("/v0.1/servers/{name}/versions/latest"), Some(&srv.token("erin"))).await;
+    let (status, latest) = get(&srv, &format!("/v0.1/servers/{name}/versions/latest"), Some(&srv.token("erin").await)).await;
     assert_eq!((status, latest["server"]["version"].as_str()), (200, Some("2.0.0")));
-    let (status, one) = get(&srv, &format!("/v0.1/servers/{name}/versions/1.0.0"), Some(&srv.token("erin"))).await;
+    let (status, one) = get(&srv, &format!("/v0.1/servers/{name}/versions/1.0.0"), Some(&srv.token("erin").await)).await;
     assert_eq!((status, one["server"]["version"].as_str()), (200, Some("1.0.0")));
-    assert_eq!(get(&srv, &format!("/v0.1/servers/{name}/versions/7.0.0"), Some(&srv.token("erin"))).await.0, 404);
+    assert_eq!(get(&srv, &format!("/v0.1/servers/{name}/versions/7.0.0"), Some(&srv.token("erin").await)).await.0, 404);
     let hidden = "127.0.0.1.tools%2Fresearch.secret";
-    assert_eq!(get(&srv, &format!("/v0.1/servers/{hidden}/versions/latest"), Some(&srv.token("erin"))).await.0, 404);
-    assert_eq!(get(&srv, "/v0.1/servers/nonsense/versions/latest", Some(&srv.token("erin"))).await.0, 404);
+    assert_eq!(get(&srv, &format!("/v0.1/servers/{hidden}/versions/latest"), Some(&srv.token("erin").await)).await.0, 404);
+    assert_eq!(get(&srv, "/v0.1/servers/nonsense/versions/latest", Some(&srv.token("erin").await)).await.0, 404);
 
     // A token limited to one listing sees that one only.
     let (status, scoped) =
@@ -74,7 +74,7 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
     assert_eq!(names(&get(&srv, "/v0.1/servers", scoped.as_str()).await.1), ["127.0.0.1.tools/research.shared"]);
 
     // Clients that take a base URL only (VS Code) put the token in the path.
-    let erin = srv.token("erin");
+    let erin = srv.token("erin").await;
     let (status, by_path) = get(&srv, &format!("/registry/{erin}/v0.1/servers"), None).await;
     assert_eq!(status, 200);
     assert_eq!(names(&by_path), listed);
@@ -91,7 +91,7 @@ server_test!(the_registry_pages_by_name_and_searches_names_and_titles, |srv: Tes
         let id = srv.create_tool_titled(&carol, name, &format!("The {name} tool"), "everyone").await;
         srv.publish(&carol, id, name).await;
     }
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let (_, all) = get(&srv, "/v0.1/servers?limit=100", Some(&token)).await;
     let all = names(&all);
     let mut seen = Vec::new();
@@ -165,7 +165,7 @@ server_test!(the_registry_lists_the_servers_at_an_exact_version_and_pages_throug
     let bravo = srv.create_tool(&carol, "bravo", "everyone").await;
     srv.publish(&carol, bravo, "one").await;
     srv.create_tool(&carol, "charlie", "everyone").await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
 
     // Version 1 of every listing that served it: Alpha's is no longer its latest, and pinned.
     let (status, ones) = get(&srv, "/v0.1/servers?version=1.0.0&limit=100", Some(&token)).await;
@@ -208,7 +208,7 @@ server_test!(the_registry_lists_the_servers_updated_since_a_time_and_refuses_a_m
     let bravo = srv.create_tool(&carol, "bravo", "everyone").await;
     srv.publish(&carol, bravo, "one").await;
     srv.publish(&carol, bravo, "two").await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let (_, all) = get(&srv, "/v0.1/servers?limit=100", Some(&token)).await;
     let all = all["servers"].as_array().unwrap().clone();
     let alpha_at = updated_ms(all.iter().find(|s| s["server"]["name"] == "127.0.0.1.tools/research.alpha").unwrap());

@@ -106,10 +106,10 @@ async fn post_legacy(url: &str, token: &str, body: &str) {
     assert_eq!(res.status(), 202);
 }
 
-server_test!(calls_in_flight_at_sigterm_deliver_their_results_while_idle_streams_close_at_once, |mut srv: TestServer| async move {
+process_test!(calls_in_flight_at_sigterm_deliver_their_results_while_idle_streams_close_at_once, |mut srv: TestServer| async move {
     let mut gate = Gate::start().await;
     held_tool(&srv, &gate).await;
-    let token = srv.token("carol");
+    let token = srv.token("carol").await;
     let session = Session::open(srv.url("/mcp/tools/research/held"), &token).await;
     let mut idle = session.listen().await;
     let (mut idle_legacy, _) = legacy_session(&srv, &token).await;
@@ -146,13 +146,13 @@ server_test!(calls_in_flight_at_sigterm_deliver_their_results_while_idle_streams
     assert!(asked.elapsed() < Duration::from_secs(10), "took {:?}", asked.elapsed());
 });
 
-server_test!(
+process_test!(
     stateless_calls_in_flight_at_sigterm_deliver_their_results,
     ["--mcp-sessions", "stateless"],
     |mut srv: TestServer| async move {
         let mut gate = Gate::start().await;
         held_tool(&srv, &gate).await;
-        let token = srv.token("carol");
+        let token = srv.token("carol").await;
         let url = srv.url("/mcp/tools/research/held");
         let calls: Vec<_> = (1..=2)
             .map(|n| {
@@ -177,10 +177,10 @@ server_test!(
     }
 );
 
-server_test!(the_grace_period_bounds_how_long_a_shutdown_waits_for_calls, ["--shutdown-grace", "1"], |mut srv: TestServer| async move {
+process_test!(the_grace_period_bounds_how_long_a_shutdown_waits_for_calls, ["--shutdown-grace", "1"], |mut srv: TestServer| async move {
     let mut gate = Gate::start().await;
     held_tool(&srv, &gate).await;
-    let session = Session::open(srv.url("/mcp/tools/research/held"), &srv.token("carol")).await;
+    let session = Session::open(srv.url("/mcp/tools/research/held"), &srv.token("carol").await).await;
     let stuck = tokio::spawn(async move { session.post(&call(1, "held", json!({"n": 1}))).await.text().await });
     gate.held(1).await;
     let asked = std::time::Instant::now();

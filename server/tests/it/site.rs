@@ -10,7 +10,7 @@ const FOR_GOOD: &str = "public, max-age=31536000, immutable";
 
 #[tokio::test]
 async fn pages_name_the_content_named_files_and_browsers_keep_those_for_good() {
-    let srv = TestServer::start_with(Backend::Sqlite, &["--site-root", SITE]).await;
+    let srv = TestServer::process(Backend::Sqlite, &["--site-root", SITE]).await;
     let page = reqwest::get(srv.url("/")).await.unwrap().text().await.unwrap();
     for file in ["/pkg/toolshed.0123456789abcdef.js", "/pkg/toolshed.0123456789abcdef.wasm", "/pkg/toolshed.fedcba9876543210.css"] {
         assert!(page.contains(&format!("\"{file}\"")), "the page names {file}: {page}");
@@ -36,7 +36,7 @@ async fn a_server_started_beside_its_built_site_serves_pages() {
     let clone = TempDir::new();
     std::fs::create_dir(clone.path().join("target")).unwrap();
     std::os::unix::fs::symlink(SITE, clone.path().join("target/site")).unwrap();
-    let srv = TestServer::start_in(clone.path(), Backend::Sqlite).await;
+    let srv = TestServer::process_in(clone.path(), Backend::Sqlite, &[]).await;
     let res = reqwest::get(srv.url("/")).await.unwrap();
     assert_eq!(res.status(), 200);
     assert!(res.text().await.unwrap().contains("/pkg/toolshed.0123456789abcdef.wasm"));

@@ -151,7 +151,7 @@ server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_
     let (status, unknown) = save(json!([{"server": "ext", "tool": "nope"}])).await;
     assert_eq!(status, 422);
     assert!(unknown.to_string().contains("is not a tool of an external server of research"), "{unknown}");
-    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let client = connect(&srv, &srv.token("alice").await, ()).await;
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -176,22 +176,20 @@ server_test!(an_external_servers_tools_are_imported_and_called_through_a_bundle_
     client.cancel().await.unwrap();
 
     // The generated TypeScript API includes the external tools like any other.
-    let api =
-        reqwest::Client::new().get(srv.url("/mcp/bundles/research/kit/api.d.ts")).bearer_auth(srv.token("alice")).send().await.unwrap();
+    let api = reqwest::Client::new()
+        .get(srv.url("/mcp/bundles/research/kit/api.d.ts"))
+        .bearer_auth(srv.token("alice").await)
+        .send()
+        .await
+        .unwrap();
     assert!(api.text().await.unwrap().contains("ext__echo"));
 
-    let mut rows: Vec<(i64, Option<i64>, Option<String>, String)> = Vec::new();
-    for _ in 0..40 {
-        let pool = pool(&srv).await;
-        rows = sqlx::query_as("SELECT tool_id, bundle_id, upstream_tool, outcome FROM usage_records ORDER BY id")
-            .fetch_all(&pool)
+    srv.flush_usage().await;
+    let rows: Vec<(i64, Option<i64>, Option<String>, String)> =
+        sqlx::query_as("SELECT tool_id, bundle_id, upstream_tool, outcome FROM usage_records ORDER BY id")
+            .fetch_all(&pool(&srv).await)
             .await
             .unwrap();
-        if rows.len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     let expected = |tool: &str, outcome: &str| (id, Some(id), Some(tool.to_owned()), outcome.to_owned());
     assert_eq!(rows, [expected("echo", "ok"), expected("echo", "invalid_arguments"), expected("fail", "tool_error")]);
 });
@@ -299,7 +297,7 @@ server_test!(a_server_going_away_mid_call_or_too_slow_gives_a_clear_error_result
     let mut upstream = Upstream::start().await;
     let (alice, admin) = world(&srv, &upstream).await;
     bundle(&srv, &alice, &["sleep", "crash", "echo"]).await;
-    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let client = connect(&srv, &srv.token("alice").await, ()).await;
 
     // A slow answer is cut at the server's time limit.
     let (_, page) = srv.call(&admin, "servers", &[]).await;
@@ -345,7 +343,7 @@ server_test!(a_refresh_that_changes_a_servers_tools_tells_the_bundles_sessions, 
     let (alice, admin) = world(&srv, &upstream).await;
     let id = bundle(&srv, &alice, &["echo"]).await;
     let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
-    let client = connect(&srv, &srv.token("alice"), Listener(tx)).await;
+    let client = connect(&srv, &srv.token("alice").await, Listener(tx)).await;
     client.list_all_tools().await.unwrap();
 
     let (_, page) = srv.call(&admin, "servers", &[]).await;
@@ -385,7 +383,7 @@ server_test!(noisy_servers_and_the_legacy_sse_transport_are_understood, |srv: Te
     assert_eq!(status, 200, "{version}");
     srv.call(&alice, "tools/publish", &[("tool", &id.to_string()), ("version", &version.to_string())]).await;
 
-    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let client = connect(&srv, &srv.token("alice").await, ()).await;
     let noisy = call(&client, "noisy__echo", json!({"text": "hi"})).await;
     assert_eq!((noisy.is_error.unwrap_or(false), text(&noisy).as_str()), (false, "junk says hi"));
     let legacy = call(&client, "legacy__echo", json!({"text": "over sse"})).await;
@@ -399,7 +397,7 @@ server_test!(run_code_calls_an_external_servers_tools_like_the_bundles_own, |srv
     let id = bundle(&srv, &alice, &["echo", "fail"]).await;
     let (status, info) = srv.call(&alice, "bundles/code_mode", &[("bundle", &id.to_string()), ("mode", "instead")]).await;
     assert_eq!(status, 200, "{info}");
-    let client = connect(&srv, &srv.token("alice"), ()).await;
+    let client = connect(&srv, &srv.token("alice").await, ()).await;
     let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.into_owned()).collect();
     assert_eq!(names, ["run_code"]);
 
@@ -430,14 +428,8 @@ server_test!(the_playground_calls_a_bundles_external_tools_like_its_own, |srv: T
     let offered: Vec<String> = llm.requests()[0].0["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].to_string()).collect();
     assert_eq!(offered, ["\"kit__ext__echo\""]);
 
-    let pool = pool(&srv).await;
-    let mut rows: Vec<(String, Option<String>, String)> = Vec::new();
-    for _ in 0..40 {
-        rows = sqlx::query_as("SELECT transport, upstream_tool, outcome FROM usage_records").fetch_all(&pool).await.unwrap();
-        if !rows.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    srv.flush_usage().await;
+    let rows: Vec<(String, Option<String>, String)> =
+        sqlx::query_as("SELECT transport, upstream_tool, outcome FROM usage_records").fetch_all(&pool(&srv).await).await.unwrap();
     assert_eq!(rows, [("playground".to_owned(), Some("echo".to_owned()), "ok".to_owned())], "recorded like a direct call");
 });

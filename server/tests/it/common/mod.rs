@@ -1,12 +1,28 @@
-//! A real `toolshed` process on a random loopback port, with a fresh database,
-//! spoken to over HTTP: the world every integration test starts from.
+//! The world every integration test starts from: a Toolshed server on a random
+//! loopback port, with a fresh database, spoken to over real HTTP. By default
+//! it runs in the test's own process (the binary's router, listener and
+//! shutdown, from `toolshed::web`), so the test can reach into it: flush the
+//! usage writer, hear the change feed. Where a process is the point (signals,
+//! memory limits, a site found from the working directory) `process_test!`
+//! starts a real `toolshed serve` instead.
+//!
+//! A server in this process runs on a tokio runtime of its own, not on the
+//! test's: it has its threads as a process has, whatever the test does with
+//! its own, and it ends with its `TestServer` along with everything it
+//! started (the domain's change feed and usage writer live as long as the
+//! runtime they were started on). The test only speaks HTTP to it, and its
+//! hooks into the server's domain run there too.
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use clap::{CommandFactory, FromArgMatches};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use toolshed::config::Config;
+use toolshed::web::ServeArgs;
 use toolshed_domain::store::Backend;
+use toolshed_domain::Toolshed;
 #[path = "../../../domain/tests/it/support/mod.rs"]
 mod support;
 pub use support::{postgres_available, TempDir, TestDb, POSTGRES_URL_VAR};
@@ -16,7 +32,17 @@ pub struct TestServer {
     pub admin_password: String,
     pub db: TestDb,
     pub data_dir: TempDir,
-    child: Child,
+    /// The server's own domain in process; beside a process, one on the same
+    /// database, as `toolshed admin` opens.
+    toolshed: Toolshed,
+    running: Running,
+    /// Where the server in process and the domain run; shut down on drop.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+enum Running {
+    InProcess { stop: Option<tokio::sync::oneshot::Sender<()>>, served: tokio::task::JoinHandle<anyhow::Result<()>> },
+    Process(Child),
 }
 
 /// A second `toolshed` process on the same database and data dir: what a load
@@ -30,6 +56,29 @@ impl Replica {
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
+}
+
+/// `toolshed serve`'s flags, read with the binary's own definitions: the
+/// test's database and data dir, any free loopback port, and `extra`. The
+/// environment is not read: tests run side by side in one process.
+fn serve_flags(db: &TestDb, data_dir: &TempDir, extra: &[&str]) -> (Config, ServeArgs) {
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        config: Config,
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+    let data_dir = data_dir.path().to_str().unwrap();
+    // The fixtures (external MCP servers, chat endpoints) listen on loopback,
+    // under this name: any other internal address stays refused.
+    let flags = ["serve", "--addr", "127.0.0.1:0", "--data-dir", data_dir, "--database-url", &db.url, "--internal-hosts", "127.0.0.1"];
+    let matches = Serve::command()
+        .mut_args(|arg| arg.env(None::<&str>))
+        .try_get_matches_from(flags.iter().chain(extra))
+        .unwrap_or_else(|e| panic!("serve flags {extra:?}: {e}"));
+    let Serve { config, args } = Serve::from_arg_matches(&matches).unwrap();
+    (config, args)
 }
 
 /// Starts `toolshed serve` on a random port; returns it with its base URL and
@@ -47,8 +96,6 @@ async fn spawn_in(cwd: &std::path::Path, db_url: &str, data_dir: &std::path::Pat
         .env("TOOLSHED_ADDR", "127.0.0.1:0")
         .env("TOOLSHED_DATA_DIR", data_dir)
         .env("DATABASE_URL", db_url)
-        // The fixtures (external MCP servers, chat endpoints) listen on loopback,
-        // under this name: any other internal address stays refused.
         .env("TOOLSHED_INTERNAL_HOSTS", "127.0.0.1")
         .env_remove("TOOLSHED_BASE_URL")
         .env_remove("TOOLSHED_MCP_SESSIONS")
@@ -81,21 +128,70 @@ async fn spawn_in(cwd: &std::path::Path, db_url: &str, data_dir: &std::path::Pat
     (child, base, admin_password)
 }
 
+/// The in-process servers' warnings, shown with a failing test's output
+/// (a process server's go to stderr, `RUST_LOG=warn`).
+fn log_warnings() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing_subscriber::fmt().with_env_filter("warn").with_test_writer().try_init();
+    });
+}
+
+/// A runtime for one server in this process, whatever runtime its test has:
+/// two worker threads (the binary has one a core; the tests' machines have two).
+fn server_runtime() -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("toolshed-server").enable_all().build();
+    runtime.expect("start a runtime for the server")
+}
+
+/// Runs `work` on `runtime` and waits for it there; a panic in it is the caller's.
+async fn run_on<T: Send + 'static>(runtime: &tokio::runtime::Runtime, work: impl std::future::Future<Output = T> + Send + 'static) -> T {
+    match runtime.spawn(work).await {
+        Ok(done) => done,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the server's work did not finish: {e}"),
+        },
+    }
+}
+
 impl TestServer {
-    /// Starts a server with extra `serve` flags, e.g. `["--mcp-sessions", "stateless"]`.
+    /// Starts a server in this process with extra `serve` flags, e.g. `["--mcp-sessions", "stateless"]`.
     pub async fn start_with(backend: Backend, args: &[&str]) -> Self {
-        let db = TestDb::new(backend).await;
-        let data_dir = TempDir::new();
-        let (child, base, admin_password) = spawn(&db.url, data_dir.path(), args).await;
-        Self { base, admin_password, db, data_dir, child }
+        log_warnings();
+        let (db, data_dir) = (TestDb::new(backend).await, TempDir::new());
+        let (config, args) = serve_flags(&db, &data_dir, args);
+        let runtime = server_runtime();
+        let (toolshed, admin_password, base, running) = run_on(&runtime, async move {
+            let toolshed = toolshed::open(&config).await.expect("open the database");
+            let admin = toolshed::web::first_start(&toolshed, &args).await.expect("the first start");
+            let admin_password = admin.map(|(_, password)| password).unwrap_or_default();
+            let server = toolshed::web::Server::bind(config, &args, toolshed.clone()).await.expect("listen");
+            let base = format!("http://{}", server.addr());
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let served = tokio::spawn(server.run(async move {
+                let _ = stopped.await;
+            }));
+            (toolshed, admin_password, base, Running::InProcess { stop: Some(stop), served })
+        })
+        .await;
+        Self { base, admin_password, db, data_dir, toolshed, running, runtime: Some(runtime) }
     }
 
-    /// Starts a server from `cwd`, as `make run` does from the clone.
-    pub async fn start_in(cwd: &std::path::Path, backend: Backend) -> Self {
-        let db = TestDb::new(backend).await;
-        let data_dir = TempDir::new();
-        let (child, base, admin_password) = spawn_in(cwd, &db.url, data_dir.path(), &[]).await;
-        Self { base, admin_password, db, data_dir, child }
+    /// Starts `toolshed serve` as a process, with extra `serve` flags: for the
+    /// tests of what only a process has (signals, its memory, its working directory).
+    pub async fn process(backend: Backend, args: &[&str]) -> Self {
+        Self::process_in(std::path::Path::new("."), backend, args).await
+    }
+
+    /// Starts `toolshed serve` as a process from `cwd`, as `make run` does from the clone.
+    pub async fn process_in(cwd: &std::path::Path, backend: Backend, args: &[&str]) -> Self {
+        let (db, data_dir) = (TestDb::new(backend).await, TempDir::new());
+        let (child, base, admin_password) = spawn_in(cwd, &db.url, data_dir.path(), args).await;
+        let runtime = server_runtime();
+        let config = serve_flags(&db, &data_dir, &[]).0;
+        let toolshed = run_on(&runtime, async move { toolshed::open(&config).await.expect("open the database") }).await;
+        Self { base, admin_password, db, data_dir, toolshed, running: Running::Process(child), runtime: Some(runtime) }
     }
 
     /// Another replica of this server: same database, same session key.
@@ -106,6 +202,15 @@ impl TestServer {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// Another server of this one's database and data dir, built in this
+    /// process and listening but not serving: what a start does before its
+    /// first request.
+    pub fn bind_beside(&self) -> impl std::future::Future<Output = toolshed::web::Server> + Send + 'static {
+        let (config, args) = serve_flags(&self.db, &self.data_dir, &[]);
+        let toolshed = self.toolshed.clone();
+        async move { toolshed::web::Server::bind(config, &args, toolshed).await.expect("listen") }
     }
 
     /// A browser-like client: keeps cookies, does not follow redirects (tests look at them).
@@ -310,26 +415,58 @@ impl TestServer {
         mcp_initialize_status(&self.url(path), token).await
     }
 
-    /// Creates an API token for `username` with the operator command.
-    pub fn token(&self, username: &str) -> String {
-        self.token_with(username, &[])
+    /// Creates an API token for `username`, as `toolshed admin create-token` does.
+    pub async fn token(&self, username: &str) -> String {
+        self.token_with(username, false).await
     }
 
     /// Creates an API token for `username` that may also publish (`/api/v1`).
-    pub fn publish_token(&self, username: &str) -> String {
-        self.token_with(username, &["--publish"])
+    pub async fn publish_token(&self, username: &str) -> String {
+        self.token_with(username, true).await
     }
 
-    fn token_with(&self, username: &str, extra: &[&str]) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
-            .args(["admin", "create-token", "--username", username, "--name", "tests"])
-            .args(extra)
-            .env("DATABASE_URL", &self.db.url)
-            .env("TOOLSHED_DATA_DIR", self.data_dir.path())
-            .output()
-            .expect("run toolshed admin create-token");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().lines().last().unwrap().to_owned()
+    async fn token_with(&self, username: &str, publish: bool) -> String {
+        let username = username.to_owned();
+        self.on_server(|toolshed| async move {
+            let user = toolshed.accounts().user_by_username(&username).await.unwrap().unwrap_or_else(|| panic!("no user named {username}"));
+            toolshed.tokens().create_token(&user, "tests", None, Vec::new(), publish).await.unwrap().1
+        })
+        .await
+    }
+
+    /// Waits until every call answered so far is in `usage_records` (the
+    /// usage writer writes in the background).
+    pub async fn flush_usage(&self) {
+        self.in_process("flush_usage");
+        self.on_server(|toolshed| async move { toolshed.usage().flush().await }).await;
+    }
+
+    /// The listing changes the server's change feed tells from now on (what
+    /// it tells its live MCP sessions).
+    pub async fn listing_changes(&self) -> toolshed_domain::changes::Subscription {
+        self.in_process("listing_changes");
+        self.on_server(|toolshed| async move { toolshed.listing_changes().subscribe().await.unwrap() }).await
+    }
+
+    /// Runs `work` with the server's domain, on the server's runtime.
+    async fn on_server<T: Send + 'static, F: std::future::Future<Output = T> + Send + 'static>(
+        &self,
+        work: impl FnOnce(Toolshed) -> F,
+    ) -> T {
+        let runtime = self.runtime.as_ref().expect("the server's runtime runs until the end of the test");
+        run_on(runtime, work(self.toolshed.clone())).await
+    }
+
+    fn in_process(&self, hook: &str) {
+        assert!(matches!(self.running, Running::InProcess { .. }), "{hook} reaches into a server in this process: use server_test!");
+    }
+
+    /// The server process, for what only a process has.
+    fn child(&self) -> &Child {
+        match &self.running {
+            Running::Process(child) => child,
+            Running::InProcess { .. } => panic!("only a process test's server is a process: use process_test!"),
+        }
     }
 
     /// The server process's peak resident memory so far (`VmHWM`), in KiB.
@@ -347,7 +484,7 @@ impl TestServer {
     /// `room_mib`: past it an allocation fails and the process aborts.
     pub fn limit_memory(&self, room_mib: u64) {
         let bytes = (self.memory_kib("VmData") + room_mib * 1024) * 1024;
-        let pid = self.child.id().expect("the server is running");
+        let pid = self.child().id().expect("the server is running");
         let status = std::process::Command::new("prlimit").arg(format!("--pid={pid}")).arg(format!("--data={bytes}:{bytes}")).status();
         assert!(status.expect("run prlimit (util-linux)").success(), "prlimit refused");
         let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
@@ -355,28 +492,50 @@ impl TestServer {
     }
 
     fn memory_kib(&self, field: &str) -> u64 {
-        let pid = self.child.id().expect("the server is running");
+        let pid = self.child().id().expect("the server is running");
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         let line = status.lines().find(|l| l.starts_with(&format!("{field}:"))).expect("the field in /proc/PID/status");
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 
-    /// Stops the server the way an operator does (SIGTERM) and waits for it.
-    pub async fn stop(&mut self) -> std::process::ExitStatus {
-        self.terminate();
-        self.exit_within(Duration::from_secs(20)).await.expect("stops in time")
+    /// Stops the server the way an operator does (SIGTERM; in process, the
+    /// same shutdown, started by the test) and waits for it: whether it ended cleanly.
+    pub async fn stops_cleanly(&mut self) -> bool {
+        const LIMIT: Duration = Duration::from_secs(20);
+        match &mut self.running {
+            Running::InProcess { stop, served } => {
+                let _ = stop.take().expect("stopped once").send(());
+                let ended = tokio::time::timeout(LIMIT, served).await.expect("stops in time").expect("the server does not panic");
+                ended.inspect_err(|e| eprintln!("the server ended with an error: {e:#}")).is_ok()
+            }
+            Running::Process(_) => {
+                self.terminate();
+                self.exit_within(LIMIT).await.expect("stops in time").success()
+            }
+        }
     }
 
     /// Sends SIGTERM, as a deploy does, without waiting.
     pub fn terminate(&self) {
-        if let Some(pid) = self.child.id() {
+        if let Some(pid) = self.child().id() {
             let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
         }
     }
 
     /// The server's exit status, if it exits within `limit`.
     pub async fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        tokio::time::timeout(limit, self.child.wait()).await.ok().map(Result::unwrap)
+        let Running::Process(child) = &mut self.running else { panic!("only a process test's server exits: use process_test!") };
+        tokio::time::timeout(limit, child.wait()).await.ok().map(Result::unwrap)
+    }
+}
+
+impl Drop for TestServer {
+    /// The server in process, or the domain beside a process, ends with the
+    /// test: its runtime is shut down without waiting, as a process is killed.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -385,20 +544,40 @@ pub async fn within_time_limit(body: impl std::future::Future<Output = ()>) {
     tokio::time::timeout(Duration::from_secs(120), body).await.expect("the test finishes within two minutes");
 }
 
-/// `server_test!(name, |srv: TestServer| async move { … })` runs on SQLite and on PostgreSQL;
-/// `server_test!(name, ["--flag", "value"], |srv| …)` passes `serve` flags.
+/// `server_test!(name, |srv: TestServer| async move { … })` runs on SQLite and
+/// on PostgreSQL, the server in process; `server_test!(name, ["--flag",
+/// "value"], |srv| …)` passes `serve` flags.
 macro_rules! server_test {
     ($name:ident, $body:expr) => {
         server_test!($name, [], $body);
     };
     ($name:ident, [$($arg:expr),*], $body:expr) => {
+        on_both_backends!($name, start_with, [$($arg),*], $body);
+    };
+}
+
+/// `server_test!`, with the server a `toolshed serve` process: for what only
+/// a process has (SIGTERM, its memory).
+macro_rules! process_test {
+    ($name:ident, $body:expr) => {
+        process_test!($name, [], $body);
+    };
+    ($name:ident, [$($arg:expr),*], $body:expr) => {
+        on_both_backends!($name, process, [$($arg),*], $body);
+    };
+}
+
+macro_rules! on_both_backends {
+    ($name:ident, $start:ident, [$($arg:expr),*], $body:expr) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
+            // The server has threads of its own: the test's side is one thread,
+            // as it was when every server was a process.
             #[tokio::test]
             async fn sqlite() {
-                let srv = crate::common::TestServer::start_with(toolshed_domain::store::Backend::Sqlite, &[$($arg),*]).await;
+                let srv = crate::common::TestServer::$start(toolshed_domain::store::Backend::Sqlite, &[$($arg),*]).await;
                 crate::common::within_time_limit(($body)(srv)).await;
             }
 
@@ -407,7 +586,7 @@ macro_rules! server_test {
                 if !crate::common::postgres_available() {
                     return;
                 }
-                let srv = crate::common::TestServer::start_with(toolshed_domain::store::Backend::Postgres, &[$($arg),*]).await;
+                let srv = crate::common::TestServer::$start(toolshed_domain::store::Backend::Postgres, &[$($arg),*]).await;
                 crate::common::within_time_limit(($body)(srv)).await;
             }
         }

@@ -10,8 +10,11 @@ out="${TMPDIR:-/tmp}/toolshed-repeat"
 mkdir -p "$out"
 : >"$out/summary.txt"
 for i in $(seq 1 "$runs"); do
-    clone="$out/clone"
-    rm -rf "$clone" && git clone -q "$repo" "$clone"
+    # A new path each run, the last one removed: CI clones somewhere new each
+    # time while the target directory stays, and cargo reuses what was built.
+    rm -rf "$out"/clone-*
+    clone="$out/clone-$i"
+    git clone -q "$repo" "$clone"
     commit=$(git -C "$clone" rev-parse --short HEAD)
     started=$SECONDS
     (cd "$clone" && make test) >"$out/run-$i.log" 2>&1

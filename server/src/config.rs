@@ -114,7 +114,7 @@ pub struct Config {
     pub sandbox_caller_calls: Option<usize>,
 
     /// Directory with the built site (pkg/toolshed.js, .wasm, .css).
-    /// Default: target/site under the current directory or the source tree.
+    /// Default: target/site under the current directory.
     #[arg(long, env = "TOOLSHED_SITE_ROOT", global = true)]
     pub site_root: Option<PathBuf>,
 }
@@ -169,12 +169,9 @@ impl Config {
     /// Absolute: Leptos reads `pkg/hash.txt` relative to the binary's own
     /// directory unless its path is absolute.
     pub fn site_root(&self) -> PathBuf {
-        let root = match &self.site_root {
-            Some(root) => root.clone(),
-            None if Path::new("target/site/pkg").exists() => PathBuf::from("target/site"),
-            // Started from elsewhere: the site the build script made next to the sources.
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
-        };
+        // Not the sources' folder as the binary was built: builds share a
+        // target directory, and the clone that built it may be gone.
+        let root = self.site_root.clone().unwrap_or_else(|| PathBuf::from("target/site"));
         std::path::absolute(&root).unwrap_or(root)
     }
 

@@ -420,6 +420,9 @@ impl HttpBody for LentBody {
 
 pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::SessionMode, shutdown: Shutdown) -> anyhow::Result<Router> {
     let site_root = config.site_root();
+    if !site_root.join("pkg").is_dir() {
+        tracing::warn!(site_root = %site_root.display(), "no built site here: pages are served but will not come alive (start from the clone, or pass --site-root)");
+    }
     // The build names the app's files after their contents and lists the names
     // in pkg/hash.txt (Leptos looks for it beside the binary; an absolute path wins).
     let hashes = site_root.join("pkg").join(HASH_FILE);

@@ -117,8 +117,8 @@ async fn meaning_rank(ts: &Toolshed, query: &str, wanted: ToolId) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/search/queries.json");
-    let cases: Cases = serde_json::from_str(&std::fs::read_to_string(path).expect("read queries.json")).expect("parse queries.json");
+    // Built in: bench.sh runs this binary itself, from wherever the clone is.
+    let cases: Cases = serde_json::from_str(include_str!("../../search/queries.json")).expect("parse queries.json");
     let cases = cases.cases;
     let dir = std::env::temp_dir().join(format!("toolshed-bench-search-{}", std::process::id()));
     let db = Db::connect(&format!("sqlite://{}/bench.db", dir.display())).await.expect("open the database");

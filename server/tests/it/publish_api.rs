@@ -248,7 +248,7 @@ server_test!(a_push_that_may_break_callers_is_refused_until_allowed, |srv: TestS
 
 server_test!(the_example_tool_file_in_examples_publishes_with_toolshed_push, |srv: TestServer| async move {
     srv.member("carol", "research").await;
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slugify.json");
+    let example = crate::common::repo_root().join("examples/slugify.json");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
         .args(["push", example.to_str().unwrap(), "--url", &srv.base, "--token", &srv.publish_token("carol").await])
         .output()

@@ -42,7 +42,7 @@ fn declared() -> Vec<(String, Encoding)> {
         }
     }
     let mut found = Vec::new();
-    walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../app/src"), &mut found);
+    walk(&crate::common::repo_root().join("app/src"), &mut found);
     found.sort_by(|a, b| a.0.cmp(&b.0));
     found
 }

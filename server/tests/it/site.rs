@@ -5,12 +5,14 @@ use crate::common::{TempDir, TestServer};
 use toolshed_domain::store::Backend;
 
 /// A built site in miniature: the names `scripts/build.sh` gives, with stand-in contents.
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/site");
+fn site() -> std::path::PathBuf {
+    crate::common::repo_root().join("server/tests/fixtures/site")
+}
 const FOR_GOOD: &str = "public, max-age=31536000, immutable";
 
 #[tokio::test]
 async fn pages_name_the_content_named_files_and_browsers_keep_those_for_good() {
-    let srv = TestServer::process(Backend::Sqlite, &["--site-root", SITE]).await;
+    let srv = TestServer::process(Backend::Sqlite, &["--site-root", site().to_str().unwrap()]).await;
     let page = reqwest::get(srv.url("/")).await.unwrap().text().await.unwrap();
     for file in ["/pkg/toolshed.0123456789abcdef.js", "/pkg/toolshed.0123456789abcdef.wasm", "/pkg/toolshed.fedcba9876543210.css"] {
         assert!(page.contains(&format!("\"{file}\"")), "the page names {file}: {page}");
@@ -35,7 +37,7 @@ async fn a_server_started_beside_its_built_site_serves_pages() {
     // `make run`: the binary started from the clone, the site found at target/site.
     let clone = TempDir::new();
     std::fs::create_dir(clone.path().join("target")).unwrap();
-    std::os::unix::fs::symlink(SITE, clone.path().join("target/site")).unwrap();
+    std::os::unix::fs::symlink(site(), clone.path().join("target/site")).unwrap();
     let srv = TestServer::process_in(clone.path(), Backend::Sqlite, &[]).await;
     let res = reqwest::get(srv.url("/")).await.unwrap();
     assert_eq!(res.status(), 200);

@@ -27,7 +27,7 @@ struct Upstream {
 
 impl Upstream {
     async fn start() -> Self {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../end2end/fixtures/upstream-mcp.mjs");
+        let script = crate::common::repo_root().join("end2end/fixtures/upstream-mcp.mjs");
         let mut child = Command::new("node")
             .arg(script)
             .env("KEY", KEY)

@@ -5,9 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository's root (this crate is `server/domain`).
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    crate::support::repo_root()
 }
 
 /// What a backquoted name is taken for a file or folder by: a file's extension, or a trailing `/`.
@@ -484,4 +483,30 @@ fn a_planted_method_on_toolshed_is_found() {
         ("bundles", "// impl Toolshed {\nimpl Toolshed {\n    pub fn bundle(&self) {}\n}"),
     ]);
     assert_eq!(facade_breaches(&modules), ["market", "bundles"]);
+}
+
+/// The Rust files of the workspace's crates, outside what builds write.
+fn workspace_rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && !matches!(name.to_str(), Some("target" | "node_modules" | ".git" | "data")) {
+            workspace_rust_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// A folder written into a binary when it is built names the clone that
+/// built it; CI's clones share a target directory, cargo reuses the binary,
+/// and that clone may be gone (stop 38's CI failed so).
+#[test]
+fn no_code_bakes_the_clones_folder_in_at_build_time() {
+    let baked = concat!("env!(\"CARGO_", "MANIFEST_DIR\")");
+    let mut files = Vec::new();
+    workspace_rust_files(&root(), &mut files);
+    assert!(files.len() > 50, "the walk finds the workspace's sources: {}", files.len());
+    let offenders: Vec<_> = files.iter().filter(|file| std::fs::read_to_string(file).unwrap().contains(baked)).collect();
+    assert!(offenders.is_empty(), "read CARGO_MANIFEST_DIR when the test runs (support::repo_root), not with env!: {offenders:?}");
 }

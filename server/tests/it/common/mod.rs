@@ -25,7 +25,7 @@ use toolshed_domain::store::Backend;
 use toolshed_domain::Toolshed;
 #[path = "../../../domain/tests/it/support/mod.rs"]
 mod support;
-pub use support::{postgres_available, TempDir, TestDb, POSTGRES_URL_VAR};
+pub use support::{postgres_available, repo_root, TempDir, TestDb, POSTGRES_URL_VAR};
 
 pub struct TestServer {
     pub base: String,

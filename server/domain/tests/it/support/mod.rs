@@ -15,6 +15,16 @@ use toolshed_domain::{Settings, Toolshed, User};
 
 pub const POSTGRES_URL_VAR: &str = "TOOLSHED_TEST_POSTGRES_URL";
 
+/// The root of the clone the tests run in. Read when the test runs, never
+/// with `env!`: cargo reuses a test binary built in another clone (CI's clones
+/// share one target directory), and a path baked in at build time names that
+/// clone, which may be gone.
+pub fn repo_root() -> std::path::PathBuf {
+    let package = std::env::var_os("CARGO_MANIFEST_DIR").expect("tests are run by cargo, which names the package's folder");
+    let package = std::path::PathBuf::from(package);
+    package.ancestors().find(|dir| dir.join("Cargo.lock").is_file()).expect("the package is inside the workspace").to_path_buf()
+}
+
 /// A directory under the system temp dir, removed when dropped. (Hand-rolled
 /// rather than `tempfile`, whose dependencies would change the feature set the
 /// main crates are compiled with for tests, and so force a second full build.)

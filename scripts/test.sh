@@ -8,11 +8,11 @@ started=$SECONDS
 echo "test: formatting and lints (cargo fmt --check, cargo clippy -D warnings)" >&2
 cargo fmt --all --check
 # Release profile: clippy then shares the build's dependency graph settings.
-cargo clippy -q --release --all-targets -p toolshed -p toolshed-domain -p app -p toolshed-bench -p toolshed-load -- -D warnings
+cargo clippy -q --release --all-targets -p toolshed -p toolshed-domain -p toolshed-sandbox -p toolshed-encoder -p toolshed-types -p app -p toolshed-bench -p toolshed-load -- -D warnings
 
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
 status=0
-scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-domain -p toolshed -p app --features app/ssr || status=$?
+scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-types -p toolshed-sandbox -p toolshed-encoder -p toolshed-domain -p toolshed -p app --features app/ssr || status=$?
 # The test binaries are built now, passing or not: the next fresh clone reuses them.
 scripts/mtimes.py record
 [ "$status" -eq 0 ] || exit "$status"

@@ -1,42 +1,9 @@
-//! Argument definitions as the browser sees them: the same JSON shape as the
-//! domain's `schema::ArgDef` (checked by a server test), plus the editable
-//! rows of the visual argument editor.
+//! Argument definitions (the type the domain uses, from `toolshed_types`) and
+//! the editable rows of the visual argument editor.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ArgType {
-    String,
-    Number,
-    Integer,
-    Boolean,
-    Enum,
-    Array { items: Box<ArgType> },
-    Object { fields: Vec<ArgDef> },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArgDef {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub ty: ArgType,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub required: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<Value>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub enum_values: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub example: Option<Value>,
-    /// Its value is redacted wherever Toolshed keeps a call (failed calls):
-    /// JSON Schema's `writeOnly`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub sensitive: bool,
-}
+pub use toolshed_types::args::{ArgDef, ArgType};
 
 /// One row of the visual editor: everything as typed, so a half-typed value
 /// is never lost; `to_defs` turns rows into definitions.

@@ -62,14 +62,11 @@ pub(crate) fn set_page_policy(form_targets: &str) {
     }
 }
 
-/// A page's Content-Security-Policy: its inline scripts carry `nonce`.
-pub fn page_policy(nonce: &str) -> String {
-    page_policy_posting_to(nonce, "")
-}
-
-/// [`page_policy`] for a page whose forms may also be answered by a redirect
-/// to `targets` (CSP sources): the OAuth consent page's answer goes to the client.
-pub fn page_policy_posting_to(nonce: &str, targets: &str) -> String {
+/// A page's Content-Security-Policy: its inline scripts carry `nonce`; its
+/// forms may also be answered by a redirect to `targets` (CSP sources, empty
+/// for none): the OAuth consent page's answer goes to the client.
+#[cfg(feature = "ssr")]
+fn page_policy_posting_to(nonce: &str, targets: &str) -> String {
     let targets = if targets.is_empty() { String::new() } else { format!(" {targets}") };
     format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \

@@ -516,30 +516,16 @@ fn with_security_headers(app: Router) -> Router {
         .layer(Set::overriding(header::REFERRER_POLICY, value("same-origin")))
 }
 
-/// A page without its own policy would get the sandboxing one and could not
-/// run. It should never happen, yet about 1 page load in 1,000 of the browser
-/// tests left without the policy `app::shell` puts in the response options
-/// (cause not found yet): logged with the page, and the policy is rebuilt from
-/// the nonce the page's own scripts carry.
+/// A page without its own policy gets the sandboxing one and cannot run.
+/// `app::shell` gives every page its own; an HTML answer without one is a
+/// bug, logged with its path (the browser tests fail on this line).
 async fn page_without_policy(uri: axum::http::Uri, res: Response) -> Response {
     let html = res.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/html"));
-    if !html || res.headers().contains_key(header::CONTENT_SECURITY_POLICY) {
-        return res;
+    if html && !res.headers().contains_key(header::CONTENT_SECURITY_POLICY) {
+        tracing::error!(path = %uri.path(), status = %res.status(), "an HTML answer without its own Content-Security-Policy");
     }
-    tracing::error!(path = %uri.path(), status = %res.status(), "an HTML answer without its own Content-Security-Policy");
-    let (mut parts, body) = res.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_PAGE_BYTES).await else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "the page could not be sent").into_response();
-    };
-    let nonce = std::str::from_utf8(&bytes).ok().and_then(|page| page.split_once("nonce=\"")).and_then(|(_, rest)| rest.split_once('"'));
-    if let Some(policy) = nonce.and_then(|(nonce, _)| header::HeaderValue::from_str(&app::page_policy(nonce)).ok()) {
-        parts.headers.insert(header::CONTENT_SECURITY_POLICY, policy);
-    }
-    Response::from_parts(parts, axum::body::Body::from(bytes))
+    res
 }
-
-/// Pages are rendered whole (`SsrMode::Async`); far more than the largest.
-const MAX_PAGE_BYTES: usize = 16 * 1024 * 1024;
 
 const HASH_FILE: &str = "hash.txt";
 

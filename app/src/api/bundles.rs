@@ -121,7 +121,7 @@ async fn members(
             Vec::new()
         };
         let args = match m.serves.filter(|_| visible) {
-            Some(v) => ts.tools().version(user, m.tool_id, v).await.map(|v| super::tools::args_from_domain(v.args)).unwrap_or_default(),
+            Some(v) => ts.tools().version(user, m.tool_id, v).await.map(|v| v.args).unwrap_or_default(),
             None => Vec::new(),
         };
         out.push(MemberView {

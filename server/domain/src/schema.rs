@@ -1,49 +1,14 @@
 //! Argument definitions: the rows of the visual argument editor. One
 //! definition produces the MCP `inputSchema`, the `$name` globals and the
-//! mock values of the Run form. The JSON shape is shared with `app::args`.
+//! mock values of the Run form. The definitions themselves are plain types
+//! the app shares (`toolshed_types::args`); what they mean is decided here.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ArgType {
-    String,
-    Number,
-    Integer,
-    Boolean,
-    /// A string from `enum_values`.
-    Enum,
-    Array {
-        items: Box<ArgType>,
-    },
-    Object {
-        fields: Vec<ArgDef>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArgDef {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub ty: ArgType,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub required: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<Value>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub enum_values: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub example: Option<Value>,
-    /// Its value is redacted wherever Toolshed keeps a call (failed calls):
-    /// JSON Schema's `writeOnly`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub sensitive: bool,
-}
+pub use toolshed_types::args::{ArgDef, ArgType};
 
 /// Why rows or a schema were refused; names the path (`rows.items.name`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,6 +3,7 @@
 
 mod api_card;
 mod args_editor;
+mod autosave;
 mod editor;
 mod failed_calls;
 mod list;
@@ -10,6 +11,7 @@ mod listing;
 mod mcp_debugger;
 mod new;
 mod run_panel;
+mod test_cases;
 mod versions;
 
 pub use api_card::ApiCard;

@@ -5,7 +5,87 @@
 use leptos::prelude::*;
 
 use super::{ago, now_ms};
-use crate::api::{DiffVersions, DiffView, ImpactOfPublish, ImpactView, Publish, TestResultView, ToolInfo};
+use crate::api::{
+    DiffVersions, DiffView, DraftView, ImpactOfPublish, ImpactView, LoadVersion, Publish, SaveVersion, TestResultView, ToolInfo,
+};
+use crate::args::ArgDef;
+
+/// Save the draft as a version with a changelog line, and the versions under
+/// it. `on_saved` hears of a saved version; `on_loaded` gets one loaded into
+/// the editor.
+#[component]
+pub fn SaveCard(
+    tool: RwSignal<ToolInfo>,
+    code: RwSignal<String>,
+    defs: Memo<Vec<ArgDef>>,
+    on_saved: Callback<()>,
+    on_loaded: Callback<DraftView>,
+) -> impl IntoView {
+    let id = tool.get_untracked().id;
+    let changelog = RwSignal::new(String::new());
+    let save_version = ServerAction::<SaveVersion>::new();
+    let publish = ServerAction::<Publish>::new();
+    let load_version = ServerAction::<LoadVersion>::new();
+    // What the last Save or Publish did, in one line (a roll back replaces "Saved version 2.").
+    let notice = RwSignal::new(None::<Result<String, String>>);
+    let refresh = move || {
+        let (d, n) = tool.with_untracked(|t| (t.department.clone(), t.name.clone()));
+        leptos::task::spawn_local(async move {
+            if let Ok(fresh) = crate::api::tool_detail(d, n).await {
+                tool.set(fresh);
+            }
+        });
+    };
+    Effect::new(move |_| {
+        if let Some(r) = save_version.value().get() {
+            if r.is_ok() {
+                changelog.set(String::new());
+                on_saved.run(());
+                refresh();
+            }
+            notice.set(Some(r.map(|n| format!("Saved version {n}.")).map_err(|e| e.to_string())));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = publish.value().get() {
+            let done = r.map(|t| {
+                let line = match (t.moderation.pending_version, t.published_version) {
+                    (Some(n), _) => {
+                        format!("Version {n} waits for an administrator's review; the endpoint keeps serving the published one.")
+                    }
+                    (None, Some(n)) => format!("Version {n} is published: the endpoint serves it now."),
+                    (None, None) => "Nothing is published.".to_owned(),
+                };
+                tool.set(t);
+                line
+            });
+            notice.set(Some(done.map_err(|e| e.to_string())));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(v)) = load_version.value().get() {
+            on_loaded.run(v);
+        }
+    });
+    view! {
+        <section class="card">
+            <h2>"Save and publish"</h2>
+            <div class="inline-form">
+                <input placeholder="What changed (changelog line)" aria-label="What changed (changelog line)" maxlength="500" prop:value=move || changelog.get()
+                    on:input=move |ev| changelog.set(event_target_value(&ev)) />
+                <button type="button" class="button save-version" disabled=move || save_version.pending().get()
+                    on:click=move |_| { save_version.dispatch(SaveVersion { tool: id, code: code.get_untracked(), args: defs.get_untracked(), changelog: changelog.get_untracked() }); }>
+                    "Save version"
+                </button>
+            </div>
+            {move || notice.get().map(|r| match r {
+                Ok(text) => view! { <p class="alert ok" role="status">{text}</p> }.into_any(),
+                Err(text) => view! { <p class="alert error" role="alert">{text}</p> }.into_any(),
+            })}
+            <VersionsPanel tool publish load=Callback::new(move |n| { load_version.dispatch(LoadVersion { tool: id, version: n }); }) />
+        </section>
+    }
+}
 
 /// The versions table with Publish / Roll back / Load buttons, and a diff of any two.
 #[component]

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{check_redirect_uri, client_name, OAuthError};
+use super::clients::{check_redirect_uri, client_name};
+use super::OAuthError;
 
 /// A client's metadata is a few hundred bytes; the draft suggests 5 KB.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;

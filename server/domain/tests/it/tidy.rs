@@ -314,6 +314,13 @@ fn the_domain_has_no_import_cycle() {
     assert!(found.is_empty(), "import cycles in server/domain/src: {found:?}");
 }
 
+/// The same of the sandbox, a crate of its own.
+#[test]
+fn the_sandbox_has_no_import_cycle() {
+    let found = cycles(&modules(&root().join("server/sandbox/src")));
+    assert!(found.is_empty(), "import cycles in server/sandbox/src: {found:?}");
+}
+
 /// Sources as files of a crate's `src`, for the cycle finder's own tests.
 fn crate_of(files: &[(&str, &str)]) -> Vec<Module> {
     files

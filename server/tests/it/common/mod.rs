@@ -77,7 +77,9 @@ fn serve_flags(db: &TestDb, data_dir: &TempDir, extra: &[&str]) -> (Config, Serv
         .mut_args(|arg| arg.env(None::<&str>))
         .try_get_matches_from(flags.iter().chain(extra))
         .unwrap_or_else(|e| panic!("serve flags {extra:?}: {e}"));
-    let Serve { config, args } = Serve::from_arg_matches(&matches).unwrap();
+    let Serve { mut config, args } = Serve::from_arg_matches(&matches).unwrap();
+    // The clone's built site (`make test` builds it first), as `make run` serves it.
+    config.site_root.get_or_insert_with(|| repo_root().join("target/site"));
     (config, args)
 }
 

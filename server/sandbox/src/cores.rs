@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crate::ids::UserId;
+use toolshed_types::ids::UserId;
 
 pub(super) struct Cores {
     short: Slots,

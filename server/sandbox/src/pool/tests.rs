@@ -2,7 +2,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::sandbox::{RunError, RunEvent, ToolValue};
+use crate::{RunError, RunEvent, ToolValue};
 
 fn lane(tool: i64, caller: i64) -> Lane {
     Lane { tool: ToolId(tool), caller: UserId(caller) }

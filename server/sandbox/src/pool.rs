@@ -36,7 +36,7 @@ use tokio::sync::oneshot;
 use super::cores::{Cores, Runner};
 use super::engine::{self, MAX_STACK_BYTES};
 use super::{RunOutcome, RunRequest, MIB};
-use crate::ids::{ToolId, UserId};
+use toolshed_types::ids::{ToolId, UserId};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

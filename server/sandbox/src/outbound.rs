@@ -175,7 +175,7 @@ pub fn describe(error: &reqwest::Error) -> String {
 /// Clients by the internal hosts they allow (one in practice), so
 /// connections are pooled across requests.
 #[derive(Default)]
-pub(crate) struct Clients(Mutex<HashMap<InternalHosts, reqwest::Client>>);
+pub struct Clients(Mutex<HashMap<InternalHosts, reqwest::Client>>);
 
 impl Clients {
     pub fn get(
@@ -200,7 +200,7 @@ pub fn read_only_method(method: &str) -> bool {
 
 /// An entry names a host (exact, or `*.example.com` for any subdomain of
 /// example.com) and a port: `host` allows 80 and 443, `host:8080` only 8080.
-pub(crate) fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
+pub fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
     allow.iter().any(|entry| {
         let (pattern, ports) = split_port(entry.trim());

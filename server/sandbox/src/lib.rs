@@ -21,7 +21,9 @@ mod engine;
 mod fetch;
 mod globals;
 mod markdown;
+pub mod outbound;
 mod pool;
+pub mod redact;
 mod secrets;
 #[cfg(test)]
 mod tests;

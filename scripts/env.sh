@@ -8,4 +8,4 @@ export WASM_TARGET_DIR="${WASM_TARGET_DIR:-$TOOLSHED_CACHE/wasm-target}"
 export SITE_DIR="${TOOLSHED_SITE_ROOT:-$PWD/target/site}"
 export PATH="$TOOLS/bin:$HOME/.cargo/bin:$PATH"
 # The sentence model for tool search by meaning (scripts/bootstrap.sh installs it).
-export TOOLSHED_EMBEDDING_MODEL="${TOOLSHED_EMBEDDING_MODEL:-$TOOLS/models/all-MiniLM-L6-v2}"
+export TOOLSHED_EMBEDDING_MODEL="${TOOLSHED_EMBEDDING_MODEL:-$TOOLS/models/multilingual-e5-small}"

@@ -91,7 +91,7 @@ test('browsing works as a plain GET form without JavaScript, and bad input says 
   await shot(page, '23-nojs-browse');
 
   await page.goto(`${BASE}/browse?q=${'x'.repeat(10_000)}`);
-  assert.equal((await page.textContent('.alert.error')).trim(), 'Search: must be at most 200 characters');
+  assert.equal((await page.textContent('.alert.error')).trim(), 'Search: must be at most 1000 characters');
   await shot(page, '24-nojs-search-too-long');
   await page.close();
 });

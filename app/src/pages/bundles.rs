@@ -392,7 +392,7 @@ fn Editor(info: BundleInfo) -> impl IntoView {
                         ev.prevent_default();
                         search(query.get_untracked());
                     }>
-                        <input type="search" class="candidate-search" placeholder="Search tools you can see…" aria-label="Search tools" maxlength="200"
+                        <input type="search" class="candidate-search" placeholder="Search tools you can see…" aria-label="Search tools" maxlength="1000"
                             prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev)) />
                         <button type="submit" class="button secondary">"Search"</button>
                     </form>

@@ -25,7 +25,7 @@ pub fn Home() -> impl IntoView {
                             <p class="welcome">"Welcome back, " <strong>{me.display_name}</strong> "."</p>
                             // A plain GET form: it searches before the wasm has loaded.
                             <form class="home-search" method="get" action="/browse" role="search">
-                                <input type="search" name="q" placeholder="Find a tool: what should it do?" maxlength="200" aria-label="Search tools" />
+                                <input type="search" name="q" placeholder="Find a tool: what should it do?" maxlength="1000" aria-label="Search tools" />
                                 <button type="submit" class="button">"Search"</button>
                             </form>
                         }.into_any(),

@@ -47,9 +47,9 @@ server_test!(bad_search_input_is_a_clear_error_and_injection_is_just_text, |srv:
     let carol = srv.member("carol", "legal").await;
     let long = "x".repeat(10_000);
     let (status, body) = browse(&srv, &carol, &long).await;
-    assert_eq!((status, body), (422, json!({"Invalid": "Search: must be at most 200 characters"})));
+    assert_eq!((status, body), (422, json!({"Invalid": "Search: must be at most 1000 characters"})));
     let (_, html) = srv.page(&carol, &format!("/browse?q={long}")).await;
-    assert!(html.contains("Search: must be at most 200 characters"), "the page says what is wrong");
+    assert!(html.contains("Search: must be at most 1000 characters"), "the page says what is wrong");
     let (_, html) = srv.page(&carol, "/browse?page=two").await;
     assert!(html.contains("Page: must be a whole number from 1 to 10000"));
 

@@ -72,7 +72,7 @@ fn SearchForm(params: BrowseParams, departments: Vec<DepartmentView>) -> impl In
     view! {
         <form class="card browse-form" method="get" action="/browse" role="search">
             <div class="browse-row">
-                <input type="search" name="q" value=params.q.clone() placeholder="Search names, titles, descriptions, tags…" maxlength="200" aria-label="Search" />
+                <input type="search" name="q" value=params.q.clone() placeholder="Search names, titles, descriptions, tags…" maxlength="1000" aria-label="Search" />
                 <button type="submit" class="button">"Search"</button>
             </div>
             <div class="browse-row filters">

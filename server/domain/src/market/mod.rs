@@ -8,6 +8,7 @@
 mod registry;
 mod search;
 mod stats;
+mod typos;
 
 pub use registry::{ListedVersion, RegistryEntry, RegistryFilter, ServedVersion};
 
@@ -16,6 +17,7 @@ use sqlx::Row;
 
 pub use search::{Match, SearchText};
 pub use stats::{DayCalls, UsageStats};
+pub use typos::Vocabulary;
 
 use crate::accounts::User;
 use crate::ids::ToolId;

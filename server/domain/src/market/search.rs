@@ -6,16 +6,19 @@
 use crate::names::Invalid;
 use crate::store::Backend;
 
-/// A search of one or more words; every word must match (as a prefix) in the
-/// name, title, tags or description.
+/// A search of one or more words, as typed (`text`, what the sentence model
+/// reads) and as full-text terms (the first [`Self::MAX_TERMS`] distinct words).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchText {
+    text: String,
     terms: Vec<String>,
 }
 
 impl SearchText {
-    pub const MAX_CHARS: usize = 200;
-    pub const MAX_WORDS: usize = 16;
+    /// A paragraph: what an agent writes when it says what it needs.
+    pub const MAX_CHARS: usize = 1000;
+    /// Words past these still reach the sentence model, not the full-text index.
+    pub const MAX_TERMS: usize = 32;
 
     /// `None` when the text has no words at all (blank, or only punctuation).
     pub fn parse(raw: &str) -> Result<Option<Self>, Invalid> {
@@ -29,10 +32,14 @@ impl SearchText {
                 terms.push(word);
             }
         }
-        if terms.len() > Self::MAX_WORDS {
-            return Err(Invalid { field: "Search", reason: format!("use at most {} words", Self::MAX_WORDS) });
-        }
-        Ok((!terms.is_empty()).then_some(Self { terms }))
+        terms.truncate(Self::MAX_TERMS);
+        let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+        Ok((!terms.is_empty()).then_some(Self { text, terms }))
+    }
+
+    /// The search as typed, its spacing made plain.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     pub fn terms(&self) -> &[String] {
@@ -155,10 +162,12 @@ mod tests {
     }
 
     #[test]
-    fn overlong_text_and_too_many_words_are_refused_clearly() {
+    fn overlong_text_is_refused_clearly_and_a_long_sentence_is_not() {
         let e = SearchText::parse(&"x".repeat(10_000)).unwrap_err();
-        assert_eq!(e.to_string(), "Search: must be at most 200 characters");
-        let many = (0..17).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
-        assert_eq!(SearchText::parse(&many).unwrap_err().to_string(), "Search: use at most 16 words");
+        assert_eq!(e.to_string(), "Search: must be at most 1000 characters");
+        let many = (0..60).map(|i| format!("w{i}")).collect::<Vec<_>>().join("  ");
+        let search = SearchText::parse(&many).unwrap().unwrap();
+        assert_eq!(search.terms().len(), SearchText::MAX_TERMS, "full text takes the first words");
+        assert_eq!(search.text(), many.replace("  ", " "), "the model reads them all");
     }
 }

@@ -65,8 +65,37 @@ store_test!(tool_search_finds_tools_by_meaning_but_only_those_the_caller_may_see
         .await
         .unwrap();
     index.catch_up(&db).await.unwrap();
-    assert_eq!(found(&ts, &bob, "we are hungry", None).await, ["facilities/room_booking"]);
+    assert_eq!(found(&ts, &bob, "we are hungry", None).await[0], "facilities/room_booking");
     let replica = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
     replica.semantic().unwrap().catch_up(&db).await.unwrap();
-    assert_eq!(found(&replica, &bob, "we are hungry", None).await, ["facilities/room_booking"], "read from the table");
+    assert_eq!(found(&replica, &bob, "we are hungry", None).await[0], "facilities/room_booking", "read from the table");
+});
+
+store_test!(a_chinese_or_misspelt_search_finds_the_tool_and_still_only_what_the_caller_may_see, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    let alice = user(&ts, "alice", "finance").await;
+    let bob = user(&ts, "bob", "legal").await;
+    listing(
+        &ts,
+        &alice,
+        "fx_convert",
+        "Currency converter | Converts an amount between two currencies at the day's reference rate. | fx | everyone",
+    )
+    .await;
+    listing(&ts, &alice, "fx_private", "Currency desk notes | Converts amounts for the treasury desk only. | fx | private").await;
+    listing(&ts, &alice, "room_booking", "Book a room | Reserves a meeting room for a time slot. | rooms | everyone").await;
+    ts.semantic().unwrap().catch_up(&db).await.unwrap();
+
+    // No word in common, another language: by meaning.
+    assert_eq!(found(&ts, &bob, "把250欧元换算成美元", None).await[0], "finance/fx_convert");
+    // A typo in every word: read as the listings' words.
+    assert_eq!(found(&ts, &bob, "convrt amonut betwen curencies", None).await[0], "finance/fx_convert");
+    // A whole paragraph is a search, not an error.
+    let long = "I have an invoice from a supplier in Prague in Czech koruna and my manager wants to know \
+                what that comes to in euros at today's rate before she approves it";
+    assert_eq!(found(&ts, &bob, long, None).await[0], "finance/fx_convert");
+    for query in ["把250欧元换算成美元", "convrt amonut betwen curencies", long] {
+        assert!(found(&ts, &bob, query, None).await.iter().all(|n| n != "finance/fx_private"), "private to alice: {query}");
+        assert!(found(&ts, &alice, query, None).await.contains(&"finance/fx_private".to_owned()), "its owner finds it: {query}");
+    }
 });

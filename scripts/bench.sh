@@ -6,6 +6,7 @@
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings
+#   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse search mcp fairness hydrate)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse search poison mcp fairness hydrate)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -68,6 +69,7 @@ build=()
 wants sandbox && build+=(-p toolshed-bench)
 wants browse && build+=(-p toolshed-bench -p toolshed)
 wants search && build+=(-p toolshed-bench)
+wants poison && build+=(-p toolshed-bench)
 { wants mcp || wants fairness; } && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
@@ -98,6 +100,11 @@ fi
 if wants search; then
     echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
+fi
+
+if wants poison; then
+    echo "poison: the publish scan on bench/poison/corpus.json and the benign catalogue"
+    "$CARGO_TARGET_DIR/release/poison"
 fi
 
 (wants mcp || wants fairness || wants hydrate) || exit 0

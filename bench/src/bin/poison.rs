@@ -5,8 +5,8 @@
 //! the benign side also has the 122 written listings of bench/search/eval.json
 //! and 9,878 generated ones (the browse benchmark's generator). Each text goes
 //! through `scan::scan` as the field it is (a tool's title, description,
-//! argument description or enum values); a field the publish gate does not
-//! read (defaults, examples, output schemas, bundle instructions, external
+//! argument description, enum values, default or example); a field the
+//! publish gate does not read (output schemas, bundle instructions, external
 //! servers' tools) counts as not caught, since nothing reads it. A poisoned
 //! text split across two fields is caught when either part is.
 //!
@@ -63,6 +63,8 @@ fn scanned_as(field: &str) -> Option<&'static str> {
         "description" => Some("description"),
         "arg_description" => Some("argument x"),
         "enum" => Some("values of x"),
+        "default" => Some("default of x"),
+        "examples" => Some("example of x"),
         _ => None,
     }
 }

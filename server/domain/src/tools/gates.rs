@@ -16,7 +16,7 @@ use crate::tools::{Tool, ToolError};
 use crate::{audit, now_ms};
 
 /// What models read of a tool: its title, description, and each argument's
-/// description and listed values (nested ones by path).
+/// description, listed values, default and example (nested ones by path).
 fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
     fn walk(args: &[ArgDef], path: &str, out: &mut Vec<(String, String)>) {
         for a in args {
@@ -24,6 +24,14 @@ fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
             out.push((format!("argument {at}"), a.description.clone()));
             if !a.enum_values.is_empty() {
                 out.push((format!("values of {at}"), a.enum_values.join("\n")));
+            }
+            // Defaults and examples reach models in the input schema too.
+            for (what, value) in [("default", &a.default), ("example", &a.example)] {
+                match value {
+                    Some(serde_json::Value::String(text)) => out.push((format!("{what} of {at}"), text.clone())),
+                    Some(other) => out.push((format!("{what} of {at}"), other.to_string())),
+                    None => {}
+                }
             }
             let mut ty = &a.ty;
             while let ArgType::Array { items } = ty {

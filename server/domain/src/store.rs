@@ -57,8 +57,49 @@ pub struct Db {
     backend: Backend,
 }
 
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+/// `SQLITE` and `POSTGRES`: each backend's migrations as (file name, SQL),
+/// embedded by `build.rs`.
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
+    pub fn files(backend: super::Backend) -> &'static [(&'static str, &'static str)] {
+        match backend {
+            super::Backend::Sqlite => SQLITE,
+            super::Backend::Postgres => POSTGRES,
+        }
+    }
+}
+
+/// Migrations compiled into the binary, read the way sqlx reads a folder
+/// (`<version>_<description>.sql`, `-- no-transaction` on the first line), so
+/// a database migrated by `sqlx::migrate!` keeps its checksums.
+#[derive(Debug)]
+struct Embedded(&'static [(&'static str, &'static str)]);
+
+impl Embedded {
+    fn migrations(&self) -> Result<Vec<sqlx::migrate::Migration>, String> {
+        use sqlx::migrate::{Migration, MigrationType};
+        self.0
+            .iter()
+            .map(|&(file, sql)| {
+                let (version, rest) = file.split_once('_').ok_or_else(|| format!("{file}: no version"))?;
+                let version = version.parse().map_err(|_| format!("{file}: the version is not a number"))?;
+                let kind = MigrationType::from_filename(rest);
+                let description = rest.trim_end_matches(kind.suffix()).replace('_', " ");
+                Ok(Migration::new(version, description.into(), kind, sql.into(), sql.starts_with("-- no-transaction")))
+            })
+            .collect()
+    }
+}
+
+impl sqlx::migrate::MigrationSource<'static> for Embedded {
+    #[allow(clippy::type_complexity)] // the trait's own signature
+    fn resolve(
+        self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<sqlx::migrate::Migration>, sqlx::error::BoxDynError>> + Send>> {
+        Box::pin(async move { self.migrations().map_err(Into::into) })
+    }
+}
 
 impl Db {
     /// Connects; for SQLite, creates the file and its directory when missing.
@@ -125,10 +166,8 @@ impl Db {
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        match self.backend {
-            Backend::Sqlite => SQLITE_MIGRATIONS.run(&self.pool).await?,
-            Backend::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
-        }
+        let migrator = sqlx::migrate::Migrator::new(Embedded(embedded::files(self.backend))).await?;
+        migrator.run(&self.pool).await?;
         Ok(())
     }
 
@@ -227,6 +266,24 @@ mod tests {
     use crate::accounts::Registration;
     use crate::tools::{ListingKind, NewTool};
     use crate::{Db, Toolshed};
+
+    #[tokio::test]
+    async fn the_embedded_migrations_are_the_folders_as_sqlx_reads_them_checksums_included() {
+        let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("../../migrations");
+        for backend in [super::Backend::Sqlite, super::Backend::Postgres] {
+            let folder = root.join(match backend {
+                super::Backend::Sqlite => "sqlite",
+                super::Backend::Postgres => "postgres",
+            });
+            let read = sqlx::migrate::Migrator::new(folder.as_path()).await.unwrap();
+            let embedded = sqlx::migrate::Migrator::new(super::Embedded(super::embedded::files(backend))).await.unwrap();
+            let key = |m: &sqlx::migrate::Migration| {
+                (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx, m.sql.to_string())
+            };
+            assert!(read.iter().count() > 20, "{}", folder.display());
+            assert_eq!(read.iter().map(key).collect::<Vec<_>>(), embedded.iter().map(key).collect::<Vec<_>>());
+        }
+    }
 
     #[tokio::test]
     async fn a_write_commits_with_its_audit_row_voiding_the_cache_and_without_one_is_refused_and_rolled_back() {

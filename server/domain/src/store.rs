@@ -277,9 +277,8 @@ mod tests {
             });
             let read = sqlx::migrate::Migrator::new(folder.as_path()).await.unwrap();
             let embedded = sqlx::migrate::Migrator::new(super::Embedded(super::embedded::files(backend))).await.unwrap();
-            let key = |m: &sqlx::migrate::Migration| {
-                (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx, m.sql.to_string())
-            };
+            let key =
+                |m: &sqlx::migrate::Migration| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx, m.sql.to_string());
             assert!(read.iter().count() > 20, "{}", folder.display());
             assert_eq!(read.iter().map(key).collect::<Vec<_>>(), embedded.iter().map(key).collect::<Vec<_>>());
         }

@@ -7,6 +7,8 @@
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings
 #   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
+#                                 # (POISON_MODE=dev: the meaning scan's thresholds on its tuning set;
+#                                 # POISON_MODE=train: retrain scan/probe.json after editing intents.json)
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the
@@ -104,7 +106,7 @@ fi
 
 if wants poison; then
     echo "poison: the publish scan on bench/poison/corpus.json and the benign catalogue"
-    "$CARGO_TARGET_DIR/release/poison"
+    "$CARGO_TARGET_DIR/release/poison" ${POISON_MODE:-}
 fi
 
 (wants mcp || wants fairness || wants hydrate) || exit 0

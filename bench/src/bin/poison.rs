@@ -5,10 +5,18 @@
 //! the benign side also has the 122 written listings of bench/search/eval.json
 //! and 9,878 generated ones (the browse benchmark's generator). Each text goes
 //! through `scan::scan` as the field it is (a tool's title, description,
-//! argument description, enum values, default or example); a field the
-//! publish gate does not read (output schemas, bundle instructions, external
-//! servers' tools) counts as not caught, since nothing reads it. A poisoned
-//! text split across two fields is caught when either part is.
+//! argument description, enum values, default or example, output schema; a
+//! bundle's instructions are its description); a field the publish gate does
+//! not read (external servers' tools) counts as not caught, since nothing
+//! reads it. A poisoned text split across two fields is caught when either
+//! part is.
+//!
+//! With the sentence model (`TOOLSHED_EMBEDDING_MODEL`, as scripts/env.sh
+//! sets it) the scan by meaning (`scan::meaning`) runs too, at the threshold
+//! the publish gate uses. `poison dev` instead shows a range of thresholds on
+//! the tuning set bench/poison/dev.json, the only place it was chosen;
+//! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
+//! `poison read` shows how each line of standard input reads, unit by unit.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -18,7 +26,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use toolshed_bench::Lcg;
-use toolshed_domain::scan;
+use toolshed_domain::scan::{self, meaning};
+use toolshed_domain::semantic::{Encoder, SentenceModel};
 
 #[derive(Deserialize)]
 struct Corpus {
@@ -60,7 +69,9 @@ struct Listing {
 fn scanned_as(field: &str) -> Option<&'static str> {
     match field {
         "title" => Some("title"),
-        "description" => Some("description"),
+        // A bundle's description is the instructions its endpoint sends.
+        "description" | "bundle_instructions" => Some("description"),
+        "output_schema" => Some("output schema /properties/x/description"),
         "arg_description" => Some("argument x"),
         "enum" => Some("values of x"),
         "default" => Some("default of x"),
@@ -71,6 +82,81 @@ fn scanned_as(field: &str) -> Option<&'static str> {
 
 fn flagged(field: &str, text: &str) -> bool {
     scanned_as(field).is_some_and(|as_field| !scan::scan(as_field, text).is_empty())
+}
+
+/// The sentence model and its intents, when there is one.
+type Reader<'a> = Option<(&'a Encoder, &'a meaning::Intents)>;
+
+/// Each unit's reading of every text (on every core), or nothing without a model.
+fn readings(reader: Reader, texts: &[&str]) -> Vec<Vec<meaning::Reading>> {
+    let Some((encoder, intents)) = reader else {
+        return vec![Vec::new(); texts.len()];
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = texts
+            .chunks(texts.len().div_ceil(cores).max(1))
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk.iter().map(|t| intents.readings(encoder, t).into_iter().map(|(_, r)| r).collect()).collect::<Vec<Vec<_>>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("no panic")).collect()
+    })
+}
+
+fn any_flagged(readings: &[meaning::Reading], threshold: f32) -> bool {
+    readings.iter().any(|r| r.flagged(threshold))
+}
+
+#[derive(Deserialize)]
+struct Dev {
+    poisoned: Vec<DevText>,
+    benign: Vec<DevText>,
+}
+
+#[derive(Deserialize)]
+struct DevText {
+    text: String,
+}
+
+/// Every threshold pair on the tuning set: the caught and held shares.
+fn tune(reader: Reader) {
+    let dev: Dev = serde_json::from_str(include_str!("../../poison/dev.json")).expect("parse dev.json");
+    fn texts(set: &[DevText]) -> Vec<&str> {
+        set.iter().map(|t| t.text.as_str()).collect()
+    }
+    let (poisoned, benign) = (readings(reader, &texts(&dev.poisoned)), readings(reader, &texts(&dev.benign)));
+    let phrases = |set: &[DevText]| set.iter().map(|t| flagged("description", &t.text)).collect::<Vec<_>>();
+    let (p_phrases, b_phrases) = (phrases(&dev.poisoned), phrases(&dev.benign));
+    println!(
+        "tuning set: {} poisoned, {} benign; phrases alone catch {}, hold {}",
+        poisoned.len(),
+        benign.len(),
+        p_phrases.iter().filter(|x| **x).count(),
+        b_phrases.iter().filter(|x| **x).count()
+    );
+    println!("threshold  caught  held   (phrases or meaning)");
+    for threshold in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999] {
+        let count = |r: &[Vec<meaning::Reading>], p: &[bool]| r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold)).count();
+        println!(
+            "{threshold:.3}      {:3}/{}  {:3}/{}",
+            count(&poisoned, &p_phrases),
+            poisoned.len(),
+            count(&benign, &b_phrases),
+            benign.len()
+        );
+    }
+    if std::env::var_os("POISON_DEV_DETAIL").is_some() {
+        let strongest = |r: &[meaning::Reading]| r.iter().map(|r| r.instruction).fold(0.0f32, f32::max);
+        for (t, r) in dev.poisoned.iter().zip(&poisoned).filter(|(_, r)| !any_flagged(r, meaning::THRESHOLD)) {
+            println!("missed ({:.2}): {}", strongest(r), t.text);
+        }
+        for (t, r) in dev.benign.iter().zip(&benign).filter(|(_, r)| any_flagged(r, meaning::THRESHOLD)) {
+            println!("held ({:.2}): {}", strongest(r), t.text);
+        }
+    }
 }
 
 /// Counted and of how many.
@@ -99,21 +185,84 @@ fn print_table(title: &str, rows: &BTreeMap<String, Share>) {
 }
 
 fn main() {
+    let model = std::env::var_os("TOOLSHED_EMBEDDING_MODEL")
+        .map(|dir| SentenceModel::load(std::path::Path::new(&dir)).expect("load the sentence model"));
+    let mode = std::env::args().nth(1);
+    if mode.as_deref() == Some("train") {
+        let (name, encoder) = model.as_ref().expect("training needs the sentence model").parts();
+        let trained = meaning::Intents::train(encoder, name);
+        let path = "server/domain/src/scan/probe.json";
+        std::fs::write(path, serde_json::to_string(&trained).expect("serializes")).expect("write probe.json");
+        return println!("trained on {name}: {path}");
+    }
+    let intents = meaning::Intents::shipped();
+    let reader: Reader = model.as_ref().map(SentenceModel::parts).filter(|(name, _)| *name == intents.model).map(|(_, e)| (e, intents));
+    if mode.as_deref() == Some("dev") {
+        return tune(reader);
+    }
+    if mode.as_deref() == Some("read") {
+        // Each line of standard input, unit by unit: why a text is held or not.
+        let (encoder, intents) = reader.expect("reading needs the sentence model the probe was trained on");
+        for line in std::io::stdin().lines() {
+            for (unit, r) in intents.readings(encoder, &line.expect("read standard input")) {
+                println!("{:.4} {:?} {unit}", r.instruction, r.intent);
+            }
+        }
+        return;
+    }
     let corpus: Corpus = serde_json::from_str(include_str!("../../poison/corpus.json")).expect("parse corpus.json");
     let eval: EvalSet = serde_json::from_str(include_str!("../../search/eval.json")).expect("parse eval.json");
+    let mut rng = Lcg::default();
+    let generated: Vec<(String, String)> =
+        (0..9_878).map(|_| (rng.words(3), format!("{}.\n\n{}.", rng.words(12), rng.words(24)))).collect();
+
+    // Every text once through the phrases (timed), then through the meaning scan.
     let started = Instant::now();
+    let p_phrases: Vec<bool> = corpus.poisoned.iter().map(|p| flagged(&p.field, &p.text)).collect();
+    let b_phrases: Vec<bool> = corpus.benign_hard.iter().map(|b| flagged(&b.field, &b.text)).collect();
+    let l_phrases: Vec<bool> = eval.listings.iter().map(|l| flagged("title", &l.title) || flagged("description", &l.description)).collect();
+    let g_phrases: Vec<bool> = generated.iter().map(|(t, d)| flagged("title", t) || flagged("description", d)).collect();
+    let phrase_time = started.elapsed();
+    let started = Instant::now();
+    // A field the gate does not read is not read by meaning either.
+    let read = |field: &str, text: &str| if scanned_as(field).is_some() { text.to_owned() } else { String::new() };
+    let texts: Vec<String> = corpus
+        .poisoned
+        .iter()
+        .map(|p| read(&p.field, &p.text))
+        .chain(corpus.benign_hard.iter().map(|b| read(&b.field, &b.text)))
+        .chain(eval.listings.iter().map(|l| format!("{}\n{}", l.title, l.description)))
+        .chain(generated.iter().map(|(t, d)| format!("{t}\n{d}")))
+        .collect();
+    let mut all = readings(reader, &texts.iter().map(String::as_str).collect::<Vec<_>>()).into_iter();
+    let meaning_time = started.elapsed();
+    let mut next = |n: usize| all.by_ref().take(n).map(|r| any_flagged(&r, meaning::THRESHOLD)).collect::<Vec<bool>>();
+    let (p_meaning, b_meaning, l_meaning, g_meaning) =
+        (next(corpus.poisoned.len()), next(corpus.benign_hard.len()), next(eval.listings.len()), next(generated.len()));
+    let either = |a: &[bool], b: &[bool]| a.iter().zip(b).map(|(a, b)| *a || *b).collect::<Vec<bool>>();
+    let share = |hits: &[bool]| {
+        hits.iter().fold(Share::default(), |mut s, h| {
+            s.add(*h);
+            s
+        })
+    };
 
     // Poisoned: a split case counts once, caught if any of its parts is.
-    let mut cases: BTreeMap<String, (bool, &Poisoned)> = BTreeMap::new();
-    for p in &corpus.poisoned {
-        let key = p.group.clone().unwrap_or_else(|| p.id.clone());
-        let hit = flagged(&p.field, &p.text);
-        cases.entry(key).and_modify(|(caught, _)| *caught |= hit).or_insert((hit, p));
-    }
-    let (mut all, mut by_technique, mut by_language, mut by_field) = (Share::default(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let caught_by = |hits: &[bool]| {
+        let mut cases: BTreeMap<String, (bool, &Poisoned)> = BTreeMap::new();
+        for (p, hit) in corpus.poisoned.iter().zip(hits) {
+            let key = p.group.clone().unwrap_or_else(|| p.id.clone());
+            cases.entry(key).and_modify(|(caught, _)| *caught |= hit).or_insert((*hit, p));
+        }
+        cases
+    };
+    let phrases_only = caught_by(&p_phrases);
+    let cases = caught_by(&either(&p_phrases, &p_meaning));
+    let (mut total, mut by_technique, mut by_language, mut by_field) =
+        (Share::default(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut missed = Vec::new();
     for (caught, p) in cases.values() {
-        all.add(*caught);
+        total.add(*caught);
         by_technique.entry(p.technique.clone()).or_insert_with(Share::default).add(*caught);
         let language = if p.language == "en" { "English" } else { "not English" };
         by_language.entry(language.to_owned()).or_insert_with(Share::default).add(*caught);
@@ -122,42 +271,46 @@ fn main() {
             missed.push(format!("  {} {} ({}, {})", p.id, p.technique, p.field, p.language));
         }
     }
-
-    // Benign: the hard ones, the written listings, the generated catalogue.
+    let hard = either(&b_phrases, &b_meaning);
     let mut held = BTreeMap::new();
-    for b in &corpus.benign_hard {
-        let hit = flagged(&b.field, &b.text);
-        held.entry(format!("hard: {}", b.kind)).or_insert_with(Share::default).add(hit);
-        if hit {
+    for (b, hit) in corpus.benign_hard.iter().zip(&hard) {
+        held.entry(format!("hard: {}", b.kind)).or_insert_with(Share::default).add(*hit);
+        if *hit {
             println!("held benign: {} ({}): {}", b.id, b.kind, b.text.chars().take(100).collect::<String>());
         }
     }
-    let mut listings = Share::default();
-    for l in &eval.listings {
-        listings.add(flagged("title", &l.title) || flagged("description", &l.description));
+    for (l, hit) in eval.listings.iter().zip(&l_meaning) {
+        if *hit {
+            println!("held listing: {}", l.title);
+        }
     }
-    let mut generated = Share::default();
-    let mut rng = Lcg::default();
-    for _ in 0..9_878 {
-        let (title, description) = (rng.words(3), format!("{}.\n\n{}.", rng.words(12), rng.words(24)));
-        generated.add(flagged("title", &title) || flagged("description", &description));
-    }
-    let hard: Share = corpus.benign_hard.iter().fold(Share::default(), |mut s, b| {
-        s.add(flagged(&b.field, &b.text));
-        s
-    });
-    let elapsed = started.elapsed();
 
-    println!("poisoned caught: {}", all.line());
+    let phrase_caught = phrases_only.values().filter(|(c, _)| *c).count();
+    println!("phrases alone: {phrase_caught}/{} caught, hard benign held {}", phrases_only.len(), share(&b_phrases).line());
+    if reader.is_none() {
+        println!("(no sentence model: TOOLSHED_EMBEDDING_MODEL is not set, so phrases only)");
+    }
+    println!("poisoned caught: {}", total.line());
     print_table("by technique", &by_technique);
     print_table("by language", &by_language);
     print_table("by field (fields the gate does not read count as missed)", &by_field);
-    println!("benign held: hard {}, written listings {}, generated listings {}", hard.line(), listings.line(), generated.line());
+    println!(
+        "benign held: hard {}, written listings {}, generated listings {}",
+        share(&hard).line(),
+        share(&either(&l_phrases, &l_meaning)).line(),
+        share(&either(&g_phrases, &g_meaning)).line()
+    );
     print_table("hard benign, held by kind", &held);
     println!("missed:");
     for m in &missed {
         println!("{m}");
     }
-    let texts = corpus.poisoned.len() + corpus.benign_hard.len() + 2 * eval.listings.len() + 2 * 9_878;
-    println!("scan time: {:.1} µs a text ({texts} texts)", elapsed.as_secs_f64() * 1e6 / texts as f64);
+    let n = corpus.poisoned.len() + corpus.benign_hard.len() + 2 * (eval.listings.len() + generated.len());
+    println!(
+        "scan time a text: phrases {:.1} µs, meaning {:.1} ms ({} texts, {} cores)",
+        phrase_time.as_secs_f64() * 1e6 / n as f64,
+        meaning_time.as_secs_f64() * 1e3 / texts.len() as f64,
+        texts.len(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
 }

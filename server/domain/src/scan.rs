@@ -11,6 +11,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod meaning;
+
 /// What kind of hiding a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +29,9 @@ pub enum FindingKind {
     DisguisedLetters,
     /// A sentence that instructs the model instead of describing the tool.
     AddressedToModel,
+    /// A sentence whose meaning lies near what hidden instructions try to do
+    /// (`meaning`), whatever its words or language.
+    ReadsAsInstruction,
 }
 
 impl FindingKind {
@@ -37,6 +42,7 @@ impl FindingKind {
             FindingKind::HiddenMarkup => "hidden markup",
             FindingKind::DisguisedLetters => "disguised letters",
             FindingKind::AddressedToModel => "addressed to the model",
+            FindingKind::ReadsAsInstruction => "reads as an instruction to the model",
         }
     }
 }

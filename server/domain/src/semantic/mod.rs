@@ -26,6 +26,8 @@ use crate::changes::ListingChanges;
 use crate::ids::ToolId;
 use crate::market::{SearchText, Vocabulary};
 use crate::now_ms;
+use crate::scan::meaning::Intents;
+use crate::scan::Finding;
 use crate::store::{Db, StoreError};
 
 /// With at least this many listings, what all their vectors share (their
@@ -78,6 +80,27 @@ impl SentenceModel {
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(Self { name, encoder, queries: Arc::new(Semaphore::new(cores)) })
+    }
+
+    /// What the publish scan finds by meaning ([`crate::scan::meaning`]) in
+    /// `texts`, the (field, text) pairs models read; nothing if the shipped
+    /// probe was trained on another model.
+    pub async fn instructions_in(&self, texts: Vec<(String, String)>) -> Vec<Finding> {
+        let intents = Intents::shipped();
+        if intents.model != self.name {
+            tracing::warn!(model = %self.name, probe = %intents.model, "no scan by meaning: the probe was trained on another model");
+            return Vec::new();
+        }
+        let _turn = self.queries.acquire().await.expect("the semaphore is never closed");
+        let encoder = self.encoder.clone();
+        tokio::task::spawn_blocking(move || texts.iter().filter_map(|(field, text)| intents.scan(&encoder, field, text)).collect())
+            .await
+            .expect("encoding does not panic")
+    }
+
+    /// Its name (the folder's) and encoder, for the benchmarks and tests.
+    pub fn parts(&self) -> (&str, &Encoder) {
+        (&self.name, &self.encoder)
     }
 
     /// `text`'s meaning as a unit vector (CPU-bound: off the async workers).
@@ -136,6 +159,10 @@ fn without(v: &[f32], mean: &[f32]) -> Vec<f32> {
 impl SemanticIndex {
     pub fn new(model: SentenceModel) -> Self {
         Self { model, vectors: Default::default() }
+    }
+
+    pub fn model(&self) -> &SentenceModel {
+        &self.model
     }
 
     /// Keeps the vectors current for the life of the runtime: at start, after

@@ -15,9 +15,30 @@ use crate::store::Tx;
 use crate::tools::{Tool, ToolError};
 use crate::{audit, now_ms};
 
-/// What models read of a tool: its title, description, and each argument's
-/// description, listed values, default and example (nested ones by path).
-fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
+/// What a version serves besides the listing's texts: its arguments and its
+/// output schema, both sent to models in `tools/list`.
+#[derive(Clone, Copy)]
+pub(crate) struct Served<'a> {
+    pub args: &'a [ArgDef],
+    pub output_schema: Option<&'a serde_json::Value>,
+}
+
+impl<'a> From<&'a super::ToolVersion> for Served<'a> {
+    fn from(v: &'a super::ToolVersion) -> Self {
+        Served { args: &v.args, output_schema: v.output_schema.as_ref() }
+    }
+}
+
+impl<'a> From<&'a super::Source> for Served<'a> {
+    fn from(s: &'a super::Source) -> Self {
+        Served { args: &s.args, output_schema: s.output_schema.as_ref() }
+    }
+}
+
+/// What models read of a tool: its title, description, each argument's
+/// description, listed values, default and example (nested ones by path),
+/// and every text of its output schema (by JSON pointer).
+fn model_texts(tool: &Tool, served: Served) -> Vec<(String, String)> {
     fn walk(args: &[ArgDef], path: &str, out: &mut Vec<(String, String)>) {
         for a in args {
             let at = if path.is_empty() { a.name.clone() } else { format!("{path}.{}", a.name) };
@@ -42,8 +63,24 @@ fn model_texts(tool: &Tool, args: &[ArgDef]) -> Vec<(String, String)> {
             }
         }
     }
+    /// Every string of a schema but its keywords' own values (types, formats,
+    /// references and patterns say nothing to a model in words).
+    fn strings(value: &serde_json::Value, pointer: &str, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::String(text) => out.push((format!("output schema {pointer}"), text.clone())),
+            serde_json::Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| strings(v, &format!("{pointer}/{i}"), out)),
+            serde_json::Value::Object(fields) => fields
+                .iter()
+                .filter(|(key, _)| !matches!(key.as_str(), "type" | "format" | "$ref" | "$schema" | "$id" | "pattern" | "required"))
+                .for_each(|(key, v)| strings(v, &format!("{pointer}/{key}"), out)),
+            _ => {}
+        }
+    }
     let mut out = vec![("title".to_owned(), tool.title.clone()), ("description".to_owned(), tool.description.clone())];
-    walk(args, "", &mut out);
+    walk(served.args, "", &mut out);
+    if let Some(schema) = served.output_schema {
+        strings(schema, "", &mut out);
+    }
     out
 }
 
@@ -51,8 +88,8 @@ impl Tools<'_> {
     /// Scans what models would read once `tool` serves these arguments (with
     /// `tool`'s title and description): findings an admin has not accepted for
     /// exactly these texts hold the change, wait in the queue, and are the error.
-    pub(crate) async fn screen(self, user: &User, tool: &Tool, args: &[ArgDef], version: i64) -> Result<(), ToolError> {
-        match self.unaccepted_findings(tool, args).await? {
+    pub(crate) async fn screen(self, user: &User, tool: &Tool, served: Served<'_>, version: i64) -> Result<(), ToolError> {
+        match self.unaccepted_findings(tool, served).await? {
             None => Ok(()),
             Some(held) => Err(self.hold(user, tool, version, held).await),
         }
@@ -75,8 +112,16 @@ impl Tools<'_> {
 
     /// What the scan finds in what models would read of `tool` with these
     /// arguments, unless an admin accepted it for exactly these texts.
-    pub(crate) async fn unaccepted_findings(self, tool: &Tool, args: &[ArgDef]) -> Result<Option<Held>, ToolError> {
-        let (findings, fingerprint) = scan::scan_all(&model_texts(tool, args));
+    pub(crate) async fn unaccepted_findings(self, tool: &Tool, served: Served<'_>) -> Result<Option<Held>, ToolError> {
+        let texts = model_texts(tool, served);
+        let (mut findings, fingerprint) = scan::scan_all(&texts);
+        if let Some(index) = self.core.semantic() {
+            // By meaning, the fields no phrase gave away.
+            let unread = texts
+                .into_iter()
+                .filter(|(field, _)| !findings.iter().any(|f| &f.field == field && f.kind == scan::FindingKind::AddressedToModel));
+            findings.extend(index.model().instructions_in(unread.collect()).await);
+        }
         if findings.is_empty() {
             return Ok(None);
         }

@@ -561,8 +561,8 @@ impl Tools<'_> {
         // served: they are scanned with its arguments first.
         let held = match (s.texts_differ(&before), before.published_version) {
             (true, Some(n)) => {
-                let args = self.version_row(id, n).await?.args;
-                self.screen(user, &s.applied_to(&before), &args, n).await?;
+                let version = self.version_row(id, n).await?;
+                self.screen(user, &s.applied_to(&before), (&version).into(), n).await?;
                 self.texts_waiting(user, &before, &s).await?
             }
             _ => None,

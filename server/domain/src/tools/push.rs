@@ -275,7 +275,7 @@ impl Tools<'_> {
                     return Ok(refused(PushOutcome::Breaking, breaking));
                 }
             }
-            match self.publish_gates(user, &after, &source.args, number, Some(test_results.clone())).await {
+            match self.publish_gates(user, &after, (&source).into(), number, Some(test_results.clone())).await {
                 Ok(Gate::Open { review }) => review,
                 Ok(Gate::Held(held)) => return Err(self.hold_push(user, &listing, &after, number, held).await),
                 Err(ToolError::TestsMissing) => return Ok(refused(PushOutcome::TestsMissing, Vec::new())),
@@ -284,7 +284,7 @@ impl Tools<'_> {
         } else {
             // The served version stays; new text for it is scanned all the same.
             let held = match texts_change {
-                true => self.unaccepted_findings(&after, &source.args).await?,
+                true => self.unaccepted_findings(&after, (&source).into()).await?,
                 false => None,
             };
             if let Some(held) = held {

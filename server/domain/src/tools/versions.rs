@@ -251,7 +251,7 @@ impl Tools<'_> {
     ) -> Result<Tool, ToolError> {
         let tool = self.tool_for_edit(user, id).await?;
         let version = self.version_row(id, n).await?;
-        let review = match self.publish_gates(user, &tool, &version.args, n, tested).await? {
+        let review = match self.publish_gates(user, &tool, (&version).into(), n, tested).await? {
             Gate::Open { review } => review,
             Gate::Held(held) => return Err(self.hold(user, &tool, n, held).await),
         };
@@ -266,18 +266,18 @@ impl Tools<'_> {
     /// test cases, all passing against that very code (`tested`: their
     /// results, when the caller has just run them); then the hidden-instruction
     /// scan of what models will read of `tool` (with the texts it will have)
-    /// serving `args`; and whether the publish then waits for an admin's
-    /// review. Writes nothing: the caller writes the publish, or the hold.
+    /// serving what `served` says; and whether the publish then waits for an
+    /// admin's review. Writes nothing: the caller writes the publish, or the hold.
     pub(crate) async fn publish_gates(
         self,
         user: &User,
         tool: &Tool,
-        args: &[ArgDef],
+        served: super::gates::Served<'_>,
         n: i64,
         tested: Option<Vec<super::TestCaseResult>>,
     ) -> Result<Gate, ToolError> {
         super::test_cases::gate_passed(self.test_gate(user, tool, n, tested).await?)?;
-        if let Some(held) = self.unaccepted_findings(tool, args).await? {
+        if let Some(held) = self.unaccepted_findings(tool, served).await? {
             return Ok(Gate::Held(held));
         }
         Ok(Gate::Open { review: !user.is_admin && self.review_required(tool.department_id).await? })

@@ -452,6 +452,11 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         let public = app::PublicUrl(base_url.as_str().trim_end_matches('/').to_owned());
         let chunks = app::PageChunks::load(&site_root.join("pkg"));
         move || {
+            // The nonce the server's policy for this page names (`page_policy`).
+            let nonce = use_context::<axum::http::request::Parts>().and_then(|p| p.extensions.get::<app::PageNonce>().cloned());
+            if let Some(app::PageNonce(nonce)) = nonce {
+                provide_context(leptos::nonce::Nonce::from_value(nonce));
+            }
             provide_context(toolshed.clone());
             provide_context(public.clone());
             provide_context(chunks.clone());
@@ -502,27 +507,33 @@ fn page_routes() -> &'static [leptos_axum::AxumRouteListing] {
     ROUTES.get_or_init(|| generate_route_list(app::App))
 }
 
-/// Headers every response carries. Pages set their own Content-Security-Policy
-/// (with the nonce of their inline scripts, see `app::shell`); everything else
-/// (JSON, files, SVG) may load and run nothing, and nothing may frame it.
+/// Headers every response carries. Pages get their own Content-Security-Policy
+/// (with the nonce of their inline scripts, see `page_policy`); everything
+/// else (JSON, files, SVG) may load and run nothing, and nothing may frame it.
 /// No Referer leaves the site: MCP URLs may carry `?token=`.
 fn with_security_headers(app: Router) -> Router {
     use tower_http::set_header::SetResponseHeaderLayer as Set;
     let value = header::HeaderValue::from_static;
-    app.layer(axum::middleware::map_response(page_without_policy))
+    app.layer(axum::middleware::from_fn(page_policy))
         .layer(Set::if_not_present(header::CONTENT_SECURITY_POLICY, value("default-src 'none'; frame-ancestors 'none'; sandbox")))
         .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, value("nosniff")))
         .layer(Set::overriding(header::X_FRAME_OPTIONS, value("DENY")))
         .layer(Set::overriding(header::REFERRER_POLICY, value("same-origin")))
 }
 
-/// A page without its own policy gets the sandboxing one and cannot run.
-/// `app::shell` gives every page its own; an HTML answer without one is a
-/// bug, logged with its path (the browser tests fail on this line).
-async fn page_without_policy(uri: axum::http::Uri, res: Response) -> Response {
+/// Chooses the nonce of the page this request may render (given to Leptos
+/// through the request, see the context in `router`) and sends an HTML
+/// answer's policy with it, unless the page set a wider one itself (the
+/// consent page's form targets).
+async fn page_policy(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let nonce = app::PageNonce::fresh();
+    req.extensions_mut().insert(nonce.clone());
+    let mut res = next.run(req).await;
     let html = res.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/html"));
     if html && !res.headers().contains_key(header::CONTENT_SECURITY_POLICY) {
-        tracing::error!(path = %uri.path(), status = %res.status(), "an HTML answer without its own Content-Security-Policy");
+        if let Ok(policy) = header::HeaderValue::from_str(&app::page_policy(&nonce.0)) {
+            res.headers_mut().insert(header::CONTENT_SECURITY_POLICY, policy);
+        }
     }
     res
 }

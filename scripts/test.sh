@@ -8,7 +8,16 @@ started=$SECONDS
 echo "test: formatting and lints (cargo fmt --check, cargo clippy -D warnings)" >&2
 cargo fmt --all --check
 # Release profile: clippy then shares the build's dependency graph settings.
-cargo clippy -q --release --all-targets -p toolshed -p toolshed-domain -p toolshed-sandbox -p toolshed-encoder -p toolshed-types -p app -p toolshed-bench -p toolshed-load -- -D warnings
+# Clippy records the workspace Cargo.toml by its absolute path, so a clone at a
+# new path (as CI makes them) would re-lint every crate: lint through a link
+# kept at one path instead, held by a lock while it points here.
+link="$TOOLSHED_CACHE/workspace"
+(
+  flock 9
+  ln -sfn "$PWD" "$link"
+  cargo clippy -q --release --all-targets --manifest-path "$link/Cargo.toml" \
+    -p toolshed -p toolshed-domain -p toolshed-sandbox -p toolshed-encoder -p toolshed-types -p app -p toolshed-bench -p toolshed-load -- -D warnings
+) 9>"$TOOLSHED_CACHE/workspace.lock"
 
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
 status=0

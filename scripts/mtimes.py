@@ -13,11 +13,14 @@ built from the very same contents.
 
 Safe because a restored time is only ever the time a file with the very same
 contents had when the cache was last built: a changed file keeps its new time
-and is rebuilt. If anything built into the target dirs after the record (their
+and is rebuilt. Folders of committed files are kept the same way, by the names
+they hold (all a folder's own time tells: an entry added, removed or renamed),
+for a build script watching a folder (`server/domain/build.rs`, `migrations/`). If anything built into the target dirs after the record (their
 fingerprints are newer), the record no longer describes them and is not used.
 """
 
 import glob
+import hashlib
 import os
 import subprocess
 import sys
@@ -37,6 +40,24 @@ def clean_files():
                 yield path, meta.split()[1]
 
 
+def folders(paths):
+    """(folder, key) of the folders holding `paths`, keyed by the names in them."""
+    found = set()
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder and folder not in found:
+            found.add(folder)
+            folder = os.path.dirname(folder)
+    for folder in sorted(found):
+        yield folder, "folder:" + hashlib.sha1("\0".join(sorted(os.listdir(folder))).encode()).hexdigest()
+
+
+def tracked():
+    """(path, key) of every clean committed file and of the folders holding them."""
+    files = list(clean_files())
+    return files + list(folders(path for path, _ in files))
+
+
 def newest_build(target_dirs):
     """The newest modification time (ns) of any file cargo keeps about its builds
     (`PROFILE/.fingerprint/UNIT/*`, or `TARGET/PROFILE/.fingerprint/UNIT/*`)."""
@@ -50,7 +71,7 @@ def newest_build(target_dirs):
 def main():
     mode, record, targets = sys.argv[1], os.path.join(os.environ["TOOLSHED_CACHE"], "mtimes"), sys.argv[2:]
     if mode == "record":
-        lines = [f"{blob}\t{os.stat(path).st_mtime_ns}\t{path}\n" for path, blob in clean_files()]
+        lines = [f"{blob}\t{os.stat(path).st_mtime_ns}\t{path}\n" for path, blob in tracked()]
         with open(record + ".tmp", "w") as f:
             f.writelines(lines)
         os.replace(record + ".tmp", record)
@@ -67,11 +88,11 @@ def main():
                 blob, mtime, path = line.rstrip("\n").split("\t", 2)
                 known[path] = (blob, int(mtime))
         restored = 0
-        for path, blob in clean_files():
+        for path, blob in tracked():
             if known.get(path, ("",))[0] == blob:
                 os.utime(path, ns=(known[path][1], known[path][1]))
                 restored += 1
-        print(f"build: {restored} unchanged files keep the times of the cached build", file=sys.stderr)
+        print(f"build: {restored} unchanged files and folders keep the times of the cached build", file=sys.stderr)
     else:
         sys.exit("usage: scripts/mtimes.py record|restore TARGET_DIR...")
 

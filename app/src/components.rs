@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::api::Me;
+use crate::api::{FindingView, Me};
 use crate::error::AppError;
 use crate::Auth;
 
@@ -119,6 +119,22 @@ pub fn js_error(e: wasm_bindgen::JsValue) -> String {
 /// The first error among a card's actions, as an alert.
 pub fn first_error(errors: impl IntoIterator<Item = Option<AppError>>) -> Option<impl IntoView> {
     errors.into_iter().flatten().next().map(|e| view! { <p class="alert error" role="alert">{e.to_string()}</p> })
+}
+
+/// What the scan found in a held publish: each finding's kind, field and
+/// excerpt, with exactly what was found marked.
+#[component]
+pub fn Findings(findings: Vec<FindingView>) -> impl IntoView {
+    view! {
+        <ul class="findings">
+            {findings.into_iter().map(|f| view! {
+                <li>
+                    <span class="pill bad">{f.kind}</span> " in the " {f.field} ": "
+                    <code class="mono excerpt">{f.before}<mark>{f.marked}</mark>{f.after}</code>
+                </li>
+            }).collect_view()}
+        </ul>
+    }
 }
 
 /// The error of the last submission of a form, if any.

@@ -187,7 +187,8 @@ mod from_domain {
                 UpstreamError::Invalid(_) => AppError::Invalid(e.to_string()),
                 UpstreamError::Forbidden => AppError::Forbidden,
                 UpstreamError::NotFound => AppError::NotFound,
-                UpstreamError::NameTaken(_) => AppError::Conflict(e.to_string()),
+                UpstreamError::NameTaken(_) | UpstreamError::DefinitionChanged => AppError::Conflict(e.to_string()),
+                UpstreamError::ApprovalNeedsAdmin => AppError::Refused(e.to_string()),
                 UpstreamError::Secret(_) | UpstreamError::Store(_) => {
                     tracing::error!(error = %e, "external server failure");
                     AppError::Internal

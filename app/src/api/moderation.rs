@@ -49,7 +49,22 @@ pub struct FindingView {
     pub field: String,
     /// What kind of hiding, for people: "invisible character", "addressed to the model".
     pub kind: String,
-    pub excerpt: String,
+    /// The excerpt, cut around exactly what was found (`marked`).
+    pub before: String,
+    pub marked: String,
+    pub after: String,
+}
+
+#[cfg(feature = "ssr")]
+pub fn finding_view(f: &toolshed_domain::scan::Finding) -> FindingView {
+    let (before, marked, after) = f.marked();
+    FindingView { field: f.field.clone(), kind: f.kind.label().to_owned(), before: before.into(), marked: marked.into(), after: after.into() }
+}
+
+/// A held publish as pages show it.
+#[cfg(feature = "ssr")]
+pub fn held_view(h: toolshed_domain::moderation::HeldPublish) -> HeldView {
+    HeldView { version: h.version, requested_by: h.requested_by, at_ms: h.at_ms, findings: h.findings.iter().map(finding_view).collect() }
 }
 
 #[cfg(feature = "ssr")]
@@ -88,16 +103,7 @@ pub async fn moderation_queue() -> Result<Vec<QueueItemView>, AppError> {
             reports: i.reports.into_iter().map(|r| ReportView { reporter: r.reporter, reason: r.reason, at_ms: r.at_ms }).collect(),
             review: i.review.map(|r| (r.texts, r.code)),
             text_waiting: i.tool.pending_text.is_some(),
-            held: i.held.map(|h| HeldView {
-                version: h.version,
-                requested_by: h.requested_by,
-                at_ms: h.at_ms,
-                findings: h
-                    .findings
-                    .into_iter()
-                    .map(|f| FindingView { field: f.field, kind: f.kind.label().to_owned(), excerpt: f.excerpt })
-                    .collect(),
-            }),
+            held: i.held.map(held_view),
         })
         .collect())
 }

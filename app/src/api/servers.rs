@@ -27,6 +27,26 @@ pub struct ServerAdminView {
     pub last_error: Option<String>,
     pub tool_count: i64,
     pub may_manage: bool,
+    /// Tools whose definitions wait for approval, unserved meanwhile.
+    pub held: Vec<HeldDefinitionView>,
+}
+
+/// A tool of an external server whose definition waits for approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldDefinitionView {
+    /// `server__tool`, as models would see it.
+    pub exposed_name: String,
+    pub tool: String,
+    pub title: String,
+    pub description: String,
+    /// Its input schema, pretty-printed: models read it too.
+    pub input_schema: String,
+    /// What an approval pins.
+    pub fingerprint: String,
+    /// Another definition was approved before: the server changed it.
+    pub changed: bool,
+    pub findings: Vec<crate::api::FindingView>,
+    pub since_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +66,21 @@ pub struct ServersPage {
 
 #[cfg(feature = "ssr")]
 fn view(s: toolshed_domain::upstream::ServerView) -> ServerAdminView {
+    let held = s
+        .held
+        .into_iter()
+        .map(|h| HeldDefinitionView {
+            exposed_name: toolshed_domain::upstream::exposed_name(&s.name, &h.tool.name),
+            input_schema: serde_json::to_string_pretty(&h.tool.input_schema).unwrap_or_default(),
+            tool: h.tool.name,
+            title: h.tool.title,
+            description: h.tool.description,
+            fingerprint: h.fingerprint,
+            changed: h.changed,
+            findings: h.findings.iter().map(crate::api::finding_view).collect(),
+            since_ms: h.since,
+        })
+        .collect();
     ServerAdminView {
         id: s.id,
         department: s.department,
@@ -60,6 +95,7 @@ fn view(s: toolshed_domain::upstream::ServerView) -> ServerAdminView {
         last_error: s.last_error,
         tool_count: s.tool_count,
         may_manage: s.may_manage,
+        held,
     }
 }
 
@@ -152,6 +188,14 @@ pub async fn update_server(
 pub async fn refresh_server(id: i64) -> Result<ServerAdminView, AppError> {
     let user = server::require_user().await?;
     server::toolshed()?.upstreams().refresh_mcp_server(&user, id).await.map(view).map_err(server::fail)
+}
+
+/// Approves the definition of a held tool, as it was shown (`fingerprint`):
+/// its bundles serve it from now on.
+#[server(endpoint = "servers/approve_definition")]
+pub async fn approve_definition(id: i64, tool: String, fingerprint: String) -> Result<ServerAdminView, AppError> {
+    let user = server::require_user().await?;
+    server::toolshed()?.upstreams().approve_definition(&user, id, &tool, &fingerprint).await.map(view).map_err(server::fail)
 }
 
 #[server(endpoint = "servers/remove")]

@@ -37,6 +37,8 @@ pub struct Moderation {
     pub review_note: Option<String>,
     /// A new title and description waiting for review (what models read is the approved one).
     pub pending_text: Option<(String, String)>,
+    /// A publish held for what the scan found in what models would read.
+    pub held: Option<crate::api::HeldView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -304,6 +306,7 @@ mod convert {
             pending_version: t.pending_version,
             review_note: t.review_note.clone(),
             pending_text: t.pending_text.clone().map(|p| (p.title, p.description)),
+            held: None,
         }
     }
 
@@ -322,6 +325,10 @@ mod convert {
         let forks = ts.market().forks(user, t.id).await.map_err(server::fail)?.into_iter().map(crate::api::market::card).collect();
         let in_bundles = ts.bundles().bundles_with(user, t.id).await.map_err(server::fail)?.iter().map(link).collect();
         let favourite = ts.favourites().is_favourite(user, t.id).await.map_err(server::fail)?;
+        let held = match tools::can_edit(user, &t) {
+            true => ts.moderation().held_publish(t.id).await.map_err(server::fail)?.map(crate::api::held_view),
+            false => None,
+        };
         let permissions = match t.kind {
             tools::ListingKind::Tool => {
                 let p = ts.tools().permissions(&t).await.map_err(server::fail)?;
@@ -359,7 +366,7 @@ mod convert {
             code_mode: t.code_mode.as_str().to_owned(),
             can_edit: tools::can_edit(user, &t),
             can_moderate: user.is_admin,
-            moderation: if tools::can_edit(user, &t) { moderation(&t) } else { Moderation::default() },
+            moderation: if tools::can_edit(user, &t) { Moderation { held, ..moderation(&t) } } else { Moderation::default() },
             published_changelog: published.as_ref().map(|v| v.changelog.clone()),
             connect: connect_clients(&config_key(&t.department, &t.name, None), &endpoint),
             connect_pinned: t

@@ -25,7 +25,7 @@ const REORDER_WINDOW: i64 = 64;
 /// Audit actions that change what a listing's `tools/list` answers (a `WHERE`
 /// condition). Moderation and bundles use these names too.
 const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 'tool.settings_changed', \
-     'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted', 'mcp_server.tools_changed', 'mcp_server.removed') \
+     'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted', 'mcp_server.tools_changed', 'mcp_server.definition_approved', 'mcp_server.removed') \
      OR action LIKE 'bundle.%' OR action LIKE 'favourite.%'";
 
 /// A changed listing, as its audit target: `tool:dept/name`, `bundle:dept/name`,

@@ -138,7 +138,7 @@ server_test!(a_disabled_listing_stays_visible_but_its_endpoint_and_run_panel_ref
     assert_eq!((status, body["status"].clone()), (200, json!("disabled")), "but its page still opens");
     assert_eq!(
         body["moderation"],
-        json!({"note": null, "pending_version": null, "review_note": null, "pending_text": null}),
+        json!({"note": null, "pending_version": null, "review_note": null, "pending_text": null, "held": null}),
         "the note is for its authors"
     );
     for token in [&bob_token, &alice_token] {
@@ -210,7 +210,7 @@ server_test!(in_a_review_department_a_publish_waits_and_the_endpoint_keeps_the_a
     let (_, info) = detail(&srv, &alice).await;
     assert_eq!(
         info["moderation"],
-        json!({"note": null, "pending_version": null, "review_note": "Hard-codes a password.", "pending_text": null})
+        json!({"note": null, "pending_version": null, "review_note": "Hard-codes a password.", "pending_text": null, "held": null})
     );
     assert_eq!(served().await, "one", "rejection leaves the endpoint as it was");
     let (status, _) = srv.call(&admin, "moderation/review", &[("tool", &id), ("decision", "approve"), ("note", "ok")]).await;

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use crate::api::{moderation_queue, AcceptFindings, HeldView, Moderate, QueueItemView, ReviewVersion};
+use crate::components::Findings;
 use crate::pages::tools::{ago, now_ms, DiffText};
 
 /// hide / disable / restore / delete / feature / unfeature / dismiss, with a required note.
@@ -81,11 +82,7 @@ fn HeldForm(action: ServerAction<AcceptFindings>, tool: i64, held: HeldView) -> 
     view! {
         <div class="held-publish">
             <p>{format!("A publish of v{} by @{} is held, {}: what models read has", held.version, held.requested_by, ago(held.at_ms, now.max(held.at_ms)))}</p>
-            <ul class="findings">
-                {held.findings.into_iter().map(|f| view! {
-                    <li><span class="pill bad">{f.kind}</span> " in the " {f.field} ": " <code class="mono">{f.excerpt}</code></li>
-                }).collect_view()}
-            </ul>
+            <Findings findings=held.findings />
             <ActionForm action attr:class="stack accept-findings-form">
                 <input type="hidden" name="tool" value=tool />
                 <label>"Why this is fine (required; the author reads it)"

@@ -2,13 +2,17 @@
 //! Admins see and manage every server and choose which departments' authors
 //! may register their own; such authors manage their department's servers
 //! here too. Every action is a plain form, so the page works before the wasm
-//! loads. A credential is shown as set or not set, never its value.
+//! loads. A credential is shown as set or not set, never its value. Tools
+//! whose definitions changed (or whose first one the scan found something
+//! in) wait here for approval, unserved meanwhile.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{external_servers, RefreshServer, RegisterServer, RemoveServer, ServerAdminView, SetServerRegistration, UpdateServer};
-use crate::components::RequireUser;
+use crate::api::{
+    external_servers, ApproveDefinition, RefreshServer, RegisterServer, RemoveServer, ServerAdminView, SetServerRegistration, UpdateServer,
+};
+use crate::components::{Findings, RequireUser};
 use crate::pages::tools::{ago, now_ms};
 
 /// The transport choice, `selected` preselected.
@@ -63,7 +67,8 @@ fn ServerRow(
             <td class="small" data-label="Address"><code>{s.url.clone()}</code><br />{if s.transport == "sse" { "legacy SSE" } else { "Streamable HTTP" }}
                 {format!(" · {} s", s.timeout_ms / 1000)}</td>
             <td class="small credential" data-label="Credential">{credential}</td>
-            <td class="tool-count" data-label="Tools">{s.tool_count}</td>
+            <td class="tool-count" data-label="Tools">{s.tool_count}
+                {(!s.held.is_empty()).then(|| view! { <br /><span class="badge warn held-count">{format!("{} held", s.held.len())}</span> })}</td>
             <td class="small status" data-label="Status">{status}</td>
             <td>
                 {s.may_manage.then(|| view! {
@@ -94,6 +99,41 @@ fn ServerRow(
     }
 }
 
+/// Each held definition as models would read it, what the scan found in it,
+/// and Approve for those who manage its server.
+#[component]
+fn HeldDefinitions(servers: Vec<ServerAdminView>, approve: ServerAction<ApproveDefinition>) -> impl IntoView {
+    let now = now_ms();
+    let held: Vec<_> = servers.into_iter().flat_map(|s| s.held.into_iter().map(move |h| (s.id, s.may_manage, h))).collect();
+    (!held.is_empty()).then(|| view! {
+        <section class="card held-definitions">
+            <h2>"Definitions waiting for approval"</h2>
+            <p class="muted small">"Bundles do not serve these tools until their definitions are approved: a server cannot change what models read unseen."</p>
+            {held.into_iter().map(|(id, may_manage, h)| view! {
+                <div class="held-definition" data-tool=h.exposed_name.clone()>
+                    <h3><code>{h.exposed_name.clone()}</code> " "
+                        <span class="muted small">{format!("{} {}", if h.changed { "changed by the server" } else { "new" }, ago(h.since_ms, now.max(h.since_ms)))}</span></h3>
+                    {(!h.title.is_empty()).then(|| view! { <p><strong>{h.title.clone()}</strong></p> })}
+                    <pre class="definition">{h.description.clone()}</pre>
+                    <details><summary class="small">"Input schema"</summary><pre class="definition">{h.input_schema.clone()}</pre></details>
+                    {(!h.findings.is_empty()).then(|| view! {
+                        <p class="small">"The scan found, in what models would read (an administrator must approve):"</p>
+                        <Findings findings=h.findings.clone() />
+                    })}
+                    {may_manage.then(|| view! {
+                        <ActionForm action=approve attr:class="inline-form approve-definition">
+                            <input type="hidden" name="id" value=id />
+                            <input type="hidden" name="tool" value=h.tool.clone() />
+                            <input type="hidden" name="fingerprint" value=h.fingerprint.clone() />
+                            <button type="submit" class="button secondary small">"Approve this definition"</button>
+                        </ActionForm>
+                    })}
+                </div>
+            }).collect_view()}
+        </section>
+    })
+}
+
 #[component]
 pub fn ExternalServers() -> impl IntoView {
     let register = ServerAction::<RegisterServer>::new();
@@ -101,9 +141,11 @@ pub fn ExternalServers() -> impl IntoView {
     let refresh = ServerAction::<RefreshServer>::new();
     let remove = ServerAction::<RemoveServer>::new();
     let setting = ServerAction::<SetServerRegistration>::new();
+    let approve = ServerAction::<ApproveDefinition>::new();
     let page = Resource::new(
         move || {
-            (register.version().get(), update.version().get(), refresh.version().get(), remove.version().get(), setting.version().get())
+            let versions = [register.version(), update.version(), refresh.version(), remove.version(), setting.version(), approve.version()];
+            versions.map(|v| v.get())
         },
         |_| external_servers(),
     );
@@ -114,6 +156,7 @@ pub fn ExternalServers() -> impl IntoView {
             refresh.value().get().and_then(Result::err),
             remove.value().get().and_then(Result::err),
             setting.value().get().and_then(Result::err),
+            approve.value().get().and_then(Result::err),
         ])
     };
     // Registering a server that cannot be reached succeeds: say why it has no tools.
@@ -122,7 +165,13 @@ pub fn ExternalServers() -> impl IntoView {
             Some(e) => {
                 view! { <p class="alert error">{format!("Registered {}, but importing its tools failed: {e}", s.name)}</p> }.into_any()
             }
-            None => view! { <p class="alert ok">{format!("Registered {}: {} tools imported.", s.name, s.tool_count)}</p> }.into_any(),
+            None if s.held.is_empty() => {
+                view! { <p class="alert ok">{format!("Registered {}: {} tools imported.", s.name, s.tool_count)}</p> }.into_any()
+            }
+            None => {
+                let text = format!("Registered {}: {} tools imported, {} of them held: see below.", s.name, s.tool_count, s.held.len());
+                view! { <p class="alert warn">{text}</p> }.into_any()
+            }
         })
     };
     view! {
@@ -141,6 +190,7 @@ pub fn ExternalServers() -> impl IntoView {
                     match page.await {
                         Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
                         Ok(p) => view! {
+                            <HeldDefinitions servers=p.servers.clone() approve />
                             <section class="card">
                                 <h2>"Servers"</h2>
                                 {if p.servers.is_empty() {

@@ -20,7 +20,7 @@ use crate::api::{
     SetFavourite, ToolInfo, UsageView,
 };
 use crate::args::{ArgDef, ArgType};
-use crate::components::{FormError, RequireUser};
+use crate::components::{Findings, FormError, RequireUser};
 use crate::error::AppError;
 use crate::pages::market::UsageChart;
 
@@ -109,6 +109,14 @@ pub fn ModerationNotice(tool: ToolInfo) -> impl IntoView {
             <p class="alert warn review-notice">"A new title and description wait for an administrator’s review; models read the approved ones until then."</p>
         })}
         {m.review_note.clone().map(|n| view! { <p class="alert error review-notice">"The last version sent for review was not approved: " {n}</p> })}
+        {m.held.clone().map(|h| view! {
+            <div class="alert warn held-publish">
+                <p><strong>{format!("Publishing v{} is held for an administrator.", h.version)}</strong>
+                    " What models would read has what a person reading this page would not see, or words addressed to the model; the marked text is why:"</p>
+                <Findings findings=h.findings />
+                <p>"Change these texts and publish again, or wait until an administrator accepts them."</p>
+            </div>
+        })}
     }
 }
 

@@ -136,11 +136,8 @@ impl Intents {
     /// as an instruction, with its intent.
     pub fn scan(&self, encoder: &Encoder, field: &str, text: &str) -> Option<Finding> {
         let (unit, reading) = self.readings(encoder, text).into_iter().find(|(_, r)| r.flagged(THRESHOLD))?;
-        Some(Finding {
-            field: field.to_owned(),
-            kind: FindingKind::ReadsAsInstruction,
-            excerpt: format!("{}: “{unit}”", reading.intent.label()),
-        })
+        let quoted = (format!("“{unit}”"), "“".len().."“".len() + unit.len());
+        Some(Finding::at(field, FindingKind::ReadsAsInstruction, quoted).explained(reading.intent.label()))
     }
 
     /// Where each unit of `text` lies, read as a model reads it: invisible

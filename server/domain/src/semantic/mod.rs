@@ -88,7 +88,8 @@ impl SentenceModel {
     pub async fn instructions_in(&self, texts: Vec<(String, String)>) -> Vec<Finding> {
         let intents = Intents::shipped();
         if intents.model != self.name {
-            tracing::warn!(model = %self.name, probe = %intents.model, "no scan by meaning: the probe was trained on another model");
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| tracing::warn!(model = %self.name, probe = %intents.model, "no scan by meaning: the probe was trained on another model"));
             return Vec::new();
         }
         let _turn = self.queries.acquire().await.expect("the semaphore is never closed");

@@ -63,25 +63,26 @@ fn model_texts(tool: &Tool, served: Served) -> Vec<(String, String)> {
             }
         }
     }
-    /// Every string of a schema but its keywords' own values (types, formats,
-    /// references and patterns say nothing to a model in words).
-    fn strings(value: &serde_json::Value, pointer: &str, out: &mut Vec<(String, String)>) {
-        match value {
-            serde_json::Value::String(text) => out.push((format!("output schema {pointer}"), text.clone())),
-            serde_json::Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| strings(v, &format!("{pointer}/{i}"), out)),
-            serde_json::Value::Object(fields) => fields
-                .iter()
-                .filter(|(key, _)| !matches!(key.as_str(), "type" | "format" | "$ref" | "$schema" | "$id" | "pattern" | "required"))
-                .for_each(|(key, v)| strings(v, &format!("{pointer}/{key}"), out)),
-            _ => {}
-        }
-    }
     let mut out = vec![("title".to_owned(), tool.title.clone()), ("description".to_owned(), tool.description.clone())];
     walk(served.args, "", &mut out);
     if let Some(schema) = served.output_schema {
-        strings(schema, "", &mut out);
+        out.extend(scan::schema_texts("output schema", schema));
     }
     out
+}
+
+/// Everything the scan finds in `texts` (field, text), by phrase and, where
+/// the sentence model is loaded, by meaning; and the texts' fingerprint.
+pub(crate) async fn findings_in(core: &crate::Core, texts: Vec<(String, String)>) -> (Vec<Finding>, String) {
+    let (mut findings, fingerprint) = scan::scan_all(&texts);
+    if let Some(index) = core.semantic() {
+        // By meaning, the fields no phrase gave away.
+        let unread = texts
+            .into_iter()
+            .filter(|(field, _)| !findings.iter().any(|f| &f.field == field && f.kind == scan::FindingKind::AddressedToModel));
+        findings.extend(index.model().instructions_in(unread.collect()).await);
+    }
+    (findings, fingerprint)
 }
 
 impl Tools<'_> {
@@ -113,15 +114,7 @@ impl Tools<'_> {
     /// What the scan finds in what models would read of `tool` with these
     /// arguments, unless an admin accepted it for exactly these texts.
     pub(crate) async fn unaccepted_findings(self, tool: &Tool, served: Served<'_>) -> Result<Option<Held>, ToolError> {
-        let texts = model_texts(tool, served);
-        let (mut findings, fingerprint) = scan::scan_all(&texts);
-        if let Some(index) = self.core.semantic() {
-            // By meaning, the fields no phrase gave away.
-            let unread = texts
-                .into_iter()
-                .filter(|(field, _)| !findings.iter().any(|f| &f.field == field && f.kind == scan::FindingKind::AddressedToModel));
-            findings.extend(index.model().instructions_in(unread.collect()).await);
-        }
+        let (findings, fingerprint) = findings_in(self.core, model_texts(tool, served)).await;
         if findings.is_empty() {
             return Ok(None);
         }

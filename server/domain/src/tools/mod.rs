@@ -22,6 +22,7 @@ pub(crate) use env::Env;
 pub use env::{EnvKind, EnvVar, SecretHosts};
 pub use failures::FailedCall;
 pub(crate) use failures::FailureBudget;
+pub(crate) use gates::findings_in;
 pub use fork::Upstream;
 pub(crate) use members::member_label;
 pub use permissions::{Permissions, META_KEY as PERMISSIONS_META_KEY};

@@ -11,6 +11,12 @@
 //! than a periodic `tools/list`, and only one replica would hear it anyway. A
 //! refresh that changes the list writes an audit row, which
 //! [`crate::changes`] turns into `list_changed` for the bundles serving it.
+//!
+//! Pinning (trust on first use): each tool is served only while its
+//! definition is the approved one. A definition first seen is approved
+//! unless the scan finds hidden instructions in it; a changed one is held
+//! until someone who manages the server approves it (an admin, if the scan
+//! found something), so a server cannot change what models read unseen.
 
 pub mod client;
 
@@ -57,6 +63,10 @@ pub enum UpstreamError {
     NotFound,
     #[error("An external server named “{0}” already exists.")]
     NameTaken(String),
+    #[error("This tool's definition changed since it was shown: look at it again.")]
+    DefinitionChanged,
+    #[error("The scan found hidden instructions in this definition: only an administrator may approve it.")]
+    ApprovalNeedsAdmin,
     #[error(transparent)]
     Secret(#[from] SecretError),
     #[error(transparent)]
@@ -189,6 +199,22 @@ pub struct ServerView {
     pub tool_count: i64,
     /// Whether the viewer may edit, refresh or remove it.
     pub may_manage: bool,
+    /// Its tools whose definitions wait for approval, unserved meanwhile.
+    pub held: Vec<HeldDefinition>,
+}
+
+/// A tool of an external server whose definition waits for approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldDefinition {
+    /// The definition as the server sends it now.
+    pub tool: ImportedTool,
+    /// What an approval pins.
+    pub fingerprint: String,
+    /// Another definition of it was approved before: the server changed it.
+    pub changed: bool,
+    /// What the scan found in it, if anything.
+    pub findings: Vec<crate::scan::Finding>,
+    pub since: i64,
 }
 
 /// An imported tool, as the server described it.
@@ -226,6 +252,48 @@ impl ImportedTool {
     /// A hint from the server's annotations.
     pub fn hint(&self, key: &str) -> bool {
         self.annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// Its definition's SHA-256: what an approval pins.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        hex::encode(Sha256::digest(serde_json::to_vec(self).expect("a definition serializes")))
+    }
+
+    /// What models read of it.
+    fn model_texts(&self) -> Vec<(String, String)> {
+        let mut out = vec![("title".to_owned(), self.title.clone()), ("description".to_owned(), self.description.clone())];
+        out.extend(crate::scan::schema_texts("input schema", &self.input_schema));
+        if let Some(schema) = &self.output_schema {
+            out.extend(crate::scan::schema_texts("output schema", schema));
+        }
+        out
+    }
+}
+
+/// An imported tool as it is kept: its definition and the approved one's fingerprint.
+struct Pinned {
+    tool: ImportedTool,
+    fingerprint: String,
+    approved: Option<String>,
+    findings: Vec<crate::scan::Finding>,
+    held_since: Option<i64>,
+}
+
+impl Pinned {
+    fn served(&self) -> bool {
+        self.approved.as_deref() == Some(self.fingerprint.as_str())
+    }
+
+    fn from_row(r: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+        let findings: Option<String> = r.try_get("findings_json")?;
+        Ok(Pinned {
+            tool: tool_from_row(r)?,
+            fingerprint: r.try_get("fingerprint")?,
+            approved: r.try_get("approved")?,
+            findings: findings.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
+            held_since: r.try_get("held_since")?,
+        })
     }
 }
 
@@ -477,7 +545,57 @@ impl Upstreams<'_> {
         .bind(user.department.id.0)
         .fetch_all(self.core.db().pool())
         .await?;
-        rows.iter().map(|r| view_from_row(user, r)).collect()
+        let views = rows.iter().map(|r| view_from_row(user, r)).collect::<Result<Vec<_>, _>>()?;
+        self.with_held(views).await
+    }
+
+    /// The views with their held definitions.
+    async fn with_held(self, mut views: Vec<ServerView>) -> Result<Vec<ServerView>, UpstreamError> {
+        let rows = sqlx::query(
+            "SELECT * FROM mcp_server_tools WHERE approved IS NULL OR approved <> fingerprint ORDER BY server_id, position",
+        )
+        .fetch_all(self.core.db().pool())
+        .await?;
+        for r in rows {
+            let server_id: i64 = r.try_get("server_id")?;
+            let Some(view) = views.iter_mut().find(|v| v.id == server_id) else { continue };
+            let pinned = Pinned::from_row(&r)?;
+            view.held.push(HeldDefinition {
+                changed: pinned.approved.is_some(),
+                since: pinned.held_since.unwrap_or_default(),
+                fingerprint: pinned.fingerprint,
+                findings: pinned.findings,
+                tool: pinned.tool,
+            });
+        }
+        Ok(views)
+    }
+
+    /// Approves the definition `fingerprint` of server `id`'s tool `tool`,
+    /// as shown to `user`: its bundles serve it from now on. Those who manage
+    /// the server may; a definition the scan found something in needs an admin.
+    pub async fn approve_definition(self, user: &User, id: i64, tool: &str, fingerprint: &str) -> Result<ServerView, UpstreamError> {
+        let server = self.managed_server(user, id).await?;
+        let held = server.held.iter().find(|h| h.tool.name == tool && h.fingerprint == fingerprint).ok_or(UpstreamError::DefinitionChanged)?;
+        if !held.findings.is_empty() && !user.is_admin {
+            return Err(UpstreamError::ApprovalNeedsAdmin);
+        }
+        let mut tx = self.core.begin().await?;
+        let approved = sqlx::query(
+            "UPDATE mcp_server_tools SET approved = fingerprint, held_since = NULL WHERE server_id = $1 AND name = $2 AND fingerprint = $3",
+        )
+        .bind(id)
+        .bind(tool)
+        .bind(fingerprint)
+        .execute(&mut *tx)
+        .await?;
+        if approved.rows_affected() == 0 {
+            return Err(UpstreamError::DefinitionChanged);
+        }
+        let after = serde_json::json!({"tool": tool, "fingerprint": fingerprint, "findings": held.findings, "description": held.tool.description});
+        audit::record(&mut tx, Some(user.id), "mcp_server.definition_approved", &audit_target(&server.name), None, Some(after)).await?;
+        tx.commit().await?;
+        self.mcp_server(user, id).await
     }
 
     pub async fn mcp_server(self, user: &User, id: i64) -> Result<ServerView, UpstreamError> {
@@ -489,7 +607,7 @@ impl Upstreams<'_> {
                 .ok_or(UpstreamError::NotFound)?;
         let view = view_from_row(user, &row)?;
         if user.is_admin || view.department == user.department.name {
-            Ok(view)
+            Ok(self.with_held(vec![view]).await?.remove(0))
         } else {
             Err(UpstreamError::NotFound)
         }
@@ -503,7 +621,7 @@ impl Upstreams<'_> {
     pub async fn external_tools_of(self, department_id: i64) -> Result<Vec<ServedExternal>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.name AS server, t.* FROM mcp_server_tools t JOIN mcp_servers s ON s.id = t.server_id \
-             WHERE s.department_id = $1 ORDER BY s.name, t.position",
+             WHERE s.department_id = $1 AND t.approved = t.fingerprint ORDER BY s.name, t.position",
         )
         .bind(department_id)
         .fetch_all(self.core.db().pool())
@@ -517,12 +635,13 @@ impl Upstreams<'_> {
     }
 
     /// The external members of version `n` of `bundle`: each with the tool it
-    /// serves, if its server (of the bundle's department) still lists it.
+    /// serves, if its server (of the bundle's department) still lists it and
+    /// its definition is approved.
     pub(crate) async fn external_items(self, bundle: &Tool, n: i64) -> Result<Vec<(ExternalMember, Option<ServedExternal>)>, StoreError> {
         let rows = sqlx::query(
             "SELECT i.tool_name AS item_tool, i.server_id AS item_server, s.name AS server, t.* FROM bundle_external_items i \
              LEFT JOIN mcp_servers s ON s.id = i.server_id AND s.department_id = $3 \
-             LEFT JOIN mcp_server_tools t ON t.server_id = s.id AND t.name = i.tool_name \
+             LEFT JOIN mcp_server_tools t ON t.server_id = s.id AND t.name = i.tool_name AND t.approved = t.fingerprint \
              WHERE i.bundle_id = $1 AND i.version = $2 ORDER BY i.position",
         )
         .bind(bundle.id.0)
@@ -723,15 +842,20 @@ impl Upstreams<'_> {
             .bind(id)
             .fetch_all(self.core.db().pool())
             .await?;
-        let stored: Vec<ImportedTool> = stored.iter().map(tool_from_row).collect::<Result<_, _>>()?;
-        if stored != imported {
+        let stored: Vec<Pinned> = stored.iter().map(Pinned::from_row).collect::<Result<_, _>>()?;
+        if !stored.iter().map(|p| &p.tool).eq(imported.iter()) {
+            let mut pinned = Vec::with_capacity(imported.len());
+            for tool in imported {
+                pinned.push(self.pin(stored.iter().find(|p| p.tool.name == tool.name), tool, now).await);
+            }
             // Two refreshes at once write the same list: the later one wins, whole.
             let mut tx = self.core.begin().await?;
             sqlx::query("DELETE FROM mcp_server_tools WHERE server_id = $1").bind(id).execute(&mut *tx).await?;
-            for (position, t) in imported.iter().enumerate() {
+            for (position, p) in pinned.iter().enumerate() {
+                let t = &p.tool;
                 sqlx::query(
-                    "INSERT INTO mcp_server_tools (server_id, position, name, title, description, input_schema, output_schema, annotations) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    "INSERT INTO mcp_server_tools (server_id, position, name, title, description, input_schema, output_schema, annotations, \
+                     fingerprint, approved, findings_json, held_since) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 )
                 .bind(id)
                 .bind(position as i64)
@@ -741,11 +865,20 @@ impl Upstreams<'_> {
                 .bind(t.input_schema.to_string())
                 .bind(t.output_schema.as_ref().map(Value::to_string))
                 .bind(t.annotations.as_ref().map(Value::to_string))
+                .bind(&p.fingerprint)
+                .bind(&p.approved)
+                .bind((!p.findings.is_empty()).then(|| serde_json::to_string(&p.findings).expect("findings serialize")))
+                .bind(p.held_since)
                 .execute(&mut *tx)
                 .await?;
             }
-            let names = |list: &[ImportedTool]| list.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
-            let (b, a) = (serde_json::json!({"tools": names(&stored)}), serde_json::json!({"tools": names(&imported)}));
+            let names = |list: &mut dyn Iterator<Item = &Pinned>| list.map(|p| p.tool.name.clone()).collect::<Vec<_>>();
+            let held = names(&mut pinned.iter().filter(|p| !p.served()));
+            if !held.is_empty() {
+                tracing::warn!(%server, ?held, "external tool definitions held for approval");
+            }
+            let b = serde_json::json!({"tools": names(&mut stored.iter())});
+            let a = serde_json::json!({"tools": names(&mut pinned.iter()), "held": held});
             audit::record(&mut tx, None, "mcp_server.tools_changed", &audit_target(&server), Some(b), Some(a)).await?;
             tx.commit().await?;
         }
@@ -757,6 +890,28 @@ impl Upstreams<'_> {
             .execute(self.core.db().pool())
             .await?;
         Ok(())
+    }
+}
+
+impl Upstreams<'_> {
+    /// Pins `tool` as listed now, `before` being how it was kept: the same
+    /// definition keeps its approval; a definition first seen (or never yet
+    /// approved) is approved if the scan finds nothing in it; a changed one
+    /// keeps the old approval, so it is held.
+    async fn pin(self, before: Option<&Pinned>, tool: ImportedTool, now: i64) -> Pinned {
+        let fingerprint = tool.fingerprint();
+        if let Some(b) = before.filter(|b| b.tool == tool) {
+            let approved = if b.served() { Some(fingerprint.clone()) } else { b.approved.clone() };
+            return Pinned { tool, fingerprint, approved, findings: b.findings.clone(), held_since: b.held_since };
+        }
+        let (findings, _) = crate::tools::findings_in(self.core, tool.model_texts()).await;
+        let previously = before.and_then(|b| b.approved.clone());
+        let approved = match previously {
+            None if findings.is_empty() => Some(fingerprint.clone()),
+            _ => previously,
+        };
+        let held_since = (approved.as_deref() != Some(fingerprint.as_str())).then_some(now);
+        Pinned { tool, fingerprint, approved, findings, held_since }
     }
 }
 
@@ -791,6 +946,7 @@ fn view_from_row(user: &User, r: &sqlx::any::AnyRow) -> Result<ServerView, Upstr
         last_error: r.try_get("last_error")?,
         tool_count: r.try_get("tool_count")?,
         may_manage: may_manage(user, DepartmentId(department_id), authors_may != 0),
+        held: Vec::new(),
     })
 }
 

@@ -135,7 +135,7 @@ store_test!(
         match ts.tools().publish(&alice, tool.id, 1).await {
             Err(ToolError::HiddenInstructions(f)) => {
                 assert_eq!((f[0].field.as_str(), f[0].kind), ("description", FindingKind::ReadsAsInstruction), "{name}: {f:?}");
-                assert!(f[0].excerpt.contains(sentence), "{name}: the finding quotes the sentence: {}", f[0].excerpt);
+                assert!(f[0].marked().1.contains(sentence), "{name}: the finding marks the sentence: {:?}", f[0].marked());
             }
             other => panic!("{name} was not held: {other:?}"),
         }

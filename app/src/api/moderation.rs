@@ -58,7 +58,13 @@ pub struct FindingView {
 #[cfg(feature = "ssr")]
 pub fn finding_view(f: &toolshed_domain::scan::Finding) -> FindingView {
     let (before, marked, after) = f.marked();
-    FindingView { field: f.field.clone(), kind: f.kind.label().to_owned(), before: before.into(), marked: marked.into(), after: after.into() }
+    FindingView {
+        field: f.field.clone(),
+        kind: f.kind.label().to_owned(),
+        before: before.into(),
+        marked: marked.into(),
+        after: after.into(),
+    }
 }
 
 /// A held publish as pages show it.

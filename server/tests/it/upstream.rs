@@ -396,7 +396,8 @@ server_test!(a_changed_definition_is_held_unserved_until_approved_and_a_poisoned
     // Held: the bundle's sessions hear of it, and neither tool is served.
     tokio::time::timeout(Duration::from_secs(10), changed.recv()).await.expect("list_changed arrives").unwrap();
     assert!(names(client.list_all_tools().await.unwrap()).is_empty());
-    let refused = client.call_tool(CallToolRequestParams::new("ext__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap())).await;
+    let refused =
+        client.call_tool(CallToolRequestParams::new("ext__echo").with_arguments(json!({"text": "hi"}).as_object().cloned().unwrap())).await;
     assert!(refused.is_err_and(|e| e.to_string().contains("Unknown tool: ext__echo")));
 
     // The maintainer approves the harmless change as shown; a stale or poisoned one is refused.

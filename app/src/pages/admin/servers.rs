@@ -144,7 +144,8 @@ pub fn ExternalServers() -> impl IntoView {
     let approve = ServerAction::<ApproveDefinition>::new();
     let page = Resource::new(
         move || {
-            let versions = [register.version(), update.version(), refresh.version(), remove.version(), setting.version(), approve.version()];
+            let versions =
+                [register.version(), update.version(), refresh.version(), remove.version(), setting.version(), approve.version()];
             versions.map(|v| v.get())
         },
         |_| external_servers(),

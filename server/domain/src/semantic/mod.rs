@@ -89,7 +89,9 @@ impl SentenceModel {
         let intents = Intents::shipped();
         if intents.model != self.name {
             static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| tracing::warn!(model = %self.name, probe = %intents.model, "no scan by meaning: the probe was trained on another model"));
+            SAID.call_once(
+                || tracing::warn!(model = %self.name, probe = %intents.model, "no scan by meaning: the probe was trained on another model"),
+            );
             return Vec::new();
         }
         let _turn = self.queries.acquire().await.expect("the semaphore is never closed");

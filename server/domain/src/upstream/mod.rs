@@ -551,11 +551,10 @@ impl Upstreams<'_> {
 
     /// The views with their held definitions.
     async fn with_held(self, mut views: Vec<ServerView>) -> Result<Vec<ServerView>, UpstreamError> {
-        let rows = sqlx::query(
-            "SELECT * FROM mcp_server_tools WHERE approved IS NULL OR approved <> fingerprint ORDER BY server_id, position",
-        )
-        .fetch_all(self.core.db().pool())
-        .await?;
+        let rows =
+            sqlx::query("SELECT * FROM mcp_server_tools WHERE approved IS NULL OR approved <> fingerprint ORDER BY server_id, position")
+                .fetch_all(self.core.db().pool())
+                .await?;
         for r in rows {
             let server_id: i64 = r.try_get("server_id")?;
             let Some(view) = views.iter_mut().find(|v| v.id == server_id) else { continue };
@@ -576,7 +575,8 @@ impl Upstreams<'_> {
     /// the server may; a definition the scan found something in needs an admin.
     pub async fn approve_definition(self, user: &User, id: i64, tool: &str, fingerprint: &str) -> Result<ServerView, UpstreamError> {
         let server = self.managed_server(user, id).await?;
-        let held = server.held.iter().find(|h| h.tool.name == tool && h.fingerprint == fingerprint).ok_or(UpstreamError::DefinitionChanged)?;
+        let held =
+            server.held.iter().find(|h| h.tool.name == tool && h.fingerprint == fingerprint).ok_or(UpstreamError::DefinitionChanged)?;
         if !held.findings.is_empty() && !user.is_admin {
             return Err(UpstreamError::ApprovalNeedsAdmin);
         }
@@ -592,7 +592,8 @@ impl Upstreams<'_> {
         if approved.rows_affected() == 0 {
             return Err(UpstreamError::DefinitionChanged);
         }
-        let after = serde_json::json!({"tool": tool, "fingerprint": fingerprint, "findings": held.findings, "description": held.tool.description});
+        let after =
+            serde_json::json!({"tool": tool, "fingerprint": fingerprint, "findings": held.findings, "description": held.tool.description});
         audit::record(&mut tx, Some(user.id), "mcp_server.definition_approved", &audit_target(&server.name), None, Some(after)).await?;
         tx.commit().await?;
         self.mcp_server(user, id).await

@@ -39,8 +39,11 @@ pub struct HeldDefinitionView {
     pub tool: String,
     pub title: String,
     pub description: String,
-    /// Its input schema, pretty-printed: models read it too.
+    /// Its schemas and annotations, pretty-printed: models read them too,
+    /// and an approval pins them with the rest.
     pub input_schema: String,
+    pub output_schema: Option<String>,
+    pub annotations: Option<String>,
     /// What an approval pins.
     pub fingerprint: String,
     /// Another definition was approved before: the server changed it.
@@ -66,12 +69,15 @@ pub struct ServersPage {
 
 #[cfg(feature = "ssr")]
 fn view(s: toolshed_domain::upstream::ServerView) -> ServerAdminView {
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let held = s
         .held
         .into_iter()
         .map(|h| HeldDefinitionView {
             exposed_name: toolshed_domain::upstream::exposed_name(&s.name, &h.tool.name),
-            input_schema: serde_json::to_string_pretty(&h.tool.input_schema).unwrap_or_default(),
+            input_schema: pretty(&h.tool.input_schema),
+            output_schema: h.tool.output_schema.as_ref().map(pretty),
+            annotations: h.tool.annotations.as_ref().map(pretty),
             tool: h.tool.name,
             title: h.tool.title,
             description: h.tool.description,

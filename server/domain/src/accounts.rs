@@ -227,7 +227,7 @@ impl Accounts<'_> {
         if row.try_get::<i64, _>("n")? > 0 {
             return Ok(None);
         }
-        let password = passwords::generate();
+        let password = passwords::generate_for("admin");
         let mut reg = Registration::parse("admin", "Administrator", DEFAULT_DEPARTMENT, &password)?;
         reg.is_admin = true;
         reg.role = Role::Maintainer;

@@ -107,7 +107,7 @@ impl Demo<'_> {
             other => ToolError::Invalid(Invalid { field: "Demo", reason: other.to_string() }),
         };
         // The demo tools' author: an account nobody knows the password of.
-        let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate()).map_err(account_err)?;
+        let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate_for("demo")).map_err(account_err)?;
         reg.role = crate::names::Role::Maintainer;
         let owner = Accounts::new(self.core).register(reg, None).await.map_err(account_err)?;
         let mut text_tools = Vec::new();

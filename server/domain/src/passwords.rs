@@ -40,10 +40,24 @@ pub async fn verify(password: String, stored: Option<String>) -> bool {
     .unwrap_or(false)
 }
 
-/// A random password for generated accounts (the first admin).
+/// 20 random letters and digits: invitation codes, dummy hashes.
 pub fn generate() -> String {
     use rand::distributions::{Alphanumeric, DistString};
     Alphanumeric.sample_string(&mut rand::thread_rng(), 20)
+}
+
+/// A random password for an account nobody types one for (the first admin,
+/// the demo tools' author, an account made by single sign-on). A password may
+/// not contain its username, and 20 random characters sometimes do: a short
+/// username often.
+pub fn generate_for(username: &str) -> String {
+    let username = username.to_ascii_lowercase();
+    loop {
+        let password = generate();
+        if username.is_empty() || !password.to_ascii_lowercase().contains(&username) {
+            return password;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -56,6 +70,17 @@ mod tests {
         assert!(h.starts_with("$argon2id$"));
         assert!(verify("correct horse battery".into(), Some(h.clone())).await);
         assert!(!verify("Correct horse battery".into(), Some(h)).await);
+    }
+
+    #[test]
+    fn a_generated_password_never_contains_its_username() {
+        // The shortest username: about 1 in 50 draws of 20 characters holds it.
+        let username = crate::names::Username::parse("ab").unwrap();
+        for _ in 0..1000 {
+            let password = generate_for("ab");
+            assert!(!password.to_ascii_lowercase().contains("ab"), "{password}");
+            assert!(crate::names::NewPassword::parse(&password, &username).is_ok(), "{password}");
+        }
     }
 
     #[tokio::test]

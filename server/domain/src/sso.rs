@@ -78,7 +78,7 @@ impl Sso<'_> {
         let username = free_username(&mut tx, &username_base(identity)).await?;
         let reg = Registration {
             // Never used to sign in: the stored hash is `passwords::NO_PASSWORD`.
-            password: NewPassword::parse(&passwords::generate(), &username)?,
+            password: NewPassword::parse(&passwords::generate_for(username.as_str()), &username)?,
             username,
             display_name,
             department: DepartmentName::parse(&department)?,

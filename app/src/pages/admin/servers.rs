@@ -116,6 +116,12 @@ fn HeldDefinitions(servers: Vec<ServerAdminView>, approve: ServerAction<ApproveD
                     {(!h.title.is_empty()).then(|| view! { <p><strong>{h.title.clone()}</strong></p> })}
                     <pre class="definition">{h.description.clone()}</pre>
                     <details><summary class="small">"Input schema"</summary><pre class="definition">{h.input_schema.clone()}</pre></details>
+                    {h.output_schema.clone().map(|s| view! {
+                        <details><summary class="small">"Output schema"</summary><pre class="definition">{s}</pre></details>
+                    })}
+                    {h.annotations.clone().map(|a| view! {
+                        <details><summary class="small">"Annotations (hints such as read-only or destructive)"</summary><pre class="definition">{a}</pre></details>
+                    })}
                     {(!h.findings.is_empty()).then(|| view! {
                         <p class="small">"The scan found, in what models would read (an administrator must approve):"</p>
                         <Findings findings=h.findings.clone() />

@@ -13,10 +13,12 @@
 //! [`crate::changes`] turns into `list_changed` for the bundles serving it.
 //!
 //! Pinning (trust on first use): each tool is served only while its
-//! definition is the approved one. A definition first seen is approved
-//! unless the scan finds hidden instructions in it; a changed one is held
-//! until someone who manages the server approves it (an admin, if the scan
-//! found something), so a server cannot change what models read unseen.
+//! definition is the approved one. A tool first seen is approved unless the
+//! scan finds hidden instructions in it; any other definition (a change, a
+//! rewording of a held one) is held until someone who manages the server
+//! approves it (an admin, if the scan found something), so a server cannot
+//! change what models read unseen. A tool the server stops listing keeps its
+//! row (unlisted) and so its approval: coming back changed, it is held too.
 
 pub mod client;
 
@@ -271,13 +273,20 @@ impl ImportedTool {
     }
 }
 
-/// An imported tool as it is kept: its definition and the approved one's fingerprint.
+/// The fingerprint of tools imported before pinning: served as they were,
+/// and pinned (scanned as first seen) by the first refresh.
+const BEFORE_PINNING: &str = "before-pinning";
+
+/// An imported tool as it is kept: its definition, the approved one's
+/// fingerprint, and whether the server still lists it.
+#[derive(Clone)]
 struct Pinned {
     tool: ImportedTool,
     fingerprint: String,
     approved: Option<String>,
     findings: Vec<crate::scan::Finding>,
     held_since: Option<i64>,
+    listed: bool,
 }
 
 impl Pinned {
@@ -293,6 +302,7 @@ impl Pinned {
             approved: r.try_get("approved")?,
             findings: findings.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
             held_since: r.try_get("held_since")?,
+            listed: r.try_get::<i64, _>("listed")? != 0,
         })
     }
 }
@@ -338,7 +348,7 @@ fn purpose(id: i64) -> String {
 const VIEW_COLUMNS: &str =
     "s.id, d.name AS department, s.department_id, s.name, s.url, s.transport, s.credential_kind, s.credential_name, \
      CASE WHEN s.credential_sealed IS NULL THEN 0 ELSE 1 END AS credential_set, s.timeout_ms, s.refreshed_at, s.last_error, \
-     (SELECT COUNT(*) FROM mcp_server_tools t WHERE t.server_id = s.id) AS tool_count, d.authors_register_servers";
+     (SELECT COUNT(*) FROM mcp_server_tools t WHERE t.server_id = s.id AND t.listed = 1) AS tool_count, d.authors_register_servers";
 
 impl Upstreams<'_> {
     /// Whether `user` may register and manage servers of `department`.
@@ -482,7 +492,10 @@ impl Upstreams<'_> {
     pub async fn refresh_all_mcp_servers(self) -> Result<(), UpstreamError> {
         let ids = sqlx::query("SELECT id FROM mcp_servers ORDER BY id").fetch_all(self.core.db().pool()).await?;
         for row in ids {
-            self.refresh_server(row.try_get("id")?).await?;
+            let id: i64 = row.try_get("id")?;
+            if let Err(error) = self.refresh_server(id).await {
+                tracing::error!(server = id, %error, "refreshing an external server failed");
+            }
         }
         Ok(())
     }
@@ -551,10 +564,11 @@ impl Upstreams<'_> {
 
     /// The views with their held definitions.
     async fn with_held(self, mut views: Vec<ServerView>) -> Result<Vec<ServerView>, UpstreamError> {
-        let rows =
-            sqlx::query("SELECT * FROM mcp_server_tools WHERE approved IS NULL OR approved <> fingerprint ORDER BY server_id, position")
-                .fetch_all(self.core.db().pool())
-                .await?;
+        let rows = sqlx::query(
+            "SELECT * FROM mcp_server_tools WHERE listed = 1 AND (approved IS NULL OR approved <> fingerprint) ORDER BY server_id, position",
+        )
+        .fetch_all(self.core.db().pool())
+        .await?;
         for r in rows {
             let server_id: i64 = r.try_get("server_id")?;
             let Some(view) = views.iter_mut().find(|v| v.id == server_id) else { continue };
@@ -582,7 +596,8 @@ impl Upstreams<'_> {
         }
         let mut tx = self.core.begin().await?;
         let approved = sqlx::query(
-            "UPDATE mcp_server_tools SET approved = fingerprint, held_since = NULL WHERE server_id = $1 AND name = $2 AND fingerprint = $3",
+            "UPDATE mcp_server_tools SET approved = fingerprint, held_since = NULL \
+             WHERE server_id = $1 AND name = $2 AND fingerprint = $3 AND listed = 1",
         )
         .bind(id)
         .bind(tool)
@@ -622,7 +637,7 @@ impl Upstreams<'_> {
     pub async fn external_tools_of(self, department_id: i64) -> Result<Vec<ServedExternal>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.name AS server, t.* FROM mcp_server_tools t JOIN mcp_servers s ON s.id = t.server_id \
-             WHERE s.department_id = $1 AND t.approved = t.fingerprint ORDER BY s.name, t.position",
+             WHERE s.department_id = $1 AND t.listed = 1 AND t.approved = t.fingerprint ORDER BY s.name, t.position",
         )
         .bind(department_id)
         .fetch_all(self.core.db().pool())
@@ -642,7 +657,7 @@ impl Upstreams<'_> {
         let rows = sqlx::query(
             "SELECT i.tool_name AS item_tool, i.server_id AS item_server, s.name AS server, t.* FROM bundle_external_items i \
              LEFT JOIN mcp_servers s ON s.id = i.server_id AND s.department_id = $3 \
-             LEFT JOIN mcp_server_tools t ON t.server_id = s.id AND t.name = i.tool_name AND t.approved = t.fingerprint \
+             LEFT JOIN mcp_server_tools t ON t.server_id = s.id AND t.name = i.tool_name AND t.listed = 1 AND t.approved = t.fingerprint \
              WHERE i.bundle_id = $1 AND i.version = $2 ORDER BY i.position",
         )
         .bind(bundle.id.0)
@@ -836,19 +851,31 @@ impl Upstreams<'_> {
             return Ok(()); // removed meanwhile
         };
         let server: String = row.try_get("name")?;
-        let imported: Vec<ImportedTool> = tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)).collect();
+        let mut imported: Vec<ImportedTool> = Vec::with_capacity(tools.len());
+        for tool in tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)) {
+            // A name listed twice is one tool: the first.
+            if !imported.iter().any(|i| i.name == tool.name) {
+                imported.push(tool);
+            }
+        }
         let skipped = tools.len() - imported.len();
-        let note = (skipped > 0).then(|| format!("{skipped} tool(s) skipped: their names do not make MCP tool names as {server}__name"));
+        let note = (skipped > 0)
+            .then(|| format!("{skipped} tool(s) skipped: their names are listed twice or do not make MCP tool names as {server}__name"));
         let stored = sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position")
             .bind(id)
             .fetch_all(self.core.db().pool())
             .await?;
         let stored: Vec<Pinned> = stored.iter().map(Pinned::from_row).collect::<Result<_, _>>()?;
-        if !stored.iter().map(|p| &p.tool).eq(imported.iter()) {
-            let mut pinned = Vec::with_capacity(imported.len());
-            for tool in imported {
-                pinned.push(self.pin(stored.iter().find(|p| p.tool.name == tool.name), tool, now).await);
+        let listed_before = stored.iter().filter(|p| p.listed).map(|p| &p.tool);
+        let unpinned = stored.iter().any(|p| p.listed && p.fingerprint == BEFORE_PINNING);
+        if unpinned || !listed_before.eq(imported.iter()) {
+            let mut pinned = Vec::with_capacity(stored.len().max(imported.len()));
+            for tool in &imported {
+                pinned.push(self.pin(stored.iter().find(|p| p.tool.name == tool.name), tool.clone(), now).await);
             }
+            // No longer listed: kept, unlisted, with the approval they had.
+            let dropped = stored.iter().filter(|p| !imported.iter().any(|t| t.name == p.tool.name));
+            pinned.extend(dropped.map(|p| Pinned { listed: false, ..p.clone() }));
             // Two refreshes at once write the same list: the later one wins, whole.
             let mut tx = self.core.begin().await?;
             sqlx::query("DELETE FROM mcp_server_tools WHERE server_id = $1").bind(id).execute(&mut *tx).await?;
@@ -856,7 +883,7 @@ impl Upstreams<'_> {
                 let t = &p.tool;
                 sqlx::query(
                     "INSERT INTO mcp_server_tools (server_id, position, name, title, description, input_schema, output_schema, annotations, \
-                     fingerprint, approved, findings_json, held_since) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                     fingerprint, approved, findings_json, held_since, listed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 )
                 .bind(id)
                 .bind(position as i64)
@@ -870,16 +897,17 @@ impl Upstreams<'_> {
                 .bind(&p.approved)
                 .bind((!p.findings.is_empty()).then(|| serde_json::to_string(&p.findings).expect("findings serialize")))
                 .bind(p.held_since)
+                .bind(i64::from(p.listed))
                 .execute(&mut *tx)
                 .await?;
             }
             let names = |list: &mut dyn Iterator<Item = &Pinned>| list.map(|p| p.tool.name.clone()).collect::<Vec<_>>();
-            let held = names(&mut pinned.iter().filter(|p| !p.served()));
+            let held = names(&mut pinned.iter().filter(|p| p.listed && !p.served()));
             if !held.is_empty() {
                 tracing::warn!(%server, ?held, "external tool definitions held for approval");
             }
-            let b = serde_json::json!({"tools": names(&mut stored.iter())});
-            let a = serde_json::json!({"tools": names(&mut pinned.iter()), "held": held});
+            let b = serde_json::json!({"tools": names(&mut stored.iter().filter(|p| p.listed))});
+            let a = serde_json::json!({"tools": names(&mut pinned.iter().filter(|p| p.listed)), "held": held});
             audit::record(&mut tx, None, "mcp_server.tools_changed", &audit_target(&server), Some(b), Some(a)).await?;
             tx.commit().await?;
         }
@@ -895,24 +923,25 @@ impl Upstreams<'_> {
 }
 
 impl Upstreams<'_> {
-    /// Pins `tool` as listed now, `before` being how it was kept: the same
-    /// definition keeps its approval; a definition first seen (or never yet
-    /// approved) is approved if the scan finds nothing in it; a changed one
-    /// keeps the old approval, so it is held.
+    /// Pins `tool` as listed now, `before` being how it was kept (listed or
+    /// not): the same definition keeps its approval, or its hold; a tool
+    /// first seen (or imported before pinning) is approved if the scan finds
+    /// nothing in it; any other definition keeps the old approval, if any,
+    /// so it is held.
     async fn pin(self, before: Option<&Pinned>, tool: ImportedTool, now: i64) -> Pinned {
         let fingerprint = tool.fingerprint();
+        let before = before.filter(|b| b.fingerprint != BEFORE_PINNING);
         if let Some(b) = before.filter(|b| b.tool == tool) {
             let approved = if b.served() { Some(fingerprint.clone()) } else { b.approved.clone() };
-            return Pinned { tool, fingerprint, approved, findings: b.findings.clone(), held_since: b.held_since };
+            return Pinned { tool, fingerprint, approved, findings: b.findings.clone(), held_since: b.held_since, listed: true };
         }
         let (findings, _) = crate::tools::findings_in(self.core, tool.model_texts()).await;
-        let previously = before.and_then(|b| b.approved.clone());
-        let approved = match previously {
-            None if findings.is_empty() => Some(fingerprint.clone()),
-            _ => previously,
+        let approved = match before {
+            None => findings.is_empty().then(|| fingerprint.clone()),
+            Some(b) => b.approved.clone(),
         };
         let held_since = (approved.as_deref() != Some(fingerprint.as_str())).then_some(now);
-        Pinned { tool, fingerprint, approved, findings, held_since }
+        Pinned { tool, fingerprint, approved, findings, held_since, listed: true }
     }
 }
 

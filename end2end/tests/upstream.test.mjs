@@ -29,6 +29,19 @@ after(async () => {
   await browser?.close();
 });
 
+/** Registers the fixture as `server` for `dept` on the servers page, with its key. */
+async function register(admin, dept, server) {
+  const form = admin.locator('.register-server form');
+  await form.locator('select[name=department]').selectOption(dept);
+  await form.locator('input[name=name]').fill(server);
+  await form.locator('input[name=url]').fill(`${upstreamUrl}/header/mcp`);
+  await form.locator('select[name=credential_kind]').selectOption('header');
+  await form.locator('input[name=credential_name]').fill('X-Api-Key');
+  await form.locator('input[name=credential_value]').fill(KEY);
+  await form.locator('button[type=submit]').click();
+  await admin.waitForSelector(`.alert.ok:has-text("Registered ${server}: 4 tools imported.")`);
+}
+
 test('an admin registers an external server; an author bundles one of its tools; an agent calls it', async () => {
   const errors = [];
   const dept = unique('ext');
@@ -46,15 +59,7 @@ test('an admin registers an external server; an author bundles one of its tools;
   await hydrated(admin);
 
   const server = unique('srv');
-  const form = admin.locator('.register-server form');
-  await form.locator('select[name=department]').selectOption(dept);
-  await form.locator('input[name=name]').fill(server);
-  await form.locator('input[name=url]').fill(`${upstreamUrl}/header/mcp`);
-  await form.locator('select[name=credential_kind]').selectOption('header');
-  await form.locator('input[name=credential_name]').fill('X-Api-Key');
-  await form.locator('input[name=credential_value]').fill(KEY);
-  await form.locator('button[type=submit]').click();
-  await admin.waitForSelector(`.alert.ok:has-text("Registered ${server}: 4 tools imported.")`);
+  await register(admin, dept, server);
   const row = admin.locator(`tr[data-server="${server}"]`);
   await row.waitFor();
   assert.equal((await row.locator('.tool-count').textContent()).trim(), '4');
@@ -107,15 +112,7 @@ test('a server that changes a tool\'s definition has it held, with what the scan
   await admin.goto(`${BASE}/admin/servers`);
   await hydrated(admin);
   const server = unique('pinned');
-  const form = admin.locator('.register-server form');
-  await form.locator('select[name=department]').selectOption(dept);
-  await form.locator('input[name=name]').fill(server);
-  await form.locator('input[name=url]').fill(`${upstreamUrl}/header/mcp`);
-  await form.locator('select[name=credential_kind]').selectOption('header');
-  await form.locator('input[name=credential_name]').fill('X-Api-Key');
-  await form.locator('input[name=credential_value]').fill(KEY);
-  await form.locator('button[type=submit]').click();
-  await admin.waitForSelector(`.alert.ok:has-text("Registered ${server}: 4 tools imported.")`);
+  await register(admin, dept, server);
 
   // The server turns its echo tool into a rug pull; the next refresh holds it.
   const original = 'Returns the text it is given.';

@@ -24,7 +24,7 @@ use crate::code_mode::{prepare_member, MAX_TOOL_CALLS};
 use crate::codegen::{token_count, tools_list_json, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::market::Market;
-use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, Match, SearchText};
+use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, SearchText};
 use crate::names::{DepartmentName, Invalid, Tags};
 use crate::policy::Policies;
 use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, ToolHost};
@@ -42,18 +42,6 @@ handle! {
 pub const SEARCH_TOOLS: &str = "search_tools";
 pub const DESCRIBE_TOOL: &str = "describe_tool";
 pub const CALL_TOOL: &str = "call_tool";
-
-/// How much a listing's meaning counts against its words in the fused score.
-/// This and [`WORD_RANK_DECAY`] were chosen on bench/search/queries.json
-/// (the tuning set: 45 of 50 in the top 5, 31 first), never on eval.json.
-const MEANING_WEIGHT: f64 = 0.6;
-/// A full-text rank's score: the first 1, the second 0.67, the fifth 0.33.
-const WORD_RANK_DECAY: f64 = 0.5;
-/// How far down each ranking fusion looks.
-const FUSION_CANDIDATES: i64 = 50;
-/// Nearest tools asked of the semantic index, before the caller's visibility
-/// and filters thin them (one browse page at most).
-const NEAREST: usize = 100;
 
 /// Marks calls made through the personal endpoint in usage: `mcp-http+me`.
 const USAGE_SUFFIX: &str = "+me";
@@ -177,21 +165,13 @@ impl Catalog {
         self.scope.is_empty() || self.scope.iter().any(|s| s == slug)
     }
 
-    /// The tools that best match `q`, best first. Two rankings are merged:
-    /// the full-text one (any keyword of the query may match, since a model
-    /// asks in sentences; the more and rarer the better) and, with a sentence
-    /// model, the nearest in meaning, which finds "notebook computer" for
-    /// *Order a laptop*, and a Chinese query's English tool. Misspelt words
-    /// are first read as the listings' nearest words. Each listing scores a
-    /// weighted sum of its meaning match (its similarity, scaled between the
-    /// nearest and the last of the [`NEAREST`]) and its full-text rank:
-    /// unlike fusing ranks alone, a meaning match far ahead of the rest beats
-    /// a word match that only happens to rank first.
+    /// The tools that best match `q`, best first (the Browse box's ranking,
+    /// [`Market::best_first`]); with no text, the most used.
     pub async fn search(&self, q: &CatalogSearch) -> Result<Vec<CatalogHit>, ToolError> {
+        let market = Market::new(&self.core);
         let query = BrowseQuery {
-            sort: if q.text.is_some() { BrowseSort::Relevance } else { BrowseSort::MostUsed },
+            sort: BrowseSort::MostUsed,
             text: q.text.clone(),
-            matching: Match::Any,
             department: q.department.clone(),
             tags: q.tags.clone(),
             kind: Some(ListingKind::Tool),
@@ -199,42 +179,14 @@ impl Catalog {
             per_page: q.limit,
             ..BrowseQuery::default()
         };
-        let (Some(text), Some(semantic)) = (&q.text, self.core.semantic()) else {
-            return self.hits(Market::new(&self.core).browse(&self.user, &query).await?.cards).await;
+        let cards = match &q.text {
+            Some(_) => {
+                let found = market.best_first(&self.user, &query, q.limit.max(0) as usize).await?;
+                market.cards(&self.user, &found.iter().map(|f| f.id).collect::<Vec<_>>()).await?
+            }
+            None => market.browse(&self.user, &query).await?.cards,
         };
-        let text = semantic.correct(text).unwrap_or_else(|| text.clone());
-        let query = BrowseQuery { text: Some(text.clone()), ..query };
-        let words = BrowseQuery { per_page: FUSION_CANDIDATES, ..query.clone() };
-        let lexical = Market::new(&self.core).ranked_ids(&self.user, &words).await?;
-        let near = semantic.nearest(&text, NEAREST).await;
-        // What the caller may see of the nearest, in their order of nearness.
-        let meaning = BrowseQuery {
-            text: None,
-            sort: BrowseSort::Newest,
-            among: Some(near.iter().map(|(id, _)| *id).collect()),
-            per_page: NEAREST as i64,
-            ..query
-        };
-        let seen = if near.is_empty() { Vec::new() } else { Market::new(&self.core).ranked_ids(&self.user, &meaning).await? };
-        let nearest = near.iter().filter(|(id, _)| seen.contains(id)).take(FUSION_CANDIDATES as usize);
-        let mut scored: Vec<(f64, ToolId)> = Vec::new();
-        let mut add = |id: ToolId, score: f64| match scored.iter_mut().find(|(_, seen)| *seen == id) {
-            Some((total, _)) => *total += score,
-            None => scored.push((score, id)),
-        };
-        for (rank, id) in lexical.into_iter().enumerate() {
-            add(id, (1.0 - MEANING_WEIGHT) / (1.0 + WORD_RANK_DECAY * rank as f64));
-        }
-        // Similarity scaled from the last of the nearest asked for (0) to the nearest (1).
-        let (best, last) = (near.first().map_or(1.0, |n| n.1), near.last().map_or(0.0, |n| n.1));
-        for &(id, similarity) in nearest {
-            let strength = if best > last { (similarity - last) / (best - last) } else { 1.0 };
-            add(id, MEANING_WEIGHT * f64::from(strength));
-        }
-        // Ties go to the full-text match: it came first.
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let best: Vec<ToolId> = scored.into_iter().take(q.limit.max(0) as usize).map(|(_, id)| id).collect();
-        self.hits(Market::new(&self.core).tool_cards(&self.user, &best).await?).await
+        self.hits(cards).await
     }
 
     /// `cards` as search hits, with what each costs a model to read.

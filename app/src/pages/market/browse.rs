@@ -72,7 +72,7 @@ fn SearchForm(params: BrowseParams, departments: Vec<DepartmentView>) -> impl In
     view! {
         <form class="card browse-form" method="get" action="/browse" role="search">
             <div class="browse-row">
-                <input type="search" name="q" value=params.q.clone() placeholder="Search names, titles, descriptions, tags…" maxlength="1000" aria-label="Search" />
+                <input type="search" name="q" value=params.q.clone() placeholder="What do you need? Any words, any language…" maxlength="1000" aria-label="Search" />
                 <button type="submit" class="button">"Search"</button>
             </div>
             <div class="browse-row filters">
@@ -101,7 +101,7 @@ fn Results(params: BrowseParams, found: BrowseView) -> impl IntoView {
         return view! {
             <div class="card empty">
                 <h3>"Nothing found"</h3>
-                <p class="muted">"No listing you may see matches. Try fewer words, or clear the filters."</p>
+                <p class="muted">"No listing you may see matches. Try other words, or clear the filters."</p>
                 <a class="button secondary" href="/browse">"Clear search"</a>
             </div>
         }

@@ -1,10 +1,12 @@
-//! The marketplace: browsing and searching listings (tools today, bundles
-//! later), featured listings, and a listing's usage figures.
+//! The marketplace: browsing and searching listings (tools and bundles),
+//! featured listings, and a listing's usage figures.
 //!
 //! Who may see what is decided in SQL ([`listed_to`]), so totals and pages
-//! count only what the user may see. Listings come from *row sources*, one per
+//! count only what the user may see. A search ranks best first
+//! ([`ranking`]: words and meaning fused) and shows its best [`SEARCH_RESULTS`]. Listings come from *row sources*, one per
 //! kind, each producing the same columns; a new kind is a new source.
 
+mod ranking;
 mod registry;
 mod search;
 mod stats;
@@ -15,7 +17,7 @@ pub use registry::{ListedVersion, RegistryEntry, RegistryFilter, ServedVersion};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-pub use search::{Match, SearchText};
+pub use search::SearchText;
 pub use stats::{DayCalls, UsageStats};
 pub use typos::Vocabulary;
 
@@ -91,9 +93,8 @@ impl PermissionFilter {
 /// One browse or search request, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrowseQuery {
+    /// Any word may match, and the meaning too: best first (see [`ranking`]).
     pub text: Option<SearchText>,
-    /// Whether every word of `text` must match, or any.
-    pub matching: Match,
     pub department: Option<DepartmentName>,
     /// Every one of these tags must be on the listing.
     pub tags: Tags,
@@ -115,7 +116,6 @@ impl Default for BrowseQuery {
     fn default() -> Self {
         Self {
             text: None,
-            matching: Match::All,
             department: None,
             tags: Tags::default(),
             kind: None,
@@ -202,6 +202,15 @@ impl BrowsePage {
 }
 
 const SUMMARY_CHARS: usize = 160;
+/// A search's results, best first: ten pages. Further down, a listing matches
+/// one common word or is barely near in meaning, and a person would search
+/// again in other words.
+pub const SEARCH_RESULTS: usize = 240;
+/// How near in meaning a listing without a word of the search must be to be
+/// shown: in the nearer half of the nearest (see [`ranking::Found::nearness`]).
+/// A model asking `search_tools` gets the best few whatever they are; a person
+/// browsing reads the count and the tail.
+const SHOWN_NEARNESS: f32 = 0.5;
 const DAY_MS: i64 = 86_400_000;
 
 /// A statement built with numbered placeholders (`$1`, `$2`, …, which both
@@ -232,6 +241,11 @@ impl Statement {
     }
 }
 
+/// When "the last 30 days" of a listing's calls begin.
+fn month_ago() -> i64 {
+    now_ms() - 30 * DAY_MS
+}
+
 /// SQL for the calls to the listing under `alias` since the placeholder `since`:
 /// a tool counts every call of it, a bundle the calls made through it.
 fn calls_since(alias: &str, since: &str) -> String {
@@ -258,72 +272,75 @@ fn listed_to(st: &mut Statement, user: &User, alias: &str) -> String {
 }
 
 impl Market<'_> {
-    /// Listings `user` may see that match `query`, one page of them, and how many there are.
+    /// Listings `user` may see that match `query`, one page of them, and how
+    /// many there are. With search text, the matches are its best
+    /// [`SEARCH_RESULTS`], and a sort other than relevance orders those.
     pub async fn browse(self, user: &User, query: &BrowseQuery) -> Result<BrowsePage, ToolError> {
         let per_page = query.per_page.clamp(1, 100);
+        let offset = (query.page.max(1) - 1) * per_page;
         let empty = BrowsePage { cards: Vec::new(), total: 0, page: query.page, per_page };
-        let since = now_ms() - 30 * DAY_MS;
-        // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
-        let mut count = self.matching(user, query, since, false);
-        count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
-        let total: i64 = count.query().fetch_one(self.core.db().pool()).await?.try_get("n")?;
-        if total == 0 {
-            return Ok(empty);
-        }
-        let page = self.ranked(user, query, since).await?;
-        let cards = self.cards_in_order(user, &page, since).await?;
+        let (total, page) = if query.text.is_some() {
+            let found: Vec<ToolId> = (self.best_first(user, query, SEARCH_RESULTS).await?.into_iter())
+                .filter(|f| f.by_words || f.nearness >= SHOWN_NEARNESS)
+                .map(|f| f.id)
+                .collect();
+            let total = found.len() as i64;
+            let page = match query.sort {
+                BrowseSort::Relevance => found.into_iter().skip(offset as usize).take(per_page as usize).collect(),
+                _ => {
+                    let among = BrowseQuery { text: None, among: Some(found), ..query.clone() };
+                    self.ranked(user, &among, per_page as usize, offset).await?
+                }
+            };
+            (total, page)
+        } else {
+            // Counting needs no relevance: FTS5's bm25 costs as much as the match itself.
+            let mut count = self.matching(user, query, false);
+            count.sql = format!("SELECT COUNT(*) AS n {}", count.sql);
+            let total: i64 = count.query().fetch_one(self.core.db().pool()).await?.try_get("n")?;
+            if total == 0 {
+                return Ok(empty);
+            }
+            (total, self.ranked(user, query, per_page as usize, offset).await?)
+        };
+        let cards = self.cards(user, &page).await?;
         Ok(BrowsePage { cards, total, page: query.page, per_page })
     }
 
-    /// One page of the listings `user` may see that match `query`, as kind
-    /// and id, in `query`'s order.
-    async fn ranked(self, user: &User, query: &BrowseQuery, since: i64) -> Result<Vec<(String, i64)>, ToolError> {
-        let per_page = query.per_page.clamp(1, 100);
-        let mut st = self.matching(user, query, since, true);
+    /// The listings `user` may see that match `query`, `limit` of them from
+    /// `offset`, in `query`'s order (its page is not read).
+    async fn ranked(self, user: &User, query: &BrowseQuery, limit: usize, offset: i64) -> Result<Vec<ToolId>, ToolError> {
+        let mut st = self.matching(user, query, true);
         let order = match (query.sort, query.text.is_some()) {
             (BrowseSort::Relevance, true) => "l.rank DESC, l.updated_at DESC",
             (BrowseSort::Relevance | BrowseSort::MostUsed, _) => "l.calls_30d DESC, l.updated_at DESC",
             (BrowseSort::Newest, _) => "l.created_at DESC",
             (BrowseSort::RecentlyUpdated, _) => "l.updated_at DESC",
         };
-        let limit = st.bind(Value::Int(per_page));
-        let offset = st.bind(Value::Int((query.page.max(1) - 1) * per_page));
-        st.sql = format!("SELECT l.kind, l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
+        let limit = st.bind(Value::Int(limit as i64));
+        let offset = st.bind(Value::Int(offset));
+        st.sql = format!("SELECT l.id {} ORDER BY {order}, l.id DESC LIMIT {limit} OFFSET {offset}", st.sql);
         Ok(st
             .query()
             .fetch_all(self.core.db().pool())
             .await?
             .iter()
-            .map(|r| Ok((r.try_get("kind")?, r.try_get("id")?)))
+            .map(|r| r.try_get("id").map(ToolId))
             .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    /// The first page of listings matching `query` as ids, without cards or a
-    /// total: candidates for tool search, which makes cards of the few it keeps.
-    pub(crate) async fn ranked_ids(self, user: &User, query: &BrowseQuery) -> Result<Vec<ToolId>, ToolError> {
-        let page = self.ranked(user, query, now_ms() - 30 * DAY_MS).await?;
-        Ok(page.into_iter().map(|(_, id)| ToolId(id)).collect())
-    }
-
-    /// Cards for `page` (kind and id), in its order.
-    async fn cards_in_order(self, user: &User, page: &[(String, i64)], since: i64) -> Result<Vec<ListingCard>, ToolError> {
-        let ids: Vec<i64> = page.iter().map(|(_, id)| *id).collect();
-        let mut cards = self.listing_cards(user, &ids, since).await?;
-        cards.sort_by_key(|c| page.iter().position(|(kind, id)| kind == c.kind.as_str() && *id == c.id));
+    /// Cards for the listings `ids`, in that order (those gone meanwhile left out).
+    pub(crate) async fn cards(self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
+        let mut cards = self.listing_cards(user, ids).await?;
+        cards.sort_by_key(|c| ids.iter().position(|id| id.0 == c.id));
         Ok(cards)
-    }
-
-    /// Cards for the tools `ids`, in that order.
-    pub(crate) async fn tool_cards(self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
-        let page: Vec<(String, i64)> = ids.iter().map(|id| (ListingKind::Tool.as_str().to_owned(), id.0)).collect();
-        self.cards_in_order(user, &page, now_ms() - 30 * DAY_MS).await
     }
 
     /// `FROM … WHERE …` over the listings `user` may see that match `query`
     /// (with their relevance when `ranked`).
-    fn matching(self, user: &User, query: &BrowseQuery, since: i64, ranked: bool) -> Statement {
+    fn matching(self, user: &User, query: &BrowseQuery, ranked: bool) -> Statement {
         let mut st = Statement::default();
-        let rows = self.listing_rows(&mut st, query, since, ranked);
+        let rows = self.listing_rows(&mut st, query, ranked);
         let mut filters = vec![listed_to(&mut st, user, "l")];
         if query.featured_only {
             filters.push("l.featured = 1".into());
@@ -365,8 +382,9 @@ impl Market<'_> {
         let source = st.bind(Value::Int(id.0));
         let listed = listed_to(&mut st, user, "f");
         st.sql = format!("SELECT f.id FROM tools f WHERE f.forked_from_tool_id = {source} AND {listed}");
-        let ids: Vec<i64> = st.query().fetch_all(self.core.db().pool()).await?.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
-        let mut cards = self.listing_cards(user, &ids, now_ms() - 30 * DAY_MS).await?;
+        let ids: Vec<ToolId> =
+            st.query().fetch_all(self.core.db().pool()).await?.iter().map(|r| r.try_get("id").map(ToolId)).collect::<Result<_, _>>()?;
+        let mut cards = self.listing_cards(user, &ids).await?;
         cards.sort_by(|a, b| b.calls_30d.cmp(&a.calls_30d).then_with(|| a.slug().cmp(&b.slug())));
         Ok(cards)
     }
@@ -405,11 +423,11 @@ impl Market<'_> {
 
     /// The listings (of the kind `query` asks for, if any) in the columns the
     /// browse filters and sorts use.
-    fn listing_rows(self, st: &mut Statement, query: &BrowseQuery, since: i64, ranked: bool) -> String {
-        let since = st.bind(Value::Int(since));
+    fn listing_rows(self, st: &mut Statement, query: &BrowseQuery, ranked: bool) -> String {
+        let since = st.bind(Value::Int(month_ago()));
         let (text_join, rank) = match &query.text {
             Some(text) => {
-                let p = st.bind(Value::Text(text.fts_query(self.core.db().backend(), query.matching)));
+                let p = st.bind(Value::Text(text.fts_query(self.core.db().backend())));
                 search::tool_text_match(self.core.db().backend(), &p, ranked)
             }
             None => (String::new(), "0".to_owned()),
@@ -427,14 +445,14 @@ impl Market<'_> {
     }
 
     /// Cards for the listings `ids`, in no particular order.
-    async fn listing_cards(self, user: &User, ids: &[i64], since: i64) -> Result<Vec<ListingCard>, ToolError> {
+    async fn listing_cards(self, user: &User, ids: &[ToolId]) -> Result<Vec<ListingCard>, ToolError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let mut st = Statement::default();
-        let since = st.bind(Value::Int(since));
+        let since = st.bind(Value::Int(month_ago()));
         let forks_listed = listed_to(&mut st, user, "f");
-        let list: Vec<String> = ids.iter().map(|id| st.bind(Value::Int(*id))).collect();
+        let list: Vec<String> = ids.iter().map(|id| st.bind(Value::Int(id.0))).collect();
         st.sql = format!(
             "SELECT t.kind, t.id, d.name AS dept, d.title AS dept_title, t.name, t.title, t.description, t.tags, \
              u.display_name AS author, t.visibility, t.featured, t.created_at, t.updated_at, \

@@ -46,26 +46,29 @@ impl SearchText {
         &self.terms
     }
 
-    /// The full-text query in the backend's own syntax, every word a prefix:
-    /// [`Match::All`] is FTS5 `"w1"* "w2"*` (implicit AND) or PostgreSQL
-    /// `'w1':* & 'w2':*` for `to_tsquery`; [`Match::Any`] joins the [`Self::keywords`]
-    /// with `OR` / `|` instead. Safe because every term is letters and digits only.
-    pub(crate) fn fts_query(&self, backend: Backend, how: Match) -> String {
-        let terms = match how {
-            Match::All => self.terms.clone(),
-            Match::Any => self.keywords(),
-        };
-        let quoted = terms.iter().map(|t| match backend {
+    /// The full-text query in the backend's own syntax: any of the
+    /// [`Self::keywords`], each a prefix, the more matching the better: FTS5
+    /// `"w1"* OR "w2"*`, PostgreSQL `'w1':* | 'w2':*` for `to_tsquery`. Safe
+    /// because every term is letters and digits only.
+    pub(crate) fn fts_query(&self, backend: Backend) -> String {
+        let quoted = self.keywords().into_iter().map(|t| match backend {
             Backend::Sqlite => format!("\"{t}\"*"),
             Backend::Postgres => format!("'{t}':*"),
         });
-        let joiner = match (backend, how) {
-            (Backend::Sqlite, Match::All) => " ",
-            (Backend::Postgres, Match::All) => " & ",
-            (Backend::Sqlite, Match::Any) => " OR ",
-            (Backend::Postgres, Match::Any) => " | ",
-        };
-        quoted.collect::<Vec<_>>().join(joiner)
+        quoted.collect::<Vec<_>>().join(match backend {
+            Backend::Sqlite => " OR ",
+            Backend::Postgres => " | ",
+        })
+    }
+
+    /// This search with `typed`'s words added to its full-text terms; its
+    /// text, what the sentence model reads, stays. A correction keeps the
+    /// words it replaced this way: the vocabulary it corrects by is titles and
+    /// descriptions, and a replaced word may be a name's or a tag's.
+    pub(crate) fn and_words_of(&self, typed: &SearchText) -> SearchText {
+        let mut terms = self.terms.clone();
+        terms.extend(typed.terms.iter().filter(|t| !self.terms.contains(t)).cloned());
+        SearchText { text: self.text.clone(), terms }
     }
 
     /// The words that say what is wanted, as typed: neither common words nor
@@ -74,15 +77,15 @@ impl SearchText {
         self.terms.iter().map(String::as_str).filter(|t| !STOP_WORDS.contains(t) && !t.chars().all(|c| c.is_ascii_digit()))
     }
 
-    /// The words that say what is wanted, stemmed: a sentence such as "how many
-    /// vacation days do I have left" becomes `vacat`, `day`, `left`. Common
-    /// words and plain numbers (which name an instance, not a tool) are left
-    /// out, unless nothing else remains.
+    /// The words that say what is wanted, as the prefixes their stems keep: a
+    /// sentence such as "how many vacation days do I have left" becomes
+    /// `vacat`, `day`, `left`. Common words and plain numbers (which name an
+    /// instance, not a tool) are left out, unless nothing else remains.
     pub fn keywords(&self) -> Vec<String> {
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         let mut keywords: Vec<String> = Vec::new();
         for term in self.subject_words() {
-            let stem = stemmer.stem(term).into_owned();
+            let stem = stem_prefix(term, &stemmer.stem(term));
             if !keywords.contains(&stem) {
                 keywords.push(stem);
             }
@@ -95,14 +98,19 @@ impl SearchText {
     }
 }
 
-/// How the words of a search combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Match {
-    /// Every word must match: a person narrowing the browse page down.
-    #[default]
-    All,
-    /// Any keyword may match, the more the better: a model asking in a sentence.
-    Any,
+/// What of `word` its `stem` keeps, as a prefix of the word: the index holds
+/// words as written, and a stem may end otherwise ("daily" → `daili`, searched
+/// as `dail`). Where the stem ends in the `i` of a `y` ("policies" → `polici`),
+/// that goes too, so `polic` finds "policy" as well.
+fn stem_prefix(word: &str, stem: &str) -> String {
+    let kept: String = word.chars().zip(stem.chars()).take_while(|(w, s)| w == s).map(|(w, _)| w).collect();
+    // "policies", "studied": the stem's `i` stands for a `y`; not in "taxis".
+    let from_y = kept != word && (word.ends_with("ies") || word.ends_with("ied"));
+    match kept.strip_suffix('i') {
+        Some(rest) if from_y && rest.chars().count() >= 3 => rest.to_owned(),
+        _ if kept.chars().count() < 2 => word.to_owned(),
+        _ => kept,
+    }
 }
 
 /// English words that carry no subject: questions and requests are full of them.
@@ -141,18 +149,28 @@ mod tests {
     fn search_syntax_becomes_plain_words() {
         let s = SearchText::parse(r#"FX "rate" OR -x* NEAR(a b) col:val"#).unwrap().unwrap();
         assert_eq!(s.terms(), ["fx", "rate", "or", "x", "near", "a", "b", "col", "val"]);
-        assert_eq!(SearchText::parse("Rate rate").unwrap().unwrap().fts_query(Backend::Sqlite, Match::All), r#""rate"*"#);
-        assert_eq!(SearchText::parse("a b").unwrap().unwrap().fts_query(Backend::Postgres, Match::All), "'a':* & 'b':*");
+        assert_eq!(SearchText::parse("Rate rate").unwrap().unwrap().fts_query(Backend::Sqlite), r#""rate"*"#);
+        assert_eq!(SearchText::parse("fx b2").unwrap().unwrap().fts_query(Backend::Postgres), "'fx':* | 'b2':*");
     }
 
     #[test]
     fn a_question_matches_on_any_of_its_stemmed_keywords() {
         let s = SearchText::parse("How many vacation days do I have left in 2027?").unwrap().unwrap();
         assert_eq!(s.keywords(), ["vacat", "day", "left"]);
-        assert_eq!(s.fts_query(Backend::Sqlite, Match::Any), r#""vacat"* OR "day"* OR "left"*"#);
-        assert_eq!(s.fts_query(Backend::Postgres, Match::Any), "'vacat':* | 'day':* | 'left':*");
+        assert_eq!(s.fts_query(Backend::Sqlite), r#""vacat"* OR "day"* OR "left"*"#);
+        assert_eq!(s.fts_query(Backend::Postgres), "'vacat':* | 'day':* | 'left':*");
+        let s = SearchText::parse("daily policies, taxis policy").unwrap().unwrap();
+        assert_eq!(s.keywords(), ["dail", "polic", "taxi"], "prefixes of the words as written");
         // Nothing but common words: they are what there is to search for.
         assert_eq!(SearchText::parse("who is it").unwrap().unwrap().keywords(), ["who", "is", "it"]);
+    }
+
+    #[test]
+    fn a_correction_keeps_the_words_it_replaced_for_full_text_only() {
+        let typed = SearchText::parse("ledgr lookup").unwrap().unwrap();
+        let both = SearchText::parse("ledger lookup").unwrap().unwrap().and_words_of(&typed);
+        assert_eq!(both.text(), "ledger lookup", "the model reads the correction");
+        assert_eq!(both.terms(), ["ledger", "lookup", "ledgr"]);
     }
 
     #[test]

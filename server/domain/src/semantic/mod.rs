@@ -1,10 +1,10 @@
 //! Tool search by meaning: "request a new notebook computer" finds *Order a
 //! laptop*, which shares no word with it.
 //!
-//! A sentence model (`toolshed_encoder`, in `server/encoder`) turns each published tool's title and
-//! description into a vector, stored in `listing_vectors` by whichever replica
+//! A sentence model (`toolshed_encoder`, in `server/encoder`) turns each published listing's (tool's
+//! or bundle's) title and description into a vector, stored in `listing_vectors` by whichever replica
 //! gets there first; every replica keeps all of them in memory (a cache of
-//! that table) and compares a query's vector with each. `Catalog::search`
+//! that table) and compares a query's vector with each. `market::ranking`
 //! merges these neighbours with the full-text ranking; who may see what is
 //! still decided in SQL, after this.
 //!
@@ -47,7 +47,7 @@ const OVERLAP_MS: i64 = 10_000;
 /// Catch up at least this often even when no change was announced.
 const IDLE: Duration = Duration::from_secs(30);
 
-/// What a tool's vector is made of.
+/// What a listing's vector is made of.
 const SOURCE_SQL: &str = "t.title || ': ' || t.description";
 
 /// A sentence model, loaded once per process however many use it.
@@ -114,7 +114,7 @@ impl SentenceModel {
     }
 }
 
-/// The vectors of every published tool of one database, and its model.
+/// The vectors of every published listing of one database, and its model.
 pub struct SemanticIndex {
     model: SentenceModel,
     vectors: RwLock<Vectors>,
@@ -193,14 +193,14 @@ impl SemanticIndex {
         });
     }
 
-    /// Encodes every published tool whose vector is missing or out of date,
+    /// Encodes every published listing whose vector is missing or out of date,
     /// then reads the vectors written since the last time (by any replica).
     pub async fn catch_up(&self, db: &Db) -> Result<(), StoreError> {
         let mut encoded_now = std::collections::HashSet::new();
         loop {
             let stale = sqlx::query(&format!(
                 "SELECT t.id, {SOURCE_SQL} AS source FROM tools t LEFT JOIN listing_vectors v ON v.tool_id = t.id \
-                 WHERE t.kind = 'tool' AND t.published_version IS NOT NULL AND t.status = 'active' \
+                 WHERE t.published_version IS NOT NULL AND t.status = 'active' \
                  AND (v.tool_id IS NULL OR v.model <> $1 OR v.source <> {SOURCE_SQL}) ORDER BY t.id LIMIT {BATCH}"
             ))
             .bind(&self.model.name)
@@ -264,8 +264,8 @@ impl SemanticIndex {
         vectors.words.correct(query, |word| self.model.encoder.knows(word))
     }
 
-    /// The tools whose meaning is nearest `query`'s, nearest first, at most
-    /// `limit` (of every tool, seen by the caller or not: filter them after).
+    /// The listings whose meaning is nearest `query`'s, nearest first, at most
+    /// `limit` (of every listing, seen by the caller or not: filter them after).
     /// None when no word of the query is one the model or the listings know
     /// (a run of Chinese or Japanese characters counts as known): the model
     /// would guess at the meaning of "zzzz qqqq" and find something. (A
@@ -293,7 +293,7 @@ impl SemanticIndex {
         near
     }
 
-    /// How many tools have a vector in memory.
+    /// How many listings have a vector in memory.
     pub fn len(&self) -> usize {
         self.vectors.read().unwrap_or_else(|e| e.into_inner()).by_tool.len()
     }

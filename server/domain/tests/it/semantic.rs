@@ -2,8 +2,9 @@
 //! and on PostgreSQL: found by what it does, not by its words, and still only
 //! what the caller may see.
 
+use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::catalog::CatalogSearch;
-use toolshed_domain::market::SearchText;
+use toolshed_domain::market::{BrowseQuery, SearchText};
 use toolshed_domain::names::{DepartmentName, Tags};
 use toolshed_domain::semantic::SentenceModel;
 use toolshed_domain::{Db, Settings, Toolshed, User};
@@ -98,6 +99,68 @@ store_test!(a_chinese_or_misspelt_search_finds_the_tool_and_still_only_what_the_
         assert!(found(&ts, &bob, query, None).await.iter().all(|n| n != "finance/fx_private"), "private to alice: {query}");
         assert!(found(&ts, &alice, query, None).await.contains(&"finance/fx_private".to_owned()), "its owner finds it: {query}");
     }
+});
+
+/// The Browse box's names for `text` (optionally of one kind, in one sort) and its total.
+async fn browsed(ts: &Toolshed, reader: &User, text: &str, kind: &str, sort: &str) -> (Vec<String>, i64) {
+    let page = ts.market().browse(reader, &BrowseQuery::parse(text, "", "", kind, sort, "").unwrap()).await.unwrap();
+    (page.cards.iter().map(|c| c.slug()).collect(), page.total)
+}
+
+store_test!(the_browse_box_ranks_by_meaning_too_and_finds_bundles_by_meaning_but_only_what_the_caller_may_see, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    let alice = user(&ts, "alice", "it").await;
+    let bob = user(&ts, "bob", "legal").await;
+    let laptop = listing(
+        &ts,
+        &alice,
+        "laptop_order",
+        "Order a laptop | Orders a laptop or a monitor from the hardware catalogue. | hardware | everyone",
+    )
+    .await;
+    listing(&ts, &alice, "laptop_wipe", "Wipe a laptop | Erases and recycles old notebook computers. | hardware | private").await;
+    listing(&ts, &alice, "museum", "Computer museum | Opening hours of the computer history museum. | culture | everyone").await;
+    let kit = ts
+        .tools()
+        .create_bundle(
+            &alice,
+            toolshed_domain::tools::NewTool::parse(
+                "starter_kit",
+                "Starter kit",
+                "Welcome kit for people starting in the company: a laptop, a desk and a badge.",
+                "hr",
+                "everyone",
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let member = MemberSpec { tool: laptop.id, pinned_version: None, exposed_name: String::new() };
+    ts.bundles().save_bundle_version(&alice, kit.id, &[member], "first").await.unwrap();
+    ts.tools().publish(&alice, kit.id, 1).await.unwrap();
+    let index = ts.semantic().unwrap();
+    index.catch_up(&db).await.unwrap();
+    assert_eq!(index.len(), 4, "bundles have their vectors too");
+    let words_only = Toolshed::new(db.clone(), Settings::default());
+
+    // "computer" is a word of the museum; the laptop order has only the meaning.
+    let (names, total) = browsed(&ts, &bob, "I need a notebook computer", "", "").await;
+    assert!(names.contains(&"it/laptop_order".to_owned()), "found by meaning: {names:?}");
+    assert!(!browsed(&words_only, &bob, "I need a notebook computer", "", "").await.0.contains(&"it/laptop_order".to_owned()));
+    assert!(names.contains(&"it/museum".to_owned()), "a word match is still found: {names:?}");
+    assert!(!names.contains(&"it/laptop_wipe".to_owned()), "private to alice: {names:?}");
+    assert_eq!(total, names.len() as i64);
+    let (newest, newest_total) = browsed(&ts, &bob, "I need a notebook computer", "", "newest").await;
+    assert_eq!((newest_total, newest.len()), (total, names.len()), "another sort orders the same results");
+
+    // A bundle, asked for in another language with no word of it.
+    assert_eq!(browsed(&words_only, &bob, "新同事入职欢迎礼包", "", "").await.1, 0);
+    let (names, _) = browsed(&ts, &bob, "新同事入职欢迎礼包", "", "").await;
+    assert_eq!(names.first().map(String::as_str), Some("it/starter_kit"), "{names:?}");
+    let (bundles, _) = browsed(&ts, &bob, "新同事入职欢迎礼包", "bundle", "").await;
+    assert_eq!(bundles, ["it/starter_kit"], "the kind filter still applies");
+    // Tool search for models offers tools only.
+    assert!(found(&ts, &bob, "新同事入职欢迎礼包", None).await.iter().all(|n| n != "it/starter_kit"));
 });
 
 store_test!(

@@ -129,6 +129,8 @@ test('a server that changes a tool\'s definition has it held, with what the scan
     // The hidden comment, and the request for the key in it.
     assert.deepEqual(await held.locator('.findings mark').allTextContents(), [comment, 'read ~/.ssh/id_rsa']);
     assert.match(await held.locator('pre.definition').first().textContent(), /read ~\/\.ssh\/id_rsa/);
+    // Reviewed as a diff against the definition approved before: the one added line.
+    assert.deepEqual(await held.locator('.definition-changes span.add').allTextContents(), [`+${comment}\n`]);
     await held.scrollIntoViewIfNeeded();
     await shot(admin, '62-held-external-definition');
 

@@ -48,6 +48,8 @@ pub struct HeldDefinitionView {
     pub fingerprint: String,
     /// Another definition was approved before: the server changed it.
     pub changed: bool,
+    /// A unified diff from the approved definition to this one, when it was kept.
+    pub changes: Option<String>,
     pub findings: Vec<crate::api::FindingView>,
     pub since_ms: i64,
 }
@@ -83,6 +85,7 @@ fn view(s: toolshed_domain::upstream::ServerView) -> ServerAdminView {
             description: h.tool.description,
             fingerprint: h.fingerprint,
             changed: h.changed,
+            changes: h.changes,
             findings: h.findings.iter().map(crate::api::finding_view).collect(),
             since_ms: h.since,
         })

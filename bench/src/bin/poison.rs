@@ -6,10 +6,10 @@
 //! and 9,878 generated ones (the browse benchmark's generator). Each text goes
 //! through `scan::scan` as the field it is (a tool's title, description,
 //! argument description, enum values, default or example, output schema; a
-//! bundle's instructions are its description); a field the publish gate does
-//! not read (external servers' tools) counts as not caught, since nothing
-//! reads it. A poisoned text split across two fields is caught when either
-//! part is.
+//! bundle's instructions are its description; an external server's tool
+//! definition as a refresh reads it, field by field); a field nothing reads
+//! would count as not caught. A poisoned text split across two fields is
+//! caught when either part is.
 //!
 //! With the sentence model (`TOOLSHED_EMBEDDING_MODEL`, as scripts/env.sh
 //! sets it) the scan by meaning (`scan::meaning`) runs too, at the threshold
@@ -28,6 +28,7 @@ use serde::Deserialize;
 use toolshed_bench::Lcg;
 use toolshed_domain::scan::{self, meaning};
 use toolshed_domain::semantic::{Encoder, SentenceModel};
+use toolshed_domain::upstream;
 
 #[derive(Deserialize)]
 struct Corpus {
@@ -65,23 +66,27 @@ struct Listing {
     description: String,
 }
 
-/// The gate's name for a field it reads (`tools/gates.rs`), or `None`.
-fn scanned_as(field: &str) -> Option<&'static str> {
+/// What the gate reads of a case, as (its name for the field, text) pairs
+/// (`tools/gates.rs`, `upstream`); nothing for a field it does not read.
+fn read_as(field: &str, text: &str) -> Vec<(String, String)> {
+    let single = |name: &str| vec![(name.to_owned(), text.to_owned())];
     match field {
-        "title" => Some("title"),
+        "title" => single("title"),
         // A bundle's description is the instructions its endpoint sends.
-        "description" | "bundle_instructions" => Some("description"),
-        "output_schema" => Some("output schema /properties/x/description"),
-        "arg_description" => Some("argument x"),
-        "enum" => Some("values of x"),
-        "default" => Some("default of x"),
-        "examples" => Some("example of x"),
-        _ => None,
+        "description" | "bundle_instructions" => single("description"),
+        "output_schema" => single("output schema /properties/x/description"),
+        "arg_description" => single("argument x"),
+        "enum" => single("values of x"),
+        "default" => single("default of x"),
+        "examples" => single("example of x"),
+        // An external server's tool as `tools/list` gives it: what a refresh reads of it.
+        "upstream_tool" => serde_json::from_str(text).map(|listed| upstream::listed_texts(&listed)).unwrap_or_default(),
+        _ => Vec::new(),
     }
 }
 
 fn flagged(field: &str, text: &str) -> bool {
-    scanned_as(field).is_some_and(|as_field| !scan::scan(as_field, text).is_empty())
+    read_as(field, text).iter().any(|(field, text)| !scan::scan(field, text).is_empty())
 }
 
 /// The sentence model and its intents, when there is one.
@@ -224,8 +229,8 @@ fn main() {
     let g_phrases: Vec<bool> = generated.iter().map(|(t, d)| flagged("title", t) || flagged("description", d)).collect();
     let phrase_time = started.elapsed();
     let started = Instant::now();
-    // A field the gate does not read is not read by meaning either.
-    let read = |field: &str, text: &str| if scanned_as(field).is_some() { text.to_owned() } else { String::new() };
+    // What the gate reads, and only that, is read by meaning too.
+    let read = |field: &str, text: &str| read_as(field, text).into_iter().map(|(_, text)| text).collect::<Vec<_>>().join("\n");
     let texts: Vec<String> = corpus
         .poisoned
         .iter()
@@ -293,7 +298,7 @@ fn main() {
     println!("poisoned caught: {}", total.line());
     print_table("by technique", &by_technique);
     print_table("by language", &by_language);
-    print_table("by field (fields the gate does not read count as missed)", &by_field);
+    print_table("by field", &by_field);
     println!(
         "benign held: hard {}, written listings {}, generated listings {}",
         share(&hard).line(),

@@ -13,7 +13,7 @@ use crate::api::{
     external_servers, ApproveDefinition, RefreshServer, RegisterServer, RemoveServer, ServerAdminView, SetServerRegistration, UpdateServer,
 };
 use crate::components::{Findings, RequireUser};
-use crate::pages::tools::{ago, now_ms};
+use crate::pages::tools::{ago, now_ms, DiffText};
 
 /// The transport choice, `selected` preselected.
 fn transport_select(selected: &str) -> impl IntoView {
@@ -113,6 +113,15 @@ fn HeldDefinitions(servers: Vec<ServerAdminView>, approve: ServerAction<ApproveD
                 <div class="held-definition" data-tool=h.exposed_name.clone()>
                     <h3><code>{h.exposed_name.clone()}</code> " "
                         <span class="muted small">{format!("{} {}", if h.changed { "changed by the server" } else { "new" }, ago(h.since_ms, now.max(h.since_ms)))}</span></h3>
+                    {match (h.changed, h.changes.clone()) {
+                        (true, Some(changes)) => Some(view! {
+                            <div class="diff definition-changes"><h4>"What changed since it was approved"</h4><DiffText text=changes /></div>
+                        }.into_any()),
+                        (true, None) => Some(view! {
+                            <p class="muted small">"The definition approved before was not kept (it was approved before Toolshed kept them): read this one whole."</p>
+                        }.into_any()),
+                        (false, _) => None,
+                    }}
                     {(!h.title.is_empty()).then(|| view! { <p><strong>{h.title.clone()}</strong></p> })}
                     <pre class="definition">{h.description.clone()}</pre>
                     <details><summary class="small">"Input schema"</summary><pre class="definition">{h.input_schema.clone()}</pre></details>

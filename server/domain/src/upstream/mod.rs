@@ -214,6 +214,9 @@ pub struct HeldDefinition {
     pub fingerprint: String,
     /// Another definition of it was approved before: the server changed it.
     pub changed: bool,
+    /// What changed since the approved definition, as a unified diff; `None`
+    /// when nothing was approved, or the approval predates keeping it.
+    pub changes: Option<String>,
     /// What the scan found in it, if anything.
     pub findings: Vec<crate::scan::Finding>,
     pub since: i64,
@@ -262,15 +265,38 @@ impl ImportedTool {
         hex::encode(Sha256::digest(serde_json::to_vec(self).expect("a definition serializes")))
     }
 
+    /// All of it that models read, as one text for a diff.
+    fn model_text(&self) -> String {
+        let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        let mut text =
+            format!("title: {}\n\ndescription:\n{}\n\ninput schema:\n{}\n", self.title, self.description, pretty(&self.input_schema));
+        for (label, value) in [("output schema", &self.output_schema), ("annotations", &self.annotations)] {
+            if let Some(v) = value {
+                text.push_str(&format!("\n{label}:\n{}\n", pretty(v)));
+            }
+        }
+        text
+    }
+
     /// What models read of it.
     fn model_texts(&self) -> Vec<(String, String)> {
         let mut out = vec![("title".to_owned(), self.title.clone()), ("description".to_owned(), self.description.clone())];
+        // Clients show the annotations' title too; it is the title when there is no other.
+        if let Some(title) = self.annotations.as_ref().and_then(|a| a.get("title")).and_then(Value::as_str).filter(|t| *t != self.title) {
+            out.push(("annotations title".to_owned(), title.to_owned()));
+        }
         out.extend(crate::scan::schema_texts("input schema", &self.input_schema));
         if let Some(schema) = &self.output_schema {
             out.extend(crate::scan::schema_texts("output schema", schema));
         }
         out
     }
+}
+
+/// What models read of a tool as a server lists it (an entry of `tools/list`),
+/// field by field, as a refresh scans it; nothing for a tool without a usable name.
+pub fn listed_texts(listed: &Value) -> Vec<(String, String)> {
+    ImportedTool::from_listed("server", listed).map(|t| t.model_texts()).unwrap_or_default()
 }
 
 /// The fingerprint of tools imported before pinning: served as they were,
@@ -284,6 +310,8 @@ struct Pinned {
     tool: ImportedTool,
     fingerprint: String,
     approved: Option<String>,
+    /// The approved definition, when known.
+    approved_definition: Option<ImportedTool>,
     findings: Vec<crate::scan::Finding>,
     held_since: Option<i64>,
     listed: bool,
@@ -300,6 +328,7 @@ impl Pinned {
             tool: tool_from_row(r)?,
             fingerprint: r.try_get("fingerprint")?,
             approved: r.try_get("approved")?,
+            approved_definition: r.try_get::<Option<String>, _>("approved_definition")?.and_then(|d| serde_json::from_str(&d).ok()),
             findings: findings.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
             held_since: r.try_get("held_since")?,
             listed: r.try_get::<i64, _>("listed")? != 0,
@@ -573,8 +602,13 @@ impl Upstreams<'_> {
             let server_id: i64 = r.try_get("server_id")?;
             let Some(view) = views.iter_mut().find(|v| v.id == server_id) else { continue };
             let pinned = Pinned::from_row(&r)?;
+            let changes = pinned
+                .approved_definition
+                .as_ref()
+                .map(|before| crate::tools::unified_diff(&before.model_text(), &pinned.tool.model_text(), "approved", "now"));
             view.held.push(HeldDefinition {
                 changed: pinned.approved.is_some(),
+                changes,
                 since: pinned.held_since.unwrap_or_default(),
                 fingerprint: pinned.fingerprint,
                 findings: pinned.findings,
@@ -596,12 +630,13 @@ impl Upstreams<'_> {
         }
         let mut tx = self.core.begin().await?;
         let approved = sqlx::query(
-            "UPDATE mcp_server_tools SET approved = fingerprint, held_since = NULL \
+            "UPDATE mcp_server_tools SET approved = fingerprint, approved_definition = $4, held_since = NULL \
              WHERE server_id = $1 AND name = $2 AND fingerprint = $3 AND listed = 1",
         )
         .bind(id)
         .bind(tool)
         .bind(fingerprint)
+        .bind(serde_json::to_string(&held.tool).expect("a definition serializes"))
         .execute(&mut *tx)
         .await?;
         if approved.rows_affected() == 0 {
@@ -883,7 +918,8 @@ impl Upstreams<'_> {
                 let t = &p.tool;
                 sqlx::query(
                     "INSERT INTO mcp_server_tools (server_id, position, name, title, description, input_schema, output_schema, annotations, \
-                     fingerprint, approved, findings_json, held_since, listed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                     fingerprint, approved, approved_definition, findings_json, held_since, listed) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 )
                 .bind(id)
                 .bind(position as i64)
@@ -895,6 +931,7 @@ impl Upstreams<'_> {
                 .bind(t.annotations.as_ref().map(Value::to_string))
                 .bind(&p.fingerprint)
                 .bind(&p.approved)
+                .bind(p.approved_definition.as_ref().map(|d| serde_json::to_string(d).expect("a definition serializes")))
                 .bind((!p.findings.is_empty()).then(|| serde_json::to_string(&p.findings).expect("findings serialize")))
                 .bind(p.held_since)
                 .bind(i64::from(p.listed))
@@ -932,16 +969,23 @@ impl Upstreams<'_> {
         let fingerprint = tool.fingerprint();
         let before = before.filter(|b| b.fingerprint != BEFORE_PINNING);
         if let Some(b) = before.filter(|b| b.tool == tool) {
-            let approved = if b.served() { Some(fingerprint.clone()) } else { b.approved.clone() };
-            return Pinned { tool, fingerprint, approved, findings: b.findings.clone(), held_since: b.held_since, listed: true };
+            // Served: this definition is the approved one (kept from here on if
+            // the approval predates keeping definitions).
+            let (approved, approved_definition) = match b.served() {
+                true => (Some(fingerprint.clone()), Some(tool.clone())),
+                false => (b.approved.clone(), b.approved_definition.clone()),
+            };
+            let (findings, held_since) = (b.findings.clone(), b.held_since);
+            return Pinned { tool, fingerprint, approved, approved_definition, findings, held_since, listed: true };
         }
         let (findings, _) = crate::tools::findings_in(self.core, tool.model_texts()).await;
-        let approved = match before {
-            None => findings.is_empty().then(|| fingerprint.clone()),
-            Some(b) => b.approved.clone(),
+        let (approved, approved_definition) = match before {
+            None if findings.is_empty() => (Some(fingerprint.clone()), Some(tool.clone())),
+            None => (None, None),
+            Some(b) => (b.approved.clone(), b.approved_definition.clone()),
         };
         let held_since = (approved.as_deref() != Some(fingerprint.as_str())).then_some(now);
-        Pinned { tool, fingerprint, approved, findings, held_since, listed: true }
+        Pinned { tool, fingerprint, approved, approved_definition, findings, held_since, listed: true }
     }
 }
 

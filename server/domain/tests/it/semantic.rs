@@ -28,19 +28,21 @@ async fn found(ts: &Toolshed, reader: &User, query: &str, department: Option<&st
     ts.catalog(reader, None).search(&q).await.unwrap().into_iter().map(|h| h.name).collect()
 }
 
+/// Alice's public *Order a laptop* (returned) and her private *Wipe a laptop*,
+/// which says "notebook computers".
+async fn laptops(ts: &Toolshed, alice: &User) -> toolshed_domain::tools::Tool {
+    let order = "Order a laptop | Orders a laptop or a monitor from the hardware catalogue. | hardware | everyone";
+    let published = listing(ts, alice, "laptop_order", order).await;
+    listing(ts, alice, "laptop_wipe", "Wipe a laptop | Erases and recycles old notebook computers. | hardware | private").await;
+    published
+}
+
 store_test!(tool_search_finds_tools_by_meaning_but_only_those_the_caller_may_see, |db: Db| async move {
     let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
     let alice = user(&ts, "alice", "it").await;
     let dave = user(&ts, "dave", "facilities").await;
     let bob = user(&ts, "bob", "legal").await;
-    listing(
-        &ts,
-        &alice,
-        "laptop_order",
-        "Order a laptop | Orders a laptop or a monitor from the hardware catalogue. | hardware | everyone",
-    )
-    .await;
-    listing(&ts, &alice, "laptop_wipe", "Wipe a laptop | Erases and recycles old notebook computers. | hardware | private").await;
+    laptops(&ts, &alice).await;
     listing(&ts, &dave, "room_booking", "Book a room | Reserves a meeting room for a time slot. | rooms | everyone").await;
     let index = ts.semantic().expect("a sentence model was given");
     index.catch_up(&db).await.unwrap();
@@ -111,14 +113,7 @@ store_test!(the_browse_box_ranks_by_meaning_too_and_finds_bundles_by_meaning_but
     let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
     let alice = user(&ts, "alice", "it").await;
     let bob = user(&ts, "bob", "legal").await;
-    let laptop = listing(
-        &ts,
-        &alice,
-        "laptop_order",
-        "Order a laptop | Orders a laptop or a monitor from the hardware catalogue. | hardware | everyone",
-    )
-    .await;
-    listing(&ts, &alice, "laptop_wipe", "Wipe a laptop | Erases and recycles old notebook computers. | hardware | private").await;
+    let laptop = laptops(&ts, &alice).await;
     listing(&ts, &alice, "museum", "Computer museum | Opening hours of the computer history museum. | culture | everyone").await;
     let kit = ts
         .tools()

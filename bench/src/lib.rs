@@ -103,8 +103,8 @@ pub async fn seed_listings(
         let tags = format!("{} {}", TAGS[rng.next(12) as usize], TAGS[rng.next(12) as usize]);
         let created = now - rng.next(365 * 86_400_000) as i64;
         sqlx::query(
-            "INSERT INTO tools (id, department_id, name, title, description, tags, visibility, owner_id, published_version, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $2, 1, $8, $9, $10)",
+            "INSERT INTO tools (id, department_id, name, title, description, tags, visibility, owner_id, published_version, status, created_at, updated_at, cjk_pairs) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $2, 1, $8, $9, $10, '')",
         )
         .bind(id)
         .bind(dept)

@@ -61,6 +61,7 @@ pub mod tokens;
 pub mod tools;
 pub mod upstream;
 pub mod usage;
+pub mod words;
 
 use std::sync::Arc;
 

@@ -299,10 +299,12 @@ impl Moderation<'_> {
         let sql = format!(
             "UPDATE tools SET published_version = COALESCE(pending_version, published_version), pending_version = NULL, \
              title = COALESCE(pending_title, title), description = COALESCE(pending_description, description), \
-             pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1 WHERE id = $2 AND {REVIEWED}"
+             pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1, cjk_pairs = $6 \
+             WHERE id = $2 AND {REVIEWED}"
         );
+        let (title, description) = tool.pending_text.as_ref().map_or((&tool.title, &tool.description), |p| (&p.title, &p.description));
         let done = sqlx::query(&sql).bind(now_ms()).bind(id.0);
-        let done = reviewed(done, &tool).execute(&mut *tx).await?;
+        let done = reviewed(done, &tool).bind(crate::words::cjk_pairs(title, description)).execute(&mut *tx).await?;
         if done.rows_affected() != 1 {
             return Err(ModerationError::NothingToReview);
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Connection, Executor};
+use sqlx::{AnyPool, Connection, Executor, Row};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -167,8 +167,11 @@ impl Db {
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let migrator = sqlx::migrate::Migrator::new(Embedded(embedded::files(self.backend))).await?;
-        migrator.run(&self.pool).await?;
-        Ok(())
+        // One connection for both steps: the pool opens no second one while
+        // the first is being handed back.
+        let mut conn = self.pool.acquire().await?;
+        migrator.run(&mut *conn).await?;
+        fill_cjk_pairs(&mut conn).await
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -193,6 +196,26 @@ impl Db {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Writes the CJK pairs of listings that have none yet (those from before
+/// migration 0027): SQL cannot split a run of characters into pairs.
+async fn fill_cjk_pairs(conn: &mut sqlx::pool::PoolConnection<sqlx::Any>) -> Result<(), StoreError> {
+    let rows = sqlx::query("SELECT id, title, description FROM tools WHERE cjk_pairs IS NULL").fetch_all(&mut **conn).await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut tx = conn.begin().await?;
+    for row in rows {
+        let pairs = crate::words::cjk_pairs(&row.try_get::<String, _>("title")?, &row.try_get::<String, _>("description")?);
+        sqlx::query("UPDATE tools SET cjk_pairs = $1 WHERE id = $2 AND cjk_pairs IS NULL")
+            .bind(pairs)
+            .bind(row.try_get::<i64, _>("id")?)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Moved by every write transaction's commit and by every audit row the

@@ -8,9 +8,10 @@
 //!
 //! Each listing scores a weighted sum of its meaning match (its similarity,
 //! scaled between the nearest and the last the caller may see of the
-//! [`NEAREST`]) and its
-//! full-text rank: unlike fusing ranks alone, a meaning match far ahead of the
-//! rest beats a word match that only happens to rank first.
+//! [`NEAREST`]) and its full-text match (its rank, times the share of the
+//! search's keywords its text holds): unlike fusing ranks alone, a meaning
+//! match far ahead of the rest beats a word match that only happens to rank
+//! first, or that holds one common word of a long question.
 
 use crate::accounts::User;
 use crate::ids::ToolId;
@@ -19,11 +20,15 @@ use crate::tools::ToolError;
 use super::{BrowseQuery, BrowseSort, Market};
 
 /// How much a listing's meaning counts against its words in the fused score.
-/// This and [`WORD_RANK_DECAY`] were chosen on bench/search/queries.json
-/// (the tuning set: 45 of 50 in the top 5, 31 first), never on eval.json.
+/// This, [`WORD_RANK_DECAY`] and [`WORD_SHARE_FLOOR`] were chosen on the
+/// tuning sets (bench/search/queries.json and tuning.json), never on eval.json.
 const MEANING_WEIGHT: f64 = 0.6;
 /// A full-text rank's score: the first 1, the second 0.67, the fifth 0.33.
 const WORD_RANK_DECAY: f64 = 0.5;
+/// What a full-text match is worth when its title and description hold none
+/// of the search's keywords (it matched on its name or tags), against 1 when
+/// they hold them all.
+const WORD_SHARE_FLOOR: f64 = 0.3;
 /// How far down each ranking fusion looks at least.
 const FUSION_CANDIDATES: usize = 50;
 /// Nearest listings the caller may see that meaning is scaled over, before
@@ -71,10 +76,17 @@ impl Market<'_> {
         let visible: Vec<(ToolId, f32)> = near.into_iter().filter(|(id, _)| may_see.contains(id)).take(NEAREST).collect();
         let filtered = BrowseQuery { text: None, sort: BrowseSort::Newest, among: Some(ids(&visible)), ..words };
         let kept = if visible.is_empty() { Vec::new() } else { self.ranked(user, &filtered, NEAREST, 0).await? };
+        // A word match counts as much as the share of the search's keywords
+        // the listing's text holds: one common word of a long question is weak.
+        let shares = semantic.shares(&lexical, &text.keywords());
         let mut scored: Vec<(f64, Found)> = lexical
             .into_iter()
+            .zip(shares)
             .enumerate()
-            .map(|(rank, id)| ((1.0 - MEANING_WEIGHT) / (1.0 + WORD_RANK_DECAY * rank as f64), Found { id, by_words: true, nearness: 0.0 }))
+            .map(|(rank, (id, share))| {
+                let words = WORD_SHARE_FLOOR + (1.0 - WORD_SHARE_FLOOR) * share;
+                ((1.0 - MEANING_WEIGHT) * words / (1.0 + WORD_RANK_DECAY * rank as f64), Found { id, by_words: true, nearness: 0.0 })
+            })
             .collect();
         // Similarity scaled from the last of the visible nearest (0) to the nearest (1).
         let (best, last) = (visible.first().map_or(1.0, |n| n.1), visible.last().map_or(0.0, |n| n.1));

@@ -5,6 +5,7 @@
 
 use crate::names::Invalid;
 use crate::store::Backend;
+use crate::words::words;
 
 /// A search of one or more words, as typed (`text`, what the sentence model
 /// reads) and as full-text terms (the first [`Self::MAX_TERMS`] distinct words).
@@ -26,8 +27,7 @@ impl SearchText {
             return Err(Invalid { field: "Search", reason: format!("must be at most {} characters", Self::MAX_CHARS) });
         }
         let mut terms: Vec<String> = Vec::new();
-        for word in raw.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-            let word = word.to_lowercase();
+        for word in words(raw) {
             if !terms.contains(&word) {
                 terms.push(word);
             }
@@ -74,7 +74,9 @@ impl SearchText {
     /// The words that say what is wanted, as typed: neither common words nor
     /// plain numbers.
     pub fn subject_words(&self) -> impl Iterator<Item = &str> {
-        self.terms.iter().map(String::as_str).filter(|t| !STOP_WORDS.contains(t) && !t.chars().all(|c| c.is_ascii_digit()))
+        self.terms.iter().map(String::as_str).filter(|t| {
+            !STOP_WORDS.contains(t) && !t.chars().all(|c| c.is_ascii_digit()) && !t.chars().any(|c| CJK_STOP_CHARACTERS.contains(c))
+        })
     }
 
     /// The words that say what is wanted, as the prefixes their stems keep: a
@@ -123,15 +125,20 @@ const STOP_WORDS: &[&str] = &[
     "your",
 ];
 
+/// Chinese characters that carry no subject (particles, pronouns, question
+/// words): a pair with one of them ("是什么", "多少", "我们") is no keyword,
+/// as "what" and "we" are not.
+const CJK_STOP_CHARACTERS: &str = "的了吗呢吧么啊呀我你您他她它们是在有没不这那哪什怎多少个一些能会要想请把被给";
+
 /// The tool source's full-text part for `backend`, with `$param` standing for
 /// the bound [`SearchText::fts_query`]: a join that keeps matching tools, and
 /// the relevance expression over alias `t` (higher is better; `0` unless `ranked`).
 pub(crate) fn tool_text_match(backend: Backend, param: &str, ranked: bool) -> (String, String) {
     match (backend, ranked) {
         (Backend::Sqlite, false) => (format!("JOIN (SELECT rowid AS id FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"), "0".to_owned()),
-        // bm25 is lower-is-better; the weights are name, title, tags, description.
+        // bm25 is lower-is-better; the weights are name, title, tags, description, CJK pairs.
         (Backend::Sqlite, true) => (
-            format!("JOIN (SELECT rowid AS id, -bm25(tools_fts, 10.0, 10.0, 5.0, 1.0) AS rank FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"),
+            format!("JOIN (SELECT rowid AS id, -bm25(tools_fts, 10.0, 10.0, 5.0, 1.0, 5.0) AS rank FROM tools_fts WHERE tools_fts MATCH {param}) m ON m.id = t.id"),
             "m.rank".to_owned(),
         ),
         (Backend::Postgres, ranked) => (
@@ -171,6 +178,15 @@ mod tests {
         let both = SearchText::parse("ledger lookup").unwrap().unwrap().and_words_of(&typed);
         assert_eq!(both.text(), "ledger lookup", "the model reads the correction");
         assert_eq!(both.terms(), ["ledger", "lookup", "ledgr"]);
+    }
+
+    #[test]
+    fn chinese_is_searched_by_pairs_of_characters() {
+        let s = SearchText::parse("报销规定 taxi报销").unwrap().unwrap();
+        assert_eq!(s.terms(), ["报销", "销规", "规定", "taxi"], "a pair already seen is not repeated");
+        assert_eq!(s.fts_query(Backend::Sqlite), r#""报销"* OR "销规"* OR "规定"* OR "taxi"*"#);
+        assert_eq!(SearchText::parse("税").unwrap().unwrap().terms(), ["税"], "one character is a word of its own");
+        assert_eq!(SearchText::parse("报销是什么").unwrap().unwrap().keywords(), ["报销"], "是什, 什么: no subject");
     }
 
     #[test]

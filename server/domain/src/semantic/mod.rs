@@ -293,6 +293,12 @@ impl SemanticIndex {
         near
     }
 
+    /// For each of `ids`, the share of `keywords` its text holds (see `Vocabulary::share`).
+    pub fn shares(&self, ids: &[ToolId], keywords: &[String]) -> Vec<f64> {
+        let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
+        ids.iter().map(|id| vectors.words.share(id.0, keywords)).collect()
+    }
+
     /// How many listings have a vector in memory.
     pub fn len(&self) -> usize {
         self.vectors.read().unwrap_or_else(|e| e.into_inner()).by_tool.len()

@@ -42,6 +42,7 @@ use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::policy::Policies;
 use crate::store::StoreError;
 use crate::store::Tx;
+use crate::words::cjk_pairs;
 use crate::{audit, now_ms};
 
 handle! {
@@ -646,8 +647,8 @@ pub(crate) async fn write_settings(
     };
     sqlx::query(
         "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
-         fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13 \
-         WHERE id = $11",
+         fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13, \
+         cjk_pairs = $14 WHERE id = $11",
     )
     .bind(title)
     .bind(description)
@@ -662,6 +663,7 @@ pub(crate) async fn write_settings(
     .bind(before.id.0)
     .bind(held.map(|p| p.title.as_str()))
     .bind(held.map(|p| p.description.as_str()))
+    .bind(cjk_pairs(title, description))
     .execute(&mut **tx)
     .await?;
     audit::record(
@@ -708,8 +710,8 @@ pub(crate) async fn insert_listing(
     let now = now_ms();
     let inserted = sqlx::query(
         "INSERT INTO tools (kind, department_id, name, title, description, tags, visibility, owner_id, \
-         forked_from_tool_id, forked_from_version, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
+         forked_from_tool_id, forked_from_version, created_at, updated_at, cjk_pairs) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING id",
     )
     .bind(kind.as_str())
     .bind(user.department.id.0)
@@ -722,6 +724,7 @@ pub(crate) async fn insert_listing(
     .bind(forked_from.map(|f| f.id.0))
     .bind(forked_from.map(|f| f.version))
     .bind(now)
+    .bind(cjk_pairs(new.title.as_str(), new.description.as_str()))
     .fetch_one(&mut **tx)
     .await
     .map_err(StoreError::from);

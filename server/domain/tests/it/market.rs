@@ -4,7 +4,8 @@
 use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::{BrowsePage, BrowseQuery, ListingCard, ListingKind};
-use toolshed_domain::tools::{NewTool, Source, Tool, ToolError};
+use toolshed_domain::names::{Description, Tags, Title};
+use toolshed_domain::tools::{NewTool, Source, Tool, ToolError, ToolSettings, Visibility};
 use toolshed_domain::usage::{Outcome, UsageRecord};
 use toolshed_domain::{now_ms, Db, Settings, Toolshed, User};
 
@@ -86,6 +87,33 @@ store_test!(search_finds_listings_by_any_of_their_words_in_name_title_descriptio
     assert_eq!(best, ["fx_rate", "nda"], "best first: more of the words ranks higher");
     let page = ts.market().browse(&alice, &search("")).await.unwrap();
     assert_eq!(page.total, 4, "no words: everything");
+});
+
+store_test!(chinese_text_is_found_by_the_words_it_shares_with_the_search_without_spaces, |db: Db| async move {
+    let (ts, [alice, ..], _) = market(db.clone()).await;
+    let claims = listing(&ts, &alice, "claims", "差旅报销规定 | 出租车和住宿费用的报销上限。 | finance | everyone").await;
+    assert_eq!(names(&ts, &alice, &search("出租车能报销吗")).await, ["claims"], "出租 and 报销 are in its text");
+    assert_eq!(names(&ts, &alice, &search("住宿")).await, ["claims"], "a word in the middle of a run");
+    assert!(names(&ts, &alice, &search("年假余额")).await.is_empty(), "no pair in common");
+    let settings = ToolSettings {
+        title: Title::parse("会议室预订").unwrap(),
+        description: Description::parse("预订会议室。").unwrap(),
+        tags: Tags::parse("").unwrap(),
+        visibility: Visibility::Everyone,
+        read_only_hint: true,
+        destructive_hint: false,
+        fetch_allow: Vec::new(),
+        timeout_ms: 1_000,
+        memory_mib: 32,
+    };
+    ts.tools().update_tool_settings(&alice, claims.id, settings).await.unwrap();
+    assert!(names(&ts, &alice, &search("报销")).await.is_empty(), "its old words are gone");
+    assert_eq!(names(&ts, &alice, &search("预订会议室")).await, ["claims"]);
+    // Listings from before the pairs were kept get theirs when the server starts.
+    sqlx::query("UPDATE tools SET cjk_pairs = NULL").execute(db.pool()).await.unwrap();
+    assert!(names(&ts, &alice, &search("议室")).await.is_empty());
+    db.migrate().await.unwrap();
+    assert_eq!(names(&ts, &alice, &search("议室")).await, ["claims"]);
 });
 
 store_test!(matches_in_name_or_title_rank_above_matches_in_the_description, |db: Db| async move {

@@ -170,7 +170,7 @@ impl Db {
         // One connection for both steps: the pool opens no second one while
         // the first is being handed back.
         let mut conn = self.pool.acquire().await?;
-        migrator.run(&mut *conn).await?;
+        migrator.run_direct(&mut *conn).await?;
         fill_cjk_pairs(&mut conn).await
     }
 

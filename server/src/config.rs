@@ -93,10 +93,15 @@ pub struct Config {
     pub passwords: String,
 
     /// A sentence-transformers model folder (config.json, tokenizer.json,
-    /// model.safetensors; `make run` installs all-MiniLM-L6-v2) for the
+    /// model.safetensors; `make run` installs multilingual-e5-small) for the
     /// personal endpoint's tool search by meaning. Unset: full-text search only.
     #[arg(long, env = "TOOLSHED_EMBEDDING_MODEL", global = true)]
     pub embedding_model: Option<PathBuf>,
+
+    /// The bearer token Prometheus sends to read `GET /metrics` (at least 32
+    /// characters). Unset: no metrics are served.
+    #[arg(long, env = "TOOLSHED_METRICS_TOKEN", hide_env_values = true, global = true)]
+    pub metrics_token: Option<String>,
 
     /// One caller's tool runs in progress at once; their further calls wait
     /// their turn (default: a quarter of the sandbox's threads, 8 per core).
@@ -145,6 +150,14 @@ impl Config {
             sso_admin_group: self.sso_admin_group.clone().filter(|g| !g.trim().is_empty()),
             ..Default::default()
         })
+    }
+
+    /// The token `/metrics` asks for, if any: a guessable one is refused.
+    pub fn metrics_token(&self) -> anyhow::Result<Option<String>> {
+        match self.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) if t.len() < 32 => anyhow::bail!("TOOLSHED_METRICS_TOKEN must be at least 32 characters"),
+            token => Ok(token.map(str::to_owned)),
+        }
     }
 
     /// The sandbox's fair shares: the defaults, or what was set (at least 1 each).

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod config;
 pub mod mcp;
+mod metrics;
 mod oauth;
 mod playground;
 pub mod push;
@@ -36,6 +37,7 @@ pub async fn open(config: &Config) -> anyhow::Result<Toolshed> {
         None => None,
     };
     let sandbox = config.sandbox()?;
-    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, ..sign_in };
+    let metrics_token = config.metrics_token()?;
+    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, metrics_token, ..sign_in };
     Ok(Toolshed::new(db, settings))
 }

@@ -484,7 +484,9 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let mcp =
         crate::mcp::routes(toolshed.clone(), mcp_sessions, allowed_hosts(config), site_origin, oauth.clone(), shutdown.streams.clone());
     // The REST API is for scripts: bearer tokens only, so no cookie to protect from other sites.
-    let rest = crate::rest::routes(toolshed.clone()).merge(crate::registry::routes(toolshed.clone(), &base_url));
+    let rest = crate::rest::routes(toolshed.clone())
+        .merge(crate::registry::routes(toolshed.clone(), &base_url))
+        .merge(crate::metrics::routes(toolshed.clone()));
     let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed);
     let app = with_security_headers(pages.merge(sso).merge(mcp).merge(rest).merge(crate::oauth::routes(oauth)))
         .layer(sessions)

@@ -166,7 +166,7 @@ pub(crate) async fn prepare_member(
         Ok(p) => p,
         Err(e) => {
             let message = format!("{name}: {e}");
-            Tools::new(core).record_run(user, tool.id, via, started, &Err(e));
+            Tools::new(core).record_run(user, &tool, via, started, &Err(e));
             return Err(message);
         }
     };
@@ -176,7 +176,7 @@ pub(crate) async fn prepare_member(
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };
         let report = Ok(RunReport { version, outcome });
-        Tools::new(&core).record_run(&user, tool.id, via, started, &report);
+        Tools::new(&core).record_run(&user, &tool, via, started, &report);
         if let Ok(report) = &report {
             Tools::new(&core).keep_failure_of(&user, &tool, via, given, report, runnable.args());
         }

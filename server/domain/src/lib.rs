@@ -40,6 +40,7 @@ pub mod markdown;
 pub mod market;
 pub mod mcp_sessions;
 pub mod membership;
+pub mod metrics;
 pub mod moderation;
 pub mod names;
 pub mod oauth;
@@ -96,6 +97,7 @@ struct Inner {
     semantic: Option<Arc<semantic::SemanticIndex>>,
     /// Moved after every write commits (here) or is seen (the change feed).
     epoch: store::Epoch,
+    metrics: metrics::Metrics,
 }
 
 /// Knobs the domain needs from configuration.
@@ -123,6 +125,8 @@ pub struct Settings {
     pub sso_admin_group: Option<String>,
     /// The sentence model for tool search by meaning; `None`: full-text only.
     pub sentence_model: Option<semantic::SentenceModel>,
+    /// The bearer token `/metrics` asks for; `None`: no metrics served.
+    pub metrics_token: Option<String>,
 }
 
 impl Default for Settings {
@@ -139,6 +143,7 @@ impl Default for Settings {
             sso_provider: None,
             sso_admin_group: None,
             sentence_model: None,
+            metrics_token: None,
         }
     }
 }
@@ -170,6 +175,7 @@ impl Toolshed {
                 calls,
                 semantic,
                 epoch,
+                metrics: Default::default(),
             })),
         }
     }
@@ -180,6 +186,18 @@ impl Toolshed {
 
     pub fn usage(&self) -> &UsageRecorder {
         self.core.usage()
+    }
+
+    /// Every metric of this process, in the Prometheus text format
+    /// ([`metrics::CONTENT_TYPE`]), for the holder of the metrics token.
+    pub fn render_metrics(&self, bearer: Option<&str>) -> Result<String, metrics::Refused> {
+        let Some(token) = &self.settings().metrics_token else { return Err(metrics::Refused::Off) };
+        // Digests compared, so the time taken says nothing of the token.
+        if bearer.map(tokens::hash) != Some(tokens::hash(token)) {
+            return Err(metrics::Refused::WrongToken);
+        }
+        let pool = self.db().pool();
+        Ok(self.core.metrics().render(pool.size(), pool.num_idle()))
     }
 
     /// Changes to listings, from every replica (for MCP `list_changed`).
@@ -302,6 +320,18 @@ impl Core {
 
     pub(crate) fn usage(&self) -> &UsageRecorder {
         &self.0.usage
+    }
+
+    /// A call that ran, or was refused for its arguments or a full sandbox, of
+    /// `listing` (its slug): to the usage writer and to the metrics.
+    pub(crate) fn record_call(&self, listing: &str, record: usage::UsageRecord) {
+        let seconds = record.duration_us as f64 / 1e6;
+        self.0.metrics.call(listing, &record.transport, record.outcome.as_str(), seconds);
+        self.0.usage.record(record);
+    }
+
+    pub(crate) fn metrics(&self) -> &metrics::Metrics {
+        &self.0.metrics
     }
 
     /// Changes to listings, from every replica (for MCP `list_changed`).

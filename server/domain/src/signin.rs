@@ -125,7 +125,21 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 impl SignIn<'_> {
     /// Checks a sign-in. Past a source's limit every attempt from it is refused
     /// without looking at the password, so guessing cannot continue there.
+    /// Each result is counted in the metrics (`toolshed_sign_ins_total`).
     pub async fn sign_in(self, username: &str, password: &str, from: &SignInFrom) -> Result<SignedIn, AccountError> {
+        let result = self.checked(username, password, from).await;
+        self.core.metrics().sign_in(match &result {
+            Ok(_) => "ok",
+            Err(AccountError::InvalidCredentials) => "wrong",
+            Err(AccountError::RateLimited) => "rate_limited",
+            Err(AccountError::AwaitingApproval(_)) => "awaiting_approval",
+            Err(AccountError::PasswordsOff) => "passwords_off",
+            Err(_) => "error",
+        });
+        result
+    }
+
+    async fn checked(self, username: &str, password: &str, from: &SignInFrom) -> Result<SignedIn, AccountError> {
         let username = username.trim().to_ascii_lowercase();
         let settings = self.core.settings();
         if !settings.passwords {

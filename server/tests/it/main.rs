@@ -14,6 +14,7 @@ mod mcp;
 mod mcp_rmcp_client;
 mod me;
 mod membership;
+mod metrics;
 mod moderation;
 mod oauth;
 mod permissions;

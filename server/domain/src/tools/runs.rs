@@ -259,7 +259,7 @@ impl Tools<'_> {
         }
         let args = input.clone();
         let result = self.run_unrecorded(user, tool, source, input, via.transport, events, None).await;
-        self.record_run(user, tool.id, via, started, &result);
+        self.record_run(user, tool, via, started, &result);
         if let Ok(report) = &result {
             self.keep_failure(user, tool, via, args, report).await;
         }
@@ -271,7 +271,7 @@ impl Tools<'_> {
     pub(crate) fn record_run(
         self,
         user: &User,
-        id: ToolId,
+        tool: &Tool,
         via: Via<'_>,
         started: std::time::Instant,
         result: &Result<RunReport, ToolError>,
@@ -290,19 +290,22 @@ impl Tools<'_> {
             Err(ToolError::Busy | ToolError::TooManyCalls) => (None, Outcome::Busy),
             Err(_) => return,
         };
-        self.core.usage().record(UsageRecord {
-            at_ms: crate::now_ms(),
-            tool_id: id.0,
-            version,
-            user_id: user.id.0,
-            token_id: via.token_id,
-            bundle_id: via.bundle_id.map(|b| b.0),
-            transport: via.transport.to_owned(),
-            duration_us: started.elapsed().as_micros() as i64,
-            outcome,
-            upstream_server_id: None,
-            upstream_tool: None,
-        });
+        self.core.record_call(
+            &tool.slug(),
+            UsageRecord {
+                at_ms: crate::now_ms(),
+                tool_id: tool.id.0,
+                version,
+                user_id: user.id.0,
+                token_id: via.token_id,
+                bundle_id: via.bundle_id.map(|b| b.0),
+                transport: via.transport.to_owned(),
+                duration_us: started.elapsed().as_micros() as i64,
+                outcome,
+                upstream_server_id: None,
+                upstream_tool: None,
+            },
+        );
     }
 
     /// A saved version, compiled, from the cache or the database.

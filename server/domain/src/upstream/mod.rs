@@ -762,19 +762,22 @@ impl Upstreams<'_> {
     pub async fn call_external(self, user: &User, bundle: &Tool, tool: &ServedExternal, input: Value, via: crate::tools::Via<'_>) -> Value {
         let started = Instant::now();
         let (outcome, result) = self.call_external_unrecorded(tool, input).await;
-        self.core.usage().record(UsageRecord {
-            at_ms: now_ms(),
-            tool_id: bundle.id.0,
-            version: None,
-            user_id: user.id.0,
-            token_id: via.token_id,
-            bundle_id: Some(bundle.id.0),
-            transport: via.transport.to_owned(),
-            duration_us: started.elapsed().as_micros() as i64,
-            outcome,
-            upstream_server_id: Some(tool.server_id),
-            upstream_tool: Some(tool.tool.name.clone()),
-        });
+        self.core.record_call(
+            &bundle.slug(),
+            UsageRecord {
+                at_ms: now_ms(),
+                tool_id: bundle.id.0,
+                version: None,
+                user_id: user.id.0,
+                token_id: via.token_id,
+                bundle_id: Some(bundle.id.0),
+                transport: via.transport.to_owned(),
+                duration_us: started.elapsed().as_micros() as i64,
+                outcome,
+                upstream_server_id: Some(tool.server_id),
+                upstream_tool: Some(tool.tool.name.clone()),
+            },
+        );
         result
     }
 

@@ -11,7 +11,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- Debian packages -------------------------------------------------------
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql openssl; do
+for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql openssl prometheus; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)

@@ -1,9 +1,11 @@
 //! `GET /metrics`: counts of known calls and sign-ins, for the holder of the
-//! metrics token only. (A real Prometheus scraping it: not yet.)
+//! metrics token only, and a real Prometheus (Debian's) that scrapes them.
 
-use serde_json::json;
+use std::time::Duration;
 
-use crate::common::TestServer;
+use serde_json::{json, Value};
+
+use crate::common::{TempDir, TestServer};
 use crate::mcp::{call, Session};
 
 const TOKEN: &str = "metrics-token-of-at-least-32-characters";
@@ -50,6 +52,76 @@ server_test!(
         assert!(!text.contains("admin"), "no person is named");
     }
 );
+
+/// Two calls of demo/echo that run and one refused for its arguments.
+async fn known_calls(srv: &TestServer) {
+    let token = srv.token("admin").await;
+    let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
+    for (id, args) in [(1, json!({"text": "a"})), (2, json!({"text": "b"})), (3, json!({"text": 7}))] {
+        session.request(&call(id, "echo", args)).await;
+    }
+}
+
+/// `prometheus` as a child process, stopped when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    api: String,
+    _dir: TempDir,
+}
+
+impl Prometheus {
+    /// Scrapes `target` (host:port) every second with the metrics token.
+    fn scraping(target: &str) -> Self {
+        let dir = TempDir::new();
+        let config = format!(
+            "global: {{ scrape_interval: 1s }}\nscrape_configs:\n  - job_name: toolshed\n    authorization: {{ credentials: \"{TOKEN}\" }}\n    static_configs: [{{ targets: [\"{target}\"] }}]\n"
+        );
+        std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
+            .spawn()
+            .expect("Debian's prometheus (scripts/bootstrap.sh installs it)");
+        Self { child, api: format!("http://127.0.0.1:{port}/api/v1/query"), _dir: dir }
+    }
+
+    /// The value of `query` once Prometheus has one, asked again until it has
+    /// scraped (it answers an empty vector until then).
+    async fn value(&self, query: &str) -> String {
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            let answer = client.get(&self.api).query(&[("query", query)]).send().await;
+            if let Ok(answer) = answer {
+                let body: Value = answer.json().await.unwrap_or_default();
+                if let Some(value) = body["data"]["result"][0]["value"][1].as_str() {
+                    return value.to_owned();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("Prometheus had no value for {query} within a minute");
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+server_test!(a_real_prometheus_scrapes_the_counts_of_known_calls, ["--metrics-token", TOKEN], |srv: TestServer| async move {
+    known_calls(&srv).await;
+    let prometheus = Prometheus::scraping(srv.base.trim_start_matches("http://"));
+    assert_eq!(prometheus.value(r#"toolshed_tool_calls_total{listing="demo/echo",outcome="ok"}"#).await, "2");
+    assert_eq!(prometheus.value(r#"toolshed_tool_calls_total{listing="demo/echo",outcome="invalid_arguments"}"#).await, "1");
+    assert_eq!(prometheus.value(r#"sum(toolshed_tool_call_duration_seconds_count{listing="demo/echo"})"#).await, "3");
+    assert_eq!(prometheus.value(r#"up{job="toolshed"}"#).await, "1", "the scrape itself succeeded");
+});
 
 server_test!(metrics_are_not_served_without_a_token_set, |srv: TestServer| async move {
     assert_eq!(scrape(&srv, None).await.status(), 404);

@@ -11,7 +11,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- Debian packages -------------------------------------------------------
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql openssl prometheus; do
+for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql openssl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
@@ -20,6 +20,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     say "installing ${need_apt[*]}"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# Prometheus for the metrics test, which runs its own: only the binary, and the
+# service the package enables stopped (it would listen on :9090 for anyone).
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+    say "installing prometheus"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+        as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
 fi
 # rust-lld is a link to the lld of the LLVM that rustc-web uses: install exactly that one.
 #   The link reads `lld-22` or `../lib/llvm-22/bin/lld` depending on the package.

@@ -99,7 +99,8 @@ impl Metrics {
     pub fn render(&self, pool_size: u32, pool_idle: usize) -> String {
         let idle = i64::try_from(pool_idle).unwrap_or(i64::MAX);
         self.pool.get_or_create(&State { state: "idle".into() }).set(idle);
-        self.pool.get_or_create(&State { state: "in_use".into() }).set(i64::from(pool_size) - idle);
+        // Read apart, so the two may disagree for a moment.
+        self.pool.get_or_create(&State { state: "in_use".into() }).set((i64::from(pool_size) - idle).max(0));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String does not fail");
         text

@@ -299,9 +299,12 @@ impl Moderation<'_> {
         let sql = format!(
             "UPDATE tools SET published_version = COALESCE(pending_version, published_version), pending_version = NULL, \
              title = COALESCE(pending_title, title), description = COALESCE(pending_description, description), \
-             pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1, cjk_pairs = $6 \
+             pending_title = NULL, pending_description = NULL, review_note = NULL, updated_at = $1, \
+             cjk_pairs = CASE WHEN pending_title IS NULL AND pending_description IS NULL THEN cjk_pairs ELSE $6 END \
              WHERE id = $2 AND {REVIEWED}"
         );
+        // The waiting text's pairs ({REVIEWED} makes sure it is still the one read);
+        // without one, the title stays and so do its pairs.
         let (title, description) = tool.pending_text.as_ref().map_or((&tool.title, &tool.description), |p| (&p.title, &p.description));
         let done = sqlx::query(&sql).bind(now_ms()).bind(id.0);
         let done = reviewed(done, &tool).bind(crate::words::cjk_pairs(title, description)).execute(&mut *tx).await?;

@@ -201,7 +201,7 @@ impl Db {
 /// Writes the CJK pairs of listings that have none yet (those from before
 /// migration 0027): SQL cannot split a run of characters into pairs.
 async fn fill_cjk_pairs(conn: &mut sqlx::pool::PoolConnection<sqlx::Any>) -> Result<(), StoreError> {
-    let rows = sqlx::query("SELECT id, title, description FROM tools WHERE cjk_pairs IS NULL").fetch_all(&mut **conn).await?;
+    let rows = sqlx::query("SELECT id, title, description FROM tools WHERE cjk_pairs IS NULL ORDER BY id").fetch_all(&mut **conn).await?;
     if rows.is_empty() {
         return Ok(());
     }

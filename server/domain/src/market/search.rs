@@ -75,7 +75,10 @@ impl SearchText {
     /// plain numbers.
     pub fn subject_words(&self) -> impl Iterator<Item = &str> {
         self.terms.iter().map(String::as_str).filter(|t| {
-            !STOP_WORDS.contains(t) && !t.chars().all(|c| c.is_ascii_digit()) && !t.chars().any(|c| CJK_STOP_CHARACTERS.contains(c))
+            !STOP_WORDS.contains(t)
+                && !t.chars().all(|c| c.is_ascii_digit())
+                && !CJK_STOP_PAIRS.contains(t)
+                && !t.chars().any(|c| CJK_PARTICLES.contains(c))
         })
     }
 
@@ -125,10 +128,15 @@ const STOP_WORDS: &[&str] = &[
     "your",
 ];
 
-/// Chinese characters that carry no subject (particles, pronouns, question
-/// words): a pair with one of them ("是什么", "多少", "我们") is no keyword,
-/// as "what" and "we" are not.
-const CJK_STOP_CHARACTERS: &str = "的了吗呢吧么啊呀我你您他她它们是在有没不这那哪什怎多少个一些能会要想请把被给";
+/// Chinese particles: a pair with one ("的审", "批吗") straddles two words
+/// and means nothing. (Characters such as 请 or 会 stay: 请假, 会议.)
+const CJK_PARTICLES: &str = "的吗呢吧啊呀么";
+
+/// Chinese words that carry no subject, as "what" and "we" do not.
+const CJK_STOP_PAIRS: &[&str] = &[
+    "什么", "怎么", "怎样", "为什", "我们", "你们", "他们", "她们", "它们", "多少", "是否", "是不", "不是", "可以", "哪些", "哪个", "这个",
+    "那个", "这些", "那些", "一下", "有没", "没有", "能不", "不能", "请问", "帮我", "我想", "我要", "现在", "需要", "如何",
+];
 
 /// The tool source's full-text part for `backend`, with `$param` standing for
 /// the bound [`SearchText::fts_query`]: a join that keeps matching tools, and
@@ -186,7 +194,8 @@ mod tests {
         assert_eq!(s.terms(), ["报销", "销规", "规定", "taxi"], "a pair already seen is not repeated");
         assert_eq!(s.fts_query(Backend::Sqlite), r#""报销"* OR "销规"* OR "规定"* OR "taxi"*"#);
         assert_eq!(SearchText::parse("税").unwrap().unwrap().terms(), ["税"], "one character is a word of its own");
-        assert_eq!(SearchText::parse("报销是什么").unwrap().unwrap().keywords(), ["报销"], "是什, 什么: no subject");
+        assert_eq!(SearchText::parse("报销是什么").unwrap().unwrap().keywords(), ["报销", "销是", "是什"], "什么: no subject");
+        assert_eq!(SearchText::parse("我想请假").unwrap().unwrap().keywords(), ["想请", "请假"], "我想: no subject; 请假 is one");
     }
 
     #[test]

@@ -328,10 +328,16 @@ impl Catalog {
             env: BTreeMap::new(),
             ..RunRequest::default()
         };
-        let span = tracing::info_span!("run_code", endpoint = "me", user = %self.user.username, transport = via.transport);
+        let span = tracing::info_span!(
+            "run_code",
+            endpoint = "me",
+            department = %self.user.department.name,
+            transport = via.transport,
+            outcome = tracing::field::Empty,
+        );
         // One lane per person: their runs queue behind each other, not behind everyone's.
         let lane = crate::sandbox::Lane { tool: ToolId(0), caller: self.user.id };
-        Ok(tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?)
+        Ok(self.core.run_sandboxed(request, lane, span).await?)
     }
 }
 

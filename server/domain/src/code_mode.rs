@@ -120,9 +120,15 @@ impl CodeModes<'_> {
             }),
             runtime: tokio::runtime::Handle::current(),
         });
-        let span = tracing::info_span!("run_code", bundle = %bundle.slug(), transport = via.transport);
+        let span = tracing::info_span!(
+            "run_code",
+            listing = %bundle.slug(),
+            department = %user.department.name,
+            transport = via.transport,
+            outcome = tracing::field::Empty,
+        );
         let lane = crate::sandbox::Lane { tool: bundle.id, caller: user.id };
-        Ok(tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?)
+        Ok(self.core.run_sandboxed(request, lane, span).await?)
     }
 }
 

@@ -334,6 +334,35 @@ impl Core {
         &self.0.metrics
     }
 
+    /// Runs `request` on the sandbox inside `span` (which has an `outcome`
+    /// field to fill), counting the run and its `$fetch`es in the metrics.
+    pub(crate) async fn run_sandboxed(
+        &self,
+        request: sandbox::RunRequest,
+        lane: sandbox::Lane,
+        span: tracing::Span,
+    ) -> Result<sandbox::RunOutcome, sandbox::SandboxError> {
+        // A replay's `$fetch`es are answered from its recording: nothing went out.
+        let allow = request.replay.is_none().then(|| request.fetch_allow.clone());
+        let ran = tracing::Instrument::instrument(self.sandbox().run(request, lane), span.clone()).await;
+        let metrics = &self.0.metrics;
+        let result = match &ran {
+            Ok(outcome) => usage::Outcome::of_run(&outcome.result).as_str(),
+            Err(sandbox::SandboxError::Busy) => "busy",
+            Err(sandbox::SandboxError::TooManyCalls) => "caller_limit",
+            Err(sandbox::SandboxError::WorkerLost) => "worker_lost",
+        };
+        span.record("outcome", result);
+        metrics.sandbox_run(result, ran.as_ref().ok().map(|o| (o.queued, o.duration)));
+        if let (Ok(outcome), Some(allow)) = (&ran, allow) {
+            for fetch in &outcome.fetches {
+                let (host, status) = metrics::fetch_labels(&allow, fetch);
+                metrics.fetch(&host, &status);
+            }
+        }
+        ran
+    }
+
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub(crate) fn listing_changes(&self) -> &ListingChanges {
         &self.0.changes

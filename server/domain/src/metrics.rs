@@ -36,8 +36,14 @@ struct Route {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SignIn {
+struct Ended {
     result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Fetch {
+    host: String,
+    status: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -51,9 +57,20 @@ pub struct Metrics {
     registry: Registry,
     calls: Family<Call, Counter>,
     durations: Durations,
-    sign_ins: Family<SignIn, Counter>,
+    sign_ins: Family<Ended, Counter>,
     pool: Family<State, Gauge>,
+    sandbox_runs: Family<Ended, Counter>,
+    sandbox_queued: Histogram,
+    sandbox_ran: Histogram,
+    fetches: Family<Fetch, Counter>,
+    /// The hosts `fetches` has a label for; past [`FETCH_HOSTS`] the rest count as `other`.
+    fetch_hosts: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// Authors choose the hosts (a wildcard allows any subdomain), so their
+/// labels are capped: a tool fetching from random subdomains cannot grow
+/// every scrape without bound.
+const FETCH_HOSTS: usize = 200;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -62,7 +79,7 @@ impl std::fmt::Debug for Metrics {
 }
 
 /// 1 ms to about 33 s, doubling: a tool's limit is 30 s.
-fn durations() -> Histogram {
+fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
 }
 
@@ -71,13 +88,36 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("toolshed");
         let calls = Family::<Call, Counter>::default();
         registry.register("tool_calls", "Tool calls that ran, or were refused for their arguments or a full sandbox", calls.clone());
-        let durations = Durations::new_with_constructor(durations);
+        let durations = Durations::new_with_constructor(seconds);
         registry.register("tool_call_duration_seconds", "Time from a call's arrival to its result", durations.clone());
-        let sign_ins = Family::<SignIn, Counter>::default();
+        let sign_ins = Family::<Ended, Counter>::default();
         registry.register("sign_ins", "Password sign-ins by result", sign_ins.clone());
         let pool = Family::<State, Gauge>::default();
         registry.register("db_pool_connections", "Database connections of this process, idle or in use", pool.clone());
-        Self { registry, calls, durations, sign_ins, pool }
+        let sandbox_runs = Family::<Ended, Counter>::default();
+        registry.register(
+            "sandbox_runs",
+            "Sandbox runs by result: ok, tool_error, timeout, oom (the memory limit), or refused (busy, caller_limit)",
+            sandbox_runs.clone(),
+        );
+        let sandbox_queued = seconds();
+        registry.register("sandbox_queue_seconds", "Time a run waited for a sandbox worker", sandbox_queued.clone());
+        let sandbox_ran = seconds();
+        registry.register("sandbox_run_seconds", "Time a run took on its worker", sandbox_ran.clone());
+        let fetches = Family::<Fetch, Counter>::default();
+        registry.register("fetch_requests", "$fetch requests by host and status class (error: no response)", fetches.clone());
+        Self {
+            registry,
+            calls,
+            durations,
+            sign_ins,
+            pool,
+            sandbox_runs,
+            sandbox_queued,
+            sandbox_ran,
+            fetches,
+            fetch_hosts: Default::default(),
+        }
     }
 }
 
@@ -92,7 +132,29 @@ impl Metrics {
 
     /// A password sign-in ended with `result` (`ok`, `wrong`, `rate_limited`, …).
     pub fn sign_in(&self, result: &str) {
-        self.sign_ins.get_or_create(&SignIn { result: result.to_owned() }).inc();
+        self.sign_ins.get_or_create(&Ended { result: result.to_owned() }).inc();
+    }
+
+    /// A sandbox run ended with `result`; `times` (waited, ran) if it ran.
+    pub fn sandbox_run(&self, result: &str, times: Option<(std::time::Duration, std::time::Duration)>) {
+        self.sandbox_runs.get_or_create(&Ended { result: result.to_owned() }).inc();
+        if let Some((queued, ran)) = times {
+            self.sandbox_queued.observe(queued.as_secs_f64());
+            self.sandbox_ran.observe(ran.as_secs_f64());
+        }
+    }
+
+    /// A `$fetch` to `host` ended with `status` (`2xx` … `5xx`, `error`).
+    pub fn fetch(&self, host: &str, status: &str) {
+        let host = {
+            let mut hosts = self.fetch_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if hosts.contains(host) || (hosts.len() < FETCH_HOSTS && hosts.insert(host.to_owned())) {
+                host
+            } else {
+                "other"
+            }
+        };
+        self.fetches.get_or_create(&Fetch { host: host.to_owned(), status: status.to_owned() }).inc();
     }
 
     /// Every metric, with the pool's connections as they are now.
@@ -105,6 +167,23 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String does not fail");
         text
     }
+}
+
+/// A `$fetch`'s labels: the host it went to (`not_allowed` for one off the
+/// tool's allow-list: the code chooses those freely) and its status class.
+pub fn fetch_labels(allow: &[String], fetch: &toolshed_sandbox::FetchExchange) -> (String, String) {
+    let url = reqwest::Url::parse(&fetch.url).ok();
+    let host = url
+        .as_ref()
+        .and_then(|url| Some((url.host_str()?, url.port_or_known_default()?)))
+        .filter(|(host, port)| toolshed_sandbox::outbound::host_allowed(allow, host, *port))
+        .map_or_else(|| "not_allowed".to_owned(), |(host, _)| host.to_ascii_lowercase());
+    let status = match &fetch.response {
+        Some(Ok(response)) => format!("{}xx", response.status / 100),
+        Some(Err(_)) => "error".to_owned(),
+        None => "unanswered".to_owned(),
+    };
+    (host, status)
 }
 
 #[cfg(test)]
@@ -129,5 +208,60 @@ mod tests {
         assert!(text.contains(r#"toolshed_sign_ins_total{result="wrong"} 1"#));
         assert!(text.contains(r#"toolshed_db_pool_connections{state="in_use"} 1"#));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn fetch_hosts_past_the_cap_are_counted_as_other() {
+        let metrics = Metrics::default();
+        for i in 0..FETCH_HOSTS + 5 {
+            metrics.fetch(&format!("h{i}.example.com"), "2xx");
+        }
+        metrics.fetch("h0.example.com", "5xx");
+        let text = metrics.render(1, 1);
+        assert!(text.contains(r#"toolshed_fetch_requests_total{host="h0.example.com",status="5xx"} 1"#), "{text}");
+        assert!(text.contains(r#"toolshed_fetch_requests_total{host="other",status="2xx"} 5"#), "{text}");
+        assert_eq!(text.matches("toolshed_fetch_requests_total{").count(), FETCH_HOSTS + 2);
+    }
+
+    #[test]
+    fn a_fetch_is_labelled_by_its_allowed_host_and_status_class() {
+        let allow = vec!["*.example.com".to_owned(), "127.0.0.1:8080".to_owned()];
+        let fetch = |url: &str, response| toolshed_sandbox::FetchExchange {
+            method: "GET".into(),
+            url: url.into(),
+            request_headers: vec![],
+            request_body: None,
+            response,
+            truncated: false,
+        };
+        let answered = |status| {
+            Some(Ok(toolshed_sandbox::FetchResponse {
+                status,
+                status_text: String::new(),
+                url: String::new(),
+                headers: vec![],
+                body: String::new(),
+            }))
+        };
+        let labels = |f| fetch_labels(&allow, &f);
+        assert_eq!(labels(fetch("https://API.example.com/x", answered(404))), ("api.example.com".into(), "4xx".into()));
+        assert_eq!(labels(fetch("http://127.0.0.1:8080/", answered(200))), ("127.0.0.1".into(), "2xx".into()));
+        assert_eq!(labels(fetch("http://127.0.0.1:9/", Some(Err("refused".into())))), ("not_allowed".into(), "error".into()));
+        assert_eq!(labels(fetch("https://evil.test/", None)), ("not_allowed".into(), "unanswered".into()));
+        assert_eq!(labels(fetch("not a url", None)).0, "not_allowed");
+    }
+
+    #[test]
+    fn sandbox_runs_are_counted_by_result_and_timed_when_they_ran() {
+        let metrics = Metrics::default();
+        let ms = std::time::Duration::from_millis;
+        metrics.sandbox_run("ok", Some((ms(0), ms(3))));
+        metrics.sandbox_run("oom", Some((ms(20), ms(40))));
+        metrics.sandbox_run("busy", None);
+        let text = metrics.render(1, 1);
+        assert!(text.contains(r#"toolshed_sandbox_runs_total{result="oom"} 1"#), "{text}");
+        assert!(text.contains(r#"toolshed_sandbox_runs_total{result="busy"} 1"#));
+        assert!(text.contains("toolshed_sandbox_queue_seconds_count 2"), "{text}");
+        assert!(text.contains(r#"toolshed_sandbox_run_seconds_bucket{le="0.004"} 1"#), "{text}");
     }
 }

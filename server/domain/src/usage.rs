@@ -32,6 +32,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// How a run that reached the sandbox ended.
+    pub fn of_run(result: &Result<toolshed_sandbox::ToolValue, toolshed_sandbox::RunError>) -> Self {
+        use toolshed_sandbox::RunError;
+        match result {
+            Ok(_) => Outcome::Ok,
+            Err(RunError::Timeout { .. }) => Outcome::Timeout,
+            Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
+            Err(_) => Outcome::ToolError,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",

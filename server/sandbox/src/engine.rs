@@ -91,8 +91,14 @@ fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Finished
         }
         Err(error) => (Err(error), Vec::new(), None),
     };
-    let outcome =
-        RunOutcome { result, console: host.take_console(), fetches, duration: started.elapsed(), peak_memory_bytes: stats.peak() };
+    let outcome = RunOutcome {
+        result,
+        console: host.take_console(),
+        fetches,
+        duration: started.elapsed(),
+        queued: Duration::ZERO,
+        peak_memory_bytes: stats.peak(),
+    };
     (outcome, engine.map(|engine| Finished { engine, context }))
 }
 

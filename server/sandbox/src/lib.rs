@@ -172,6 +172,9 @@ pub struct RunOutcome {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fetches: Vec<FetchExchange>,
     pub duration: Duration,
+    /// How long the call waited for a worker before it ran (pool runs only).
+    #[serde(default)]
+    pub queued: Duration,
     pub peak_memory_bytes: usize,
 }
 

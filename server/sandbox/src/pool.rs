@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -106,6 +106,10 @@ struct Job {
     req: RunRequest,
     lane: Lane,
     reply: oneshot::Sender<RunOutcome>,
+    /// When it joined the line, for [`RunOutcome::queued`].
+    enqueued: Instant,
+    /// The caller's span, entered on the worker so that `$fetch` spans are its children.
+    span: tracing::Span,
     /// QUEUED until a worker takes it (STARTED) or its caller stops waiting (GAVE_UP).
     state: Arc<AtomicU8>,
 }
@@ -308,7 +312,8 @@ impl Sandbox {
             if turns.waiting_count >= shared.config.queue {
                 return Err(SandboxError::Busy);
             }
-            turns.enqueue(Job { req, lane, reply, state: state.clone() });
+            let span = tracing::Span::current();
+            turns.enqueue(Job { req, lane, reply, enqueued: Instant::now(), span, state: state.clone() });
             shared.dispatch(&mut turns);
         }
         let wait = Duration::from_millis(shared.config.queue_wait_ms);
@@ -364,7 +369,9 @@ fn step_down(shared: &Arc<Shared>) -> bool {
 fn work(shared: &Arc<Shared>) {
     loop {
         let msg = shared.queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(Job { req, lane, reply, .. }) = msg else { return };
+        let Ok(Job { req, lane, reply, enqueued, span, .. }) = msg else { return };
+        let queued = enqueued.elapsed();
+        let entered = span.enter();
         // The engine does not panic by design; this keeps the worker alive if it
         // ever does (the caller then sees `WorkerLost`, and the core is given back).
         let mut answered = false;
@@ -372,16 +379,18 @@ fn work(shared: &Arc<Shared>) {
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
             let (worker, retiring) = (shared.clone(), retire.clone());
             let runner = Runner::start(&shared.cores, lane.caller, move || retiring.set(step_down(&worker)));
-            engine::run_scheduled(req, &runner, |outcome| {
+            engine::run_scheduled(req, &runner, |mut outcome| {
                 // Counted out before the answer leaves, so the caller's next call never sees it.
                 shared.turns().answered(lane.caller);
                 answered = true;
+                outcome.queued = queued;
                 let _ = reply.send(outcome);
             })
         }));
         if ran.is_err() {
             tracing::error!("a sandbox worker recovered from a panic");
         }
+        drop(entered);
         let mut turns = shared.turns();
         if !answered {
             turns.answered(lane.caller);

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::common::{TempDir, TestServer};
 use crate::mcp::{call, Session};
+use crate::secrets::Recorder;
 
 const TOKEN: &str = "metrics-token-of-at-least-32-characters";
 
@@ -23,11 +24,7 @@ server_test!(
     metrics_count_known_calls_and_sign_ins_for_the_holder_of_the_token_only,
     ["--metrics-token", TOKEN],
     |srv: TestServer| async move {
-        let token = srv.token("admin").await;
-        let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
-        for (id, args) in [(1, json!({"text": "a"})), (2, json!({"text": "b"})), (3, json!({"text": 7}))] {
-            session.request(&call(id, "echo", args)).await;
-        }
+        known_calls(&srv).await;
         let browser = srv.browser();
         srv.post_form(&browser, "/api/login", &[("username", "admin"), ("password", "not the password")]).await;
 
@@ -45,6 +42,9 @@ server_test!(
             r#"toolshed_tool_calls_total{listing="demo/echo",transport="mcp-http",outcome="invalid_arguments"} 1"#,
             r#"toolshed_tool_call_duration_seconds_count{listing="demo/echo",transport="mcp-http"} 3"#,
             r#"toolshed_sign_ins_total{result="wrong"} 1"#,
+            r#"toolshed_sandbox_runs_total{result="ok"} 2"#,
+            "toolshed_sandbox_run_seconds_count 2",
+            "toolshed_sandbox_queue_seconds_count 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }
@@ -61,6 +61,33 @@ async fn known_calls(srv: &TestServer) {
         session.request(&call(id, "echo", args)).await;
     }
 }
+
+server_test!(metrics_count_sandbox_limit_hits_and_fetches_by_host_and_status, ["--metrics-token", TOKEN], |srv: TestServer| async move {
+    let api = Recorder::start().await;
+    let alice = srv.member("alice", "finance").await;
+    let tool = srv.create_tool(&alice, "lookup", "everyone").await;
+    let allow = format!("127.0.0.1:{}", api.port);
+    srv.set_settings(&alice, tool, &[("fetch_allow", allow.as_str())]).await;
+    let fetching =
+        format!("await $fetch('{}/ok');\nawait $fetch('http://127.0.0.1:9/elsewhere').catch(e => e.message);\nreturn 'done';", api.base);
+    let bomb = "const a = []; while (true) a.push('x'.repeat(1 << 20));";
+    for code in [fetching.as_str(), bomb] {
+        let run = json!({"tool": tool, "target": {"Draft": {"code": code, "args": []}}, "input": "{}"});
+        let (status, view) = srv.server_fn(&alice, "tools/run", run).await;
+        assert_eq!(status, 200, "{view}");
+    }
+
+    let text = scrape(&srv, Some(TOKEN)).await.text().await.unwrap();
+    for line in [
+        r#"toolshed_fetch_requests_total{host="127.0.0.1",status="2xx"} 1"#,
+        r#"toolshed_fetch_requests_total{host="not_allowed",status="error"} 1"#,
+        r#"toolshed_sandbox_runs_total{result="ok"} 1"#,
+        r#"toolshed_sandbox_runs_total{result="oom"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert!(api.received().starts_with("GET /ok"), "the allowed request went out, the other did not");
+});
 
 /// `prometheus` as a child process, stopped when dropped.
 struct Prometheus {

@@ -12,21 +12,11 @@ use serde_json::{json, Value};
 async fn tool(srv: &TestServer, client: &reqwest::Client, name: &str, allow: &str, read_only: bool, code: &str) -> i64 {
     let id = srv.create_tool(client, name, "everyone").await;
     let id_text = id.to_string();
-    let mut settings = vec![
-        ("tool", id_text.as_str()),
-        ("title", name),
-        ("description", "Looks things up."),
-        ("tags", ""),
-        ("visibility", "everyone"),
-        ("timeout_ms", "5000"),
-        ("memory_mib", "32"),
-        ("fetch_allow", allow),
-    ];
+    let mut settings = vec![("title", name), ("description", "Looks things up."), ("timeout_ms", "5000"), ("fetch_allow", allow)];
     if read_only {
         settings.push(("read_only_hint", "true"));
     }
-    let (status, body) = srv.call(client, "tools/settings", &settings).await;
-    assert_eq!(status, 200, "{body}");
+    srv.set_settings(client, id, &settings).await;
     let set = [("tool", id_text.as_str()), ("name", "API_KEY"), ("value", "k-123"), ("kind", "secret"), ("hosts", "")];
     assert_eq!(srv.call(client, "tools/env/set", &set).await.0, 200);
     let (status, version) =

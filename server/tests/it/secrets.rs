@@ -58,20 +58,10 @@ async fn record_and_echo(State(seen): State<Seen>, req: Request) -> Response {
 server_test!(an_outbound_only_secret_reaches_its_host_and_nothing_else, |srv: TestServer| async move {
     let (bound, other) = (Recorder::start().await, Recorder::start().await);
     let alice = srv.member("alice", "finance").await;
-    let tool = srv.create_tool(&alice, "weather", "department").await.to_string();
+    let id = srv.create_tool(&alice, "weather", "department").await;
     let allow = format!("127.0.0.1:{}\n127.0.0.1:{}", bound.port, other.port);
-    let settings = [
-        ("tool", tool.as_str()),
-        ("title", "Weather"),
-        ("description", ""),
-        ("tags", ""),
-        ("visibility", "department"),
-        ("timeout_ms", "10000"),
-        ("memory_mib", "32"),
-        ("fetch_allow", allow.as_str()),
-    ];
-    let (status, body) = srv.call(&alice, "tools/settings", &settings).await;
-    assert_eq!(status, 200, "{body}");
+    srv.set_settings(&alice, id, &[("title", "Weather"), ("visibility", "department"), ("fetch_allow", allow.as_str())]).await;
+    let tool = id.to_string();
     let hosts = format!("127.0.0.1:{}", bound.port);
     let set = [("tool", tool.as_str()), ("name", "KEY"), ("value", VALUE), ("kind", "outbound"), ("hosts", hosts.as_str())];
     let (status, body) = srv.call(&alice, "tools/env/set", &set).await;

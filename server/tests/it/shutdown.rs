@@ -54,19 +54,9 @@ async fn hold(State((arrived, mut opened)): State<(mpsc::UnboundedSender<()>, wa
 /// `research/held`, published by carol: it answers once the gate lets its request through.
 async fn held_tool(srv: &TestServer, gate: &Gate) {
     let carol = srv.member("carol", "research").await;
-    let tool = srv.create_tool(&carol, "held", "everyone").await.to_string();
-    let settings = [
-        ("tool", tool.as_str()),
-        ("title", "Held"),
-        ("description", ""),
-        ("tags", ""),
-        ("visibility", "everyone"),
-        ("timeout_ms", "30000"),
-        ("memory_mib", "32"),
-        ("fetch_allow", gate.host.as_str()),
-    ];
-    let (status, body) = srv.call(&carol, "tools/settings", &settings).await;
-    assert_eq!(status, 200, "{body}");
+    let id = srv.create_tool(&carol, "held", "everyone").await;
+    srv.set_settings(&carol, id, &[("title", "Held"), ("timeout_ms", "30000"), ("fetch_allow", gate.host.as_str())]).await;
+    let tool = id.to_string();
     let code = format!("const r = await $fetch('{}/hold');\nreturn `${{args.n}}: ${{await r.text()}}`;", gate.base);
     let args = json!([{"name": "n", "type": {"kind": "integer"}, "description": "", "required": true}]);
     let save = json!({"tool": tool.parse::<i64>().unwrap(), "code": code, "args": args, "changelog": "held"});

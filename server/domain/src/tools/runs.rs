@@ -12,7 +12,7 @@ use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::policy::Policy;
-use crate::sandbox::{FetchExchange, Limits, RunError, RunEvent, RunOutcome, RunRequest};
+use crate::sandbox::{FetchExchange, Limits, RunEvent, RunOutcome, RunRequest};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
 
@@ -277,15 +277,7 @@ impl Tools<'_> {
         result: &Result<RunReport, ToolError>,
     ) {
         let (version, outcome) = match result {
-            Ok(r) => (
-                r.version,
-                match &r.outcome.result {
-                    Ok(_) => Outcome::Ok,
-                    Err(RunError::Timeout { .. }) => Outcome::Timeout,
-                    Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
-                    Err(_) => Outcome::ToolError,
-                },
-            ),
+            Ok(r) => (r.version, Outcome::of_run(&r.outcome.result)),
             Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
             Err(ToolError::Busy | ToolError::TooManyCalls) => (None, Outcome::Busy),
             Err(_) => return,
@@ -333,9 +325,16 @@ impl Tools<'_> {
         let PreparedRun { version, mut request, env, .. } = self.prepare_run(user, tool, source, input, transport).await?;
         request.events = events;
         request.replay = replay;
-        let span = tracing::info_span!("tool_run", tool = %tool.slug(), version = ?version, transport);
+        let span = tracing::info_span!(
+            "tool_run",
+            listing = %tool.slug(),
+            version = ?version,
+            department = %user.department.name,
+            transport,
+            outcome = tracing::field::Empty,
+        );
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
-        let mut outcome = tracing::Instrument::instrument(self.core.sandbox().run(request, lane), span).await?;
+        let mut outcome = self.core.run_sandboxed(request, lane, span).await?;
         env.redact(&mut outcome);
         Ok(RunReport { version, outcome })
     }

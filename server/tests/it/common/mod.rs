@@ -326,6 +326,30 @@ impl TestServer {
         self.post_form(client, "/api/login", &[("username", username), ("password", "a-long-enough-password")]).await
     }
 
+    /// Saves `tool`'s settings with the editor's form: `fields` over these
+    /// defaults (visible to everyone, 10 s, 32 MiB, no `$fetch`).
+    pub async fn set_settings(&self, client: &reqwest::Client, tool: i64, fields: &[(&str, &str)]) {
+        let tool = tool.to_string();
+        let mut form: Vec<(&str, &str)> = vec![
+            ("tool", &tool),
+            ("title", "A tool"),
+            ("description", ""),
+            ("tags", ""),
+            ("visibility", "everyone"),
+            ("timeout_ms", "10000"),
+            ("memory_mib", "32"),
+            ("fetch_allow", ""),
+        ];
+        for (name, value) in fields {
+            match form.iter_mut().find(|(n, _)| n == name) {
+                Some(field) => field.1 = value,
+                None => form.push((name, value)),
+            }
+        }
+        let (status, body) = self.call(client, "tools/settings", &form).await;
+        assert_eq!(status, 200, "{body}");
+    }
+
     /// Creates a tool with a plain form post and returns its ID.
     pub async fn create_tool(&self, client: &reqwest::Client, name: &str, visibility: &str) -> i64 {
         self.create_tool_titled(client, name, name, visibility).await

@@ -14,6 +14,7 @@
 #                                 # and a memory bomb in flight, at the default and the
 #                                 # maximum tool limits; and echo at concurrency 256
 #   scripts/bench.sh hydrate      # pages opened directly with an empty cache: time until live, files
+#   scripts/bench.sh tracing      # echo's cost per call with traces off and on (OTLP to a receiver on loopback)
 #
 # The MCP load benchmark needs the release server (scripts/build.sh) and the
 # TypeScript reference's node_modules (scripts/bootstrap.sh). Knobs:
@@ -60,7 +61,7 @@ wait_quiet() {
     done
     die "the machine did not get quiet in 10 minutes (rustc or cargo build still running)"
 }
-if wants mcp || wants fairness || wants hydrate; then
+if wants mcp || wants fairness || wants hydrate || wants tracing; then
     [ -x target/toolshed ] || die "target/toolshed is missing: run scripts/build.sh first"
 fi
 if wants mcp; then
@@ -72,7 +73,7 @@ wants sandbox && build+=(-p toolshed-bench)
 wants browse && build+=(-p toolshed-bench -p toolshed)
 wants search && build+=(-p toolshed-bench)
 wants poison && build+=(-p toolshed-bench)
-{ wants mcp || wants fairness; } && build+=(-p toolshed-load)
+{ wants mcp || wants fairness || wants tracing; } && build+=(-p toolshed-load)
 [ ${#build[@]} -eq 0 ] || cargo build -q --release "${build[@]}"
 wait_quiet
 
@@ -111,7 +112,7 @@ if wants poison; then
     "$CARGO_TARGET_DIR/release/poison" ${POISON_MODE:-}
 fi
 
-(wants mcp || wants fairness || wants hydrate) || exit 0
+(wants mcp || wants fairness || wants hydrate || wants tracing) || exit 0
 echo "server: target/toolshed built $(date -u -r "$(readlink -f target/toolshed)" '+%Y-%m-%d %H:%M UTC'), tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- server app migrations 2>/dev/null || echo ' + uncommitted changes')"
 
 load() { # label mode url [token]
@@ -120,6 +121,11 @@ load() { # label mode url [token]
     [ -n "${4:-}" ] && args+=(--token "$4")
     "$CARGO_TARGET_DIR/release/mcp-load" "$3" "${args[@]}"
 }
+
+# Flags every server started here gets besides its session mode.
+serve_extra=()
+# `measure`'s lines by key; notes on the MCP pairs.
+declare -A result note
 
 # The Toolshed release server with a fresh SQLite database, in session mode $1.
 # Sets $server (pid), $server_url, $server_base, $server_token, $server_data.
@@ -136,7 +142,7 @@ serve_toolshed() {
     port=$(free_port); server_base="http://127.0.0.1:$port"
     TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$server_data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
         DATABASE_URL="sqlite://$server_data/toolshed.db" RUST_LOG=warn \
-        target/toolshed serve --mcp-sessions "$1" >>"$server_data/stdout.log" 2>>"$server_data/stderr.log" &
+        target/toolshed serve --mcp-sessions "$1" "${serve_extra[@]}" >>"$server_data/stdout.log" 2>>"$server_data/stderr.log" &
     server=$!; pids+=("$server")
     for _ in $(seq 1 200); do
         curl -fsS "$server_base/healthz" >/dev/null 2>&1 && break
@@ -189,7 +195,7 @@ if wants hydrate; then
     TOOLSHED_URL="$server_base" TOOLSHED_ADMIN_PASSWORD="$(sed -n 's/^ *password: //p' "$server_data/stdout.log")" \
         node bench/hydrate/hydrate.mjs
     stop "$server"
-    (wants mcp || wants fairness) || exit 0
+    (wants mcp || wants fairness || wants tracing) || exit 0
 fi
 
 if wants fairness; then
@@ -264,6 +270,42 @@ print(", ".join(f"{name} {outcome} × {n}" for name, outcome, n in rows))' "$ser
     done
     echo
     printf 'goal %s\n' "${verdict[@]}"
+    (wants mcp || wants tracing) || exit 0
+fi
+
+if wants tracing; then
+    receiver_log=$(mktemp "${TMPDIR:-/tmp}/toolshed-bench-otlp.XXXXXX"); dirs+=("$receiver_log")
+    receiver_port=$(free_port)
+    "$TOOLS/venv/bin/python" server/tests/it/otlp_receiver.py "$receiver_port" >"$receiver_log" &
+    pids+=($!)
+    for _ in $(seq 1 200); do grep -q '^listening' "$receiver_log" && break; sleep 0.1; done
+    grep -q '^listening' "$receiver_log" || die "the OTLP receiver (oteltap, in the test venv) did not start"
+    echo "tracing: tools/call echo, stateful, concurrency $concurrency, $requests calls a run: traces off, then on"
+    echo "tracing: (OTLP/HTTP to oteltap on loopback: 3 spans a call, request, tools/call and tool_run), 3 pairs"
+    declare -A traced
+    for run in 1 2 3; do
+        for traces in off on; do
+            wait_quiet
+            serve_extra=()
+            [ "$traces" = on ] && serve_extra=(--otlp-endpoint "http://127.0.0.1:$receiver_port")
+            start_toolshed stateful
+            measure "$traces.$run" "traces-$traces" stateful "$server_url" "$server_token"
+            traced[$traces.$run]=${result[$traces.$run]}
+            stop "$server"
+        done
+    done
+    serve_extra=()
+    spans=$(grep -c '"trace_id"' "$receiver_log" || true)
+    echo
+    echo "| pair | req/s off | req/s on | CPU per call off | CPU per call on | on ÷ off (CPU) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+    for run in 1 2 3; do
+        off=${traced[off.$run]}; on=${traced[on.$run]}
+        ratio=$(awk -v a="$(field "$on" server_cpu_us)" -v b="$(field "$off" server_cpu_us)" 'BEGIN { if (b > 0) printf "%.2f×", a/b }')
+        echo "| $run | $(field "$off" req_s) | $(field "$on" req_s) | $(field "$off" server_cpu_us) µs | $(field "$on" server_cpu_us) µs | $ratio |"
+    done
+    echo
+    echo "tracing: the receiver got $spans spans"
     wants mcp || exit 0
 fi
 
@@ -279,7 +321,6 @@ pids+=($!)
 sdk_version=$(node -p 'require("./bench/ts-reference/node_modules/@modelcontextprotocol/sdk/package.json").version')
 echo "mcp: tools/call echo over loopback, concurrency $concurrency, $requests measured calls per run (max ${max_seconds} s), $warmup warm-up"
 echo "mcp: Toolshed = token check + listing lookup + argument validation + sandbox + usage record (SQLite); reference = TypeScript SDK $sdk_version, no auth"
-declare -A result note
 for mode in $modes; do
     for try in 1 2 3; do
         wait_quiet

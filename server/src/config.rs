@@ -103,6 +103,11 @@ pub struct Config {
     #[arg(long, env = "TOOLSHED_METRICS_TOKEN", hide_env_values = true, global = true)]
     pub metrics_token: Option<String>,
 
+    /// Where traces go, as OTLP over HTTP (e.g. `http://collector:4318`;
+    /// `/v1/traces` is added). Unset: no traces are exported.
+    #[arg(long, env = "TOOLSHED_OTLP_ENDPOINT", global = true)]
+    pub otlp_endpoint: Option<url::Url>,
+
     /// One caller's tool runs in progress at once; their further calls wait
     /// their turn (default: a quarter of the sandbox's threads, 8 per core).
     #[arg(long, env = "TOOLSHED_SANDBOX_PER_CALLER", global = true)]

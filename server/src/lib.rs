@@ -13,6 +13,7 @@ pub mod push;
 mod registry;
 mod rest;
 mod sso;
+pub mod telemetry;
 pub mod web;
 
 use anyhow::Context;

@@ -34,23 +34,29 @@ enum Command {
     Push(push::PushArgs),
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match run(cli).await {
+    let telemetry = match toolshed::telemetry::init(cli.config.otlp_endpoint.as_ref()) {
+        Ok(telemetry) => telemetry,
+        Err(e) => return failed(&e),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => return failed(&e.into()),
+    };
+    let ran = runtime.block_on(run(cli));
+    // The runtime first, so the spans of its last tasks are among those flushed.
+    drop(runtime);
+    drop(telemetry);
+    match ran {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(e) => failed(&e),
     }
+}
+
+fn failed(e: &anyhow::Error) -> std::process::ExitCode {
+    eprintln!("error: {e:#}");
+    std::process::ExitCode::FAILURE
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -494,7 +494,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
         // Pages and JSON are compressed per answer (/pkg is precompressed at build time). SSE is never compressed.
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(shutdown, close_connections))
-        .layer(TraceLayer::new_for_http());
+        .layer(TraceLayer::new_for_http().make_span_with(crate::telemetry::request_span).on_response(crate::telemetry::response_status));
     Ok(app)
 }
 

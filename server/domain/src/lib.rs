@@ -200,6 +200,11 @@ impl Toolshed {
         Ok(self.core.metrics().render(pool.size(), pool.num_idle()))
     }
 
+    /// Counts an MCP session of `transport` as open until the guard is dropped.
+    pub fn mcp_session_opened(&self, transport: &str) -> metrics::Open {
+        self.core.metrics().session_opened(transport)
+    }
+
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub fn listing_changes(&self) -> &ListingChanges {
         self.core.listing_changes()

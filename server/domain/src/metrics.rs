@@ -41,6 +41,11 @@ struct Ended {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Transport {
+    transport: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Fetch {
     host: String,
     status: String,
@@ -63,6 +68,7 @@ pub struct Metrics {
     sandbox_queued: Histogram,
     sandbox_ran: Histogram,
     fetches: Family<Fetch, Counter>,
+    sessions: Family<Transport, Gauge>,
     /// The hosts `fetches` has a label for; past [`FETCH_HOSTS`] the rest count as `other`.
     fetch_hosts: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -106,6 +112,8 @@ impl Default for Metrics {
         registry.register("sandbox_run_seconds", "Time a run took on its worker", sandbox_ran.clone());
         let fetches = Family::<Fetch, Counter>::default();
         registry.register("fetch_requests", "$fetch requests by host and status class (error: no response)", fetches.clone());
+        let sessions = Family::<Transport, Gauge>::default();
+        registry.register("mcp_sessions", "MCP sessions this process holds open, by transport", sessions.clone());
         Self {
             registry,
             calls,
@@ -116,6 +124,7 @@ impl Default for Metrics {
             sandbox_queued,
             sandbox_ran,
             fetches,
+            sessions,
             fetch_hosts: Default::default(),
         }
     }
@@ -144,6 +153,13 @@ impl Metrics {
         }
     }
 
+    /// An MCP session of `transport` is open until the guard is dropped.
+    pub fn session_opened(&self, transport: &str) -> Open {
+        let gauge = self.sessions.get_or_create(&Transport { transport: transport.to_owned() }).clone();
+        gauge.inc();
+        Open(gauge)
+    }
+
     /// A `$fetch` to `host` ended with `status` (`2xx` … `5xx`, `error`).
     pub fn fetch(&self, host: &str, status: &str) {
         let host = {
@@ -166,6 +182,16 @@ impl Metrics {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String does not fail");
         text
+    }
+}
+
+/// Counts one open session until dropped.
+#[derive(Debug)]
+pub struct Open(Gauge);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 
@@ -208,6 +234,20 @@ mod tests {
         assert!(text.contains(r#"toolshed_sign_ins_total{result="wrong"} 1"#));
         assert!(text.contains(r#"toolshed_db_pool_connections{state="in_use"} 1"#));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn a_session_counts_as_open_until_its_guard_is_dropped() {
+        let metrics = Metrics::default();
+        let first = metrics.session_opened("mcp-http");
+        let second = metrics.session_opened("mcp-http");
+        let _sse = metrics.session_opened("mcp-sse");
+        drop(first);
+        let text = metrics.render(1, 1);
+        assert!(text.contains(r#"toolshed_mcp_sessions{transport="mcp-http"} 1"#), "{text}");
+        assert!(text.contains(r#"toolshed_mcp_sessions{transport="mcp-sse"} 1"#), "{text}");
+        drop(second);
+        assert!(metrics.render(1, 1).contains(r#"toolshed_mcp_sessions{transport="mcp-http"} 0"#));
     }
 
     #[test]

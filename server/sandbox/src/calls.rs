@@ -142,8 +142,19 @@ impl<'js> HostCalls<'js> {
     /// start. Either way the request is recorded.
     pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
         let mut exchange = FetchExchange::of(&req, &mut self.budget);
+        // A child of the run's span (the worker entered it): its context goes out with the request.
+        let span = req.span();
         let started = match self.fetch(req) {
-            Ok(answer) => io().map(|io| self.tasks.spawn_on(async move { Reply::Fetch(answer.await) }, io.runtime.handle())),
+            Ok(answer) => io().map(|io| {
+                let fetched = async move {
+                    let answer = answer.await;
+                    if let Ok(response) = &answer {
+                        tracing::Span::current().record("http.response.status_code", i64::from(response.status));
+                    }
+                    Reply::Fetch(answer)
+                };
+                self.tasks.spawn_on(tracing::Instrument::instrument(fetched, span), io.runtime.handle())
+            }),
             Err(message) => Err(message),
         };
         match started {

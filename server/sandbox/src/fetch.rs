@@ -72,6 +72,18 @@ pub(super) struct FetchRequest {
     body: Option<String>,
 }
 
+impl FetchRequest {
+    /// The request's span, a child of the current one; its status is recorded when it answers.
+    pub(super) fn span(&self) -> tracing::Span {
+        tracing::info_span!(
+            "fetch",
+            http.request.method = %self.method,
+            server.address = self.url.host_str().unwrap_or_default(),
+            http.response.status_code = tracing::field::Empty,
+        )
+    }
+}
+
 /// A response as `$fetch` hands it to the code (and as a replay serves it back).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FetchResponse {
@@ -224,7 +236,11 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
         // `req` keeps the placeholders; values go only into what this hop sends.
         let (url, headers) = reach.secrets.fill(&req.url, &req.headers, req.body.as_deref()).map_err(|e| e.to_string())?;
         let mut builder = client.request(req.method.clone(), url);
-        for (name, value) in &headers {
+        // The trace context is the host's to send: it replaces one the code set.
+        let trace = crate::trace::headers(&tracing::Span::current());
+        let from_code =
+            headers.iter().filter(|(name, _)| trace.is_empty() || !crate::trace::HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)));
+        for (name, value) in from_code.chain(&trace) {
             builder = builder.header(name, value);
         }
         if let Some(body) = &req.body {

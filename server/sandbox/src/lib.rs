@@ -27,6 +27,7 @@ pub mod redact;
 mod secrets;
 #[cfg(test)]
 mod tests;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -72,6 +72,8 @@ struct Session {
     /// Cancelled when the session ends (its last handler is dropped), so what
     /// serves it in the background ends at once and frees the session's memory.
     ended: tokio_util::sync::CancellationToken,
+    /// Counts the session in the metrics while it lives (none for a stateless request).
+    open: Option<toolshed_domain::metrics::Open>,
 }
 
 impl Drop for Session {
@@ -82,7 +84,11 @@ impl Drop for Session {
 
 impl ListingHandler {
     pub fn new(toolshed: Toolshed, transport: Transport) -> Self {
-        Self { toolshed, transport, session: Arc::default() }
+        let mut session = Session::default();
+        if !matches!(transport, Transport::Stateless) {
+            session.open = Some(toolshed.mcp_session_opened(transport.usage_name()));
+        }
+        Self { toolshed, transport, session: Arc::new(session) }
     }
 
     /// The caller the token check put in the request, for this session's listing.
@@ -356,6 +362,25 @@ impl ServerHandler for ListingHandler {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        let span = tracing::info_span!("tools/call", gen_ai.tool.name = %request.name, transport = self.transport.usage_name());
+        continue_trace(&span, &context);
+        tracing::Instrument::instrument(self.call(request, context), span).await
+    }
+}
+
+/// Makes `span` continue the client's trace: the request's `_meta.traceparent`
+/// (MCP 2026-07-28), else its HTTP `traceparent` header.
+fn continue_trace(span: &tracing::Span, context: &RequestContext<RoleServer>) {
+    let meta = |name| context.meta.get(name).and_then(serde_json::Value::as_str);
+    if let Some(traceparent) = meta("traceparent") {
+        toolshed_domain::sandbox::trace::continue_from(span, traceparent, meta("tracestate"));
+    } else if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+        crate::telemetry::continue_from_headers(span, &parts.headers);
+    }
+}
+
+impl ListingHandler {
+    async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         let c = self.caller(&context.extensions)?;
         let listing = match &c.served {
             Served::Listing(listing) => listing,

@@ -26,4 +26,5 @@ mod server_fns;
 mod shutdown;
 mod site;
 mod tools;
+mod traces;
 mod upstream;

@@ -45,6 +45,7 @@ server_test!(
             r#"toolshed_sandbox_runs_total{result="ok"} 2"#,
             "toolshed_sandbox_run_seconds_count 2",
             "toolshed_sandbox_queue_seconds_count 2",
+            r#"toolshed_mcp_sessions{transport="mcp-http"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// `finance/{name}` by `client`: allowed to reach `allow`, read-only or not,
 /// with a secret `API_KEY`, published with `code`; returns its id.
-async fn tool(srv: &TestServer, client: &reqwest::Client, name: &str, allow: &str, read_only: bool, code: &str) -> i64 {
+pub(crate) async fn tool(srv: &TestServer, client: &reqwest::Client, name: &str, allow: &str, read_only: bool, code: &str) -> i64 {
     let id = srv.create_tool(client, name, "everyone").await;
     let id_text = id.to_string();
     let mut settings = vec![("title", name), ("description", "Looks things up."), ("timeout_ms", "5000"), ("fetch_allow", allow)];

@@ -20,13 +20,13 @@ use tokio::process::{Child, Command};
 const KEY: &str = "upstream-secret-4711";
 
 /// The fixture server, killed when dropped.
-struct Upstream {
+pub(crate) struct Upstream {
     base: String,
     child: Child,
 }
 
 impl Upstream {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let script = crate::common::repo_root().join("end2end/fixtures/upstream-mcp.mjs");
         let mut child = Command::new("node")
             .arg(script)
@@ -49,7 +49,7 @@ impl Upstream {
         Self { base, child }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
@@ -82,7 +82,7 @@ async fn register(
 }
 
 /// Alice of `research` and the admin, with the fixture registered as `ext` (header key).
-async fn world(srv: &TestServer, upstream: &Upstream) -> (reqwest::Client, reqwest::Client) {
+pub(crate) async fn world(srv: &TestServer, upstream: &Upstream) -> (reqwest::Client, reqwest::Client) {
     let alice = srv.member("alice", "research").await;
     let admin = srv.admin().await;
     let (status, server) =
@@ -93,7 +93,7 @@ async fn world(srv: &TestServer, upstream: &Upstream) -> (reqwest::Client, reqwe
 }
 
 /// Publishes `research/kit` holding `external` tools of server `ext`; returns its id.
-async fn bundle(srv: &TestServer, client: &reqwest::Client, external: &[&str]) -> i64 {
+pub(crate) async fn bundle(srv: &TestServer, client: &reqwest::Client, external: &[&str]) -> i64 {
     let form = [("name", "kit"), ("title", "Kit"), ("description", ""), ("tags", ""), ("visibility", "everyone"), ("kind", "bundle")];
     srv.post_form(client, "/api/tools/create", &form).await;
     let (_, info) = srv.call(client, "bundles/detail", &[("department", "research"), ("name", "kit")]).await;

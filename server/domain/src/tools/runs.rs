@@ -328,7 +328,7 @@ impl Tools<'_> {
         let span = tracing::info_span!(
             "tool_run",
             listing = %tool.slug(),
-            version = ?version,
+            version,
             department = %user.department.name,
             transport,
             outcome = tracing::field::Empty,

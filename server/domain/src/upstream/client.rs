@@ -371,7 +371,10 @@ pub async fn within<T>(limit: Duration, work: impl std::future::Future<Output = 
     tokio::time::timeout(limit, work).await.unwrap_or(Err(ClientError::Timeout(limit.as_millis() as u64)))
 }
 
-async fn send(req: reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
+async fn send(mut req: reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
+    for (name, value) in crate::sandbox::trace::headers(&tracing::Span::current()) {
+        req = req.header(name, value);
+    }
     let res = req.send().await.map_err(|e| ClientError::Unreachable(root_cause(&e)))?;
     let status = res.status();
     if status.is_success() {

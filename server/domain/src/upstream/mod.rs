@@ -758,7 +758,7 @@ impl Upstreams<'_> {
     /// server's `CallToolResult` JSON. Every failure is an `isError` result a
     /// model can read (what went wrong, in words), never a hang: the server's
     /// time limit bounds connecting and calling together.
-    #[tracing::instrument(skip(self, user, bundle, tool, input), fields(user = %user.username, tool = %tool.name))]
+    #[tracing::instrument(skip_all, fields(department = %user.department.name, server = %tool.server, tool = %tool.name))]
     pub async fn call_external(self, user: &User, bundle: &Tool, tool: &ServedExternal, input: Value, via: crate::tools::Via<'_>) -> Value {
         let started = Instant::now();
         let (outcome, result) = self.call_external_unrecorded(tool, input).await;

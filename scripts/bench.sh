@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 what=("$@")
-[ ${#what[@]} -gt 0 ] || what=(sandbox browse search poison mcp fairness hydrate)
+[ ${#what[@]} -gt 0 ] || what=(sandbox browse search poison mcp fairness hydrate tracing)
 wants() { local w; for w in "${what[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 
 concurrency=${BENCH_CONCURRENCY:-32}
@@ -295,6 +295,7 @@ if wants tracing; then
         done
     done
     serve_extra=()
+    # Counted before the receiver has printed the last batch: at least this many.
     spans=$(grep -c '"trace_id"' "$receiver_log" || true)
     echo
     echo "| pair | req/s off | req/s on | CPU per call off | CPU per call on | on ÷ off (CPU) |"
@@ -305,7 +306,7 @@ if wants tracing; then
         echo "| $run | $(field "$off" req_s) | $(field "$on" req_s) | $(field "$off" server_cpu_us) µs | $(field "$on" server_cpu_us) µs | $ratio |"
     done
     echo
-    echo "tracing: the receiver got $spans spans"
+    echo "tracing: the receiver had printed $spans spans by then"
     wants mcp || exit 0
 fi
 

@@ -54,12 +54,15 @@ fn exporter(endpoint: &url::Url) -> anyhow::Result<SdkTracerProvider> {
 }
 
 /// The span of one HTTP request, continuing the trace its `traceparent`
-/// header names, if any. The path only: queries may hold codes and tokens.
+/// header names, if any. The path only (queries may hold codes and tokens),
+/// and of the registry's, not the token in it.
 pub fn request_span<B>(req: &axum::http::Request<B>) -> tracing::Span {
+    let path = req.uri().path();
+    let path = if path.starts_with("/registry/") { "/registry/{token}/…" } else { path };
     let span = tracing::info_span!(
         "request",
         http.request.method = %req.method(),
-        url.path = req.uri().path(),
+        url.path = path,
         http.response.status_code = tracing::field::Empty,
     );
     continue_from_headers(&span, req.headers());

@@ -195,15 +195,16 @@ impl Drop for Open {
     }
 }
 
-/// A `$fetch`'s labels: the host it went to (`not_allowed` for one off the
-/// tool's allow-list: the code chooses those freely) and its status class.
+/// A `$fetch`'s labels: the allow-list entry that let it through (as the
+/// author wrote it: a wildcard stays one label however many subdomains the
+/// code makes up, and a value put into a subdomain never reaches a label),
+/// `not_allowed` for the rest, and its status class.
 pub fn fetch_labels(allow: &[String], fetch: &toolshed_sandbox::FetchExchange) -> (String, String) {
     let url = reqwest::Url::parse(&fetch.url).ok();
     let host = url
         .as_ref()
-        .and_then(|url| Some((url.host_str()?, url.port_or_known_default()?)))
-        .filter(|(host, port)| toolshed_sandbox::outbound::host_allowed(allow, host, *port))
-        .map_or_else(|| "not_allowed".to_owned(), |(host, _)| host.to_ascii_lowercase());
+        .and_then(|url| toolshed_sandbox::outbound::allowing_entry(allow, url.host_str()?, url.port_or_known_default()?))
+        .map_or_else(|| "not_allowed".to_owned(), |entry| entry.trim().to_ascii_lowercase());
     let status = match &fetch.response {
         Some(Ok(response)) => format!("{}xx", response.status / 100),
         Some(Err(_)) => "error".to_owned(),
@@ -264,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fetch_is_labelled_by_its_allowed_host_and_status_class() {
+    fn a_fetch_is_labelled_by_the_allow_list_entry_that_let_it_through_and_its_status_class() {
         let allow = vec!["*.example.com".to_owned(), "127.0.0.1:8080".to_owned()];
         let fetch = |url: &str, response| toolshed_sandbox::FetchExchange {
             method: "GET".into(),
@@ -284,8 +285,9 @@ mod tests {
             }))
         };
         let labels = |f| fetch_labels(&allow, &f);
-        assert_eq!(labels(fetch("https://API.example.com/x", answered(404))), ("api.example.com".into(), "4xx".into()));
-        assert_eq!(labels(fetch("http://127.0.0.1:8080/", answered(200))), ("127.0.0.1".into(), "2xx".into()));
+        assert_eq!(labels(fetch("https://API.example.com/x", answered(404))), ("*.example.com".into(), "4xx".into()));
+        assert_eq!(labels(fetch("https://sk-live-123.example.com/", answered(200))), ("*.example.com".into(), "2xx".into()));
+        assert_eq!(labels(fetch("http://127.0.0.1:8080/", answered(200))), ("127.0.0.1:8080".into(), "2xx".into()));
         assert_eq!(labels(fetch("http://127.0.0.1:9/", Some(Err("refused".into())))), ("not_allowed".into(), "error".into()));
         assert_eq!(labels(fetch("https://evil.test/", None)), ("not_allowed".into(), "unanswered".into()));
         assert_eq!(labels(fetch("not a url", None)).0, "not_allowed");

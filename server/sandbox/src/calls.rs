@@ -143,9 +143,11 @@ impl<'js> HostCalls<'js> {
     pub(super) fn start_fetch(&mut self, req: FetchRequest, settle: Settle<'js>) -> Result<(), String> {
         let mut exchange = FetchExchange::of(&req, &mut self.budget);
         // A child of the run's span (the worker entered it): its context goes out with the request.
-        let span = req.span();
+        // Only for a request that goes out: refusals and replays make none (a loop of refusals is not bounded by the fetch limit).
+        let span = self.replay.is_none().then(|| req.span_fields());
         let started = match self.fetch(req) {
             Ok(answer) => io().map(|io| {
+                let span = span.map_or_else(tracing::Span::none, |(method, host)| super::fetch::span(&method, &host));
                 let fetched = async move {
                     let answer = answer.await;
                     if let Ok(response) = &answer {
@@ -210,6 +212,8 @@ impl<'js> HostCalls<'js> {
         }
         self.tool_calls += 1;
         let prepared = tools.host.prepare(name, input);
+        // In the run's span (the worker entered it), so an external member's request continues its trace.
+        let prepared = tracing::Instrument::instrument(prepared, tracing::Span::current());
         let task = self.tasks.spawn_on(async move { Reply::Tool(prepared.await.map(Box::new)) }, &tools.runtime);
         self.waiting.insert(task.id(), settle);
         Ok(())

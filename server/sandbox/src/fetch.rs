@@ -73,15 +73,15 @@ pub(super) struct FetchRequest {
 }
 
 impl FetchRequest {
-    /// The request's span, a child of the current one; its status is recorded when it answers.
-    pub(super) fn span(&self) -> tracing::Span {
-        tracing::info_span!(
-            "fetch",
-            http.request.method = %self.method,
-            server.address = self.url.host_str().unwrap_or_default(),
-            http.response.status_code = tracing::field::Empty,
-        )
+    /// What [`span`] names: the method and the host.
+    pub(super) fn span_fields(&self) -> (Method, String) {
+        (self.method.clone(), self.url.host_str().unwrap_or_default().to_owned())
     }
+}
+
+/// A request's span, a child of the current one; its status is recorded when it answers.
+pub(super) fn span(method: &Method, host: &str) -> tracing::Span {
+    tracing::info_span!("fetch", http.request.method = %method, server.address = host, http.response.status_code = tracing::field::Empty)
 }
 
 /// A response as `$fetch` hands it to the code (and as a replay serves it back).

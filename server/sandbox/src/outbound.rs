@@ -201,8 +201,13 @@ pub fn read_only_method(method: &str) -> bool {
 /// An entry names a host (exact, or `*.example.com` for any subdomain of
 /// example.com) and a port: `host` allows 80 and 443, `host:8080` only 8080.
 pub fn host_allowed(allow: &[String], host: &str, port: u16) -> bool {
+    allowing_entry(allow, host, port).is_some()
+}
+
+/// The allow-list entry that lets `host:port` through, as written.
+pub fn allowing_entry<'a>(allow: &'a [String], host: &str, port: u16) -> Option<&'a str> {
     let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
-    allow.iter().any(|entry| {
+    allow.iter().map(String::as_str).find(|entry| {
         let (pattern, ports) = split_port(entry.trim());
         let port_ok = match ports {
             Some(p) => p == port,

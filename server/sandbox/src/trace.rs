@@ -21,6 +21,8 @@ pub fn headers(span: &tracing::Span) -> Vec<(String, String)> {
     }
     let mut headers = Outgoing(Vec::new());
     TraceContextPropagator::new().inject_context(&context, &mut headers);
+    // The propagator writes an empty `tracestate` when there is none.
+    headers.0.retain(|(_, value)| !value.is_empty());
     headers.0
 }
 
@@ -28,6 +30,9 @@ pub fn headers(span: &tracing::Span) -> Vec<(String, String)> {
 /// `tracestate` name, as a client sent them. A malformed `traceparent` is
 /// ignored: the span then starts a trace of its own.
 pub fn continue_from(span: &tracing::Span, traceparent: &str, tracestate: Option<&str>) {
+    // W3C allows printable ASCII only; anything else would make every request
+    // this one sends on fail to build (or carry bytes the standard forbids).
+    let tracestate = tracestate.filter(|state| state.bytes().all(|b| (0x20..=0x7e).contains(&b)));
     let context = TraceContextPropagator::new().extract(&Incoming { traceparent, tracestate });
     if context.span().span_context().is_remote() {
         // Fails only for a span already started, which callers never pass.
@@ -109,9 +114,24 @@ mod tests {
     }
 
     #[test]
-    fn without_an_exporter_no_trace_context_goes_out() {
-        let span = tracing::info_span!("call");
-        continue_from(&span, PARENT, None);
-        assert!(headers(&span).is_empty());
+    fn a_tracestate_with_bytes_outside_printable_ascii_is_dropped() {
+        traced(|| {
+            let span = tracing::info_span!("call");
+            continue_from(&span, PARENT, Some("vendor=1\r\nx-injected: yes"));
+            let headers = headers(&span);
+            assert!(traceparent(&headers).is_some_and(|t| t.contains("4bf92f3577b34da6")), "the trace continues: {headers:?}");
+            assert!(!headers.iter().any(|(name, _)| name == "tracestate"), "{headers:?}");
+        });
+    }
+
+    #[test]
+    fn with_logs_but_no_exporter_no_trace_context_goes_out() {
+        let logs = tracing_subscriber::fmt::layer().with_writer(std::io::sink);
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(logs), || {
+            let span = tracing::info_span!("call");
+            assert!(!span.is_disabled(), "the span exists, for the logs");
+            continue_from(&span, PARENT, None);
+            assert!(headers(&span).is_empty());
+        });
     }
 }

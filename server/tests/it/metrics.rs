@@ -79,8 +79,9 @@ server_test!(metrics_count_sandbox_limit_hits_and_fetches_by_host_and_status, ["
     }
 
     let text = scrape(&srv, Some(TOKEN)).await.text().await.unwrap();
+    let allowed = format!(r#"toolshed_fetch_requests_total{{host="127.0.0.1:{}",status="2xx"}} 1"#, api.port);
     for line in [
-        r#"toolshed_fetch_requests_total{host="127.0.0.1",status="2xx"} 1"#,
+        allowed.as_str(),
         r#"toolshed_fetch_requests_total{host="not_allowed",status="error"} 1"#,
         r#"toolshed_sandbox_runs_total{result="ok"} 1"#,
         r#"toolshed_sandbox_runs_total{result="oom"} 1"#,

@@ -141,3 +141,43 @@ server_test!(publishing_a_version_that_breaks_callers_says_what_and_who_and_need
     let erin = srv.member("erin", "sales").await;
     assert_ne!(srv.call(&erin, "tools/publish_impact", &[("tool", &tool.to_string()), ("version", &v3.to_string())]).await.0, 200);
 });
+
+server_test!(a_tools_health_shows_its_editors_the_last_day_per_version_and_the_commonest_errors, |srv: TestServer| async move {
+    let alice = srv.member("alice", "finance").await;
+    let id = crate::permissions::tool(&srv, &alice, "flaky", "", false, "throw new Error('upstream said no');").await;
+    let token = srv.token("alice").await;
+    let session = crate::mcp::Session::open(srv.url("/mcp/tools/finance/flaky"), &token).await;
+    for n in 1..=2 {
+        session.request(&crate::mcp::call(n, "flaky", json!({}))).await;
+    }
+    let save = json!({"tool": id, "code": "return 'fine';", "args": [], "changelog": "fixed"});
+    let (status, version) = srv.server_fn(&alice, "tools/save_version", save).await;
+    assert_eq!(status, 200, "{version}");
+    srv.publish_version(&alice, id, version.as_i64().unwrap()).await;
+    for n in 3..=5 {
+        session.request(&crate::mcp::call(n, "flaky", json!({}))).await;
+    }
+    session.request(&crate::mcp::call(6, "flaky", json!({"unexpected": 1}))).await;
+    srv.flush_usage().await;
+
+    let (status, usage) = srv.call(&alice, "market/usage", &[("tool", &id.to_string())]).await;
+    assert_eq!(status, 200, "{usage}");
+    let versions = &usage["health"]["versions"];
+    let row = |i: usize| (versions[i]["version"].clone(), versions[i]["calls"].as_i64(), versions[i]["errors"].as_i64());
+    assert_eq!(row(0), (json!(2), Some(3), Some(0)), "newest first: {usage}");
+    assert_eq!(row(1), (json!(1), Some(2), Some(2)));
+    assert_eq!(row(2), (Value::Null, Some(1), Some(1)), "refused for its arguments, before any code ran");
+    assert!(versions[0]["p95_ms"].as_f64().is_some());
+    let errors = &usage["health"]["errors"];
+    assert_eq!(errors.as_array().unwrap().len(), 1, "{usage}");
+    assert!(errors[0]["error"].as_str().unwrap().contains("upstream said no"), "{usage}");
+    assert_eq!(errors[0]["count"], 2);
+
+    let (_, page) = srv.page(&alice, "/tools/finance/flaky").await;
+    assert!(page.contains("Health, last 24 hours") && page.contains("upstream said no"), "the listing page shows it to its author");
+    let bob = srv.member("bob", "research").await;
+    let (_, usage) = srv.call(&bob, "market/usage", &[("tool", &id.to_string())]).await;
+    assert_eq!(usage["health"], Value::Null, "not to someone who cannot edit it: {usage}");
+    let (_, page) = srv.page(&bob, "/tools/finance/flaky").await;
+    assert!(!page.contains("Health, last 24 hours"));
+});

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 pub(crate) use browse::page_href;
 pub use browse::Browse;
-pub use usage_chart::UsageChart;
+pub use usage_chart::{HealthCard, UsageChart};
 
 use crate::api::ListingCardView;
 

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::UsageView;
+use crate::api::{HealthView, UsageView};
 
 const WIDTH: f64 = 300.0;
 const BAR_SLOT: f64 = WIDTH / 30.0;
@@ -80,6 +80,58 @@ pub fn UsageChart(usage: UsageView) -> impl IntoView {
                 <div><dt>"p95 duration"</dt><dd>{duration(usage.p95_ms)}</dd></div>
             </dl>
         </div>
+    }
+}
+
+/// A tool's last 24 hours for its editors: each version that ran, and the
+/// errors its kept failed calls share most, which the editor replays.
+#[component]
+pub fn HealthCard(health: HealthView, editor: String) -> impl IntoView {
+    let quiet = health.versions.is_empty();
+    let rows = health
+        .versions
+        .into_iter()
+        .map(|v| {
+            let rate = if v.calls == 0 { 0.0 } else { v.errors as f64 / v.calls as f64 * 100.0 };
+            let failing = rate >= 10.0;
+            view! {
+                <tr class:failing=failing>
+                    <td>{v.version.map_or_else(|| "refused".to_owned(), |n| format!("v{n}"))}</td>
+                    <td class="num">{v.calls}</td>
+                    <td class="num health-error-rate">{format!("{rate:.1} %")}</td>
+                    <td class="num">{duration(v.p50_ms)}</td>
+                    <td class="num">{duration(v.p95_ms)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let errors = (!health.errors.is_empty()).then(|| {
+        let items = health
+            .errors
+            .into_iter()
+            .map(|e| view! { <li><span class="count">{format!("{}×", e.count)}</span>" "<code>{e.error}</code></li> })
+            .collect_view();
+        view! {
+            <h3>"Most common errors"</h3>
+            <ol class="common-errors">{items}</ol>
+            <p class="small"><a href=editor>"Replay these failed calls in the editor"</a></p>
+        }
+    });
+    view! {
+        <section class="card health">
+            <h2>"Health, last 24 hours"</h2>
+            {if quiet {
+                view! { <p class="muted">"No calls in the last 24 hours."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="health-versions">
+                        <thead><tr><th>"Version"</th><th class="num">"Calls"</th><th class="num">"Errors"</th><th class="num">"p50"</th><th class="num">"p95"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                }.into_any()
+            }}
+            {errors}
+        </section>
     }
 }
 

@@ -22,7 +22,7 @@ use crate::api::{
 use crate::args::{ArgDef, ArgType};
 use crate::components::{Findings, FormError, RequireUser};
 use crate::error::AppError;
-use crate::pages::market::UsageChart;
+use crate::pages::market::{HealthCard, UsageChart};
 
 pub fn type_label(t: &ArgType) -> String {
     match t {
@@ -354,8 +354,11 @@ fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> imp
                             " of the last 14 days can be replayed in the editor."
                         </p>
                     })}
-                    <UsageChart usage />
+                    <UsageChart usage=usage.clone() />
                 </section>
+                {usage.health.map(|health| view! {
+                    <HealthCard health editor=format!("/tools/{}/{}/edit", tool.department, tool.name) />
+                })}
                 <VersionList tool=tool.clone() />
                 <Lineage tool=tool.clone() />
             </div>

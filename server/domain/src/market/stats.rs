@@ -1,5 +1,6 @@
 //! A listing's usage over the last 30 days, from `usage_records`: calls per
-//! UTC day, the share of calls that failed, and p50/p95 duration.
+//! UTC day, the share of calls that failed, and p50/p95 duration; and a tool's
+//! health for its editors: the last 24 hours per version, and its commonest errors.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -44,7 +45,81 @@ impl UsageStats {
     }
 }
 
+/// One version's last 24 hours (`version` `None`: calls refused before any
+/// code ran, for their arguments or a full sandbox).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionHealth {
+    pub version: Option<i64>,
+    pub calls: i64,
+    pub errors: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+}
+
+/// An error the tool's kept failed calls share, with the newest of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommonError {
+    pub error: String,
+    /// Kept failed calls with this error (at most 20 a minute are kept).
+    pub count: i64,
+    pub latest_call: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// Newest version first; at most [`HEALTH_VERSIONS`] versions that ran.
+    pub versions: Vec<VersionHealth>,
+    /// At most [`HEALTH_ERRORS`], the commonest first.
+    pub errors: Vec<CommonError>,
+}
+
+pub const HEALTH_VERSIONS: i64 = 5;
+pub const HEALTH_ERRORS: i64 = 5;
+
 impl Market<'_> {
+    /// A tool's last 24 hours, for its editors (`NotFound`/`Forbidden` otherwise).
+    pub async fn health(self, user: &User, id: ToolId) -> Result<Health, ToolError> {
+        Tools::new(self.core).code_tool_for_edit(user, id).await?;
+        let since = now_ms() - DAY_MS;
+        let rows = sqlx::query(
+            "SELECT version, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors \
+             FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 GROUP BY version ORDER BY version DESC LIMIT $3",
+        )
+        .bind(id.0)
+        .bind(since)
+        .bind(HEALTH_VERSIONS + 1)
+        .fetch_all(self.core.db().pool())
+        .await?;
+        let mut versions = Vec::new();
+        for r in &rows {
+            let (version, calls): (Option<i64>, i64) = (r.try_get("version")?, r.try_get("calls")?);
+            let (p50_ms, p95_ms) = match version {
+                Some(v) => (
+                    self.duration_percentile("tool_id", id, since, Some(v), calls, 0.50).await?,
+                    self.duration_percentile("tool_id", id, since, Some(v), calls, 0.95).await?,
+                ),
+                None => (None, None),
+            };
+            versions.push(VersionHealth { version, calls, errors: r.try_get("errors")?, p50_ms, p95_ms });
+        }
+        // Both dialects sort NULL apart from the numbers: put the refused calls last.
+        versions.sort_by_key(|v| std::cmp::Reverse(v.version.map_or(i64::MIN, |n| n)));
+        versions.truncate(HEALTH_VERSIONS as usize);
+        let errors = sqlx::query(
+            "SELECT error, COUNT(*) AS n, MAX(id) AS latest FROM failed_calls WHERE tool_id = $1 AND at_ms >= $2 \
+             GROUP BY error ORDER BY n DESC, latest DESC LIMIT $3",
+        )
+        .bind(id.0)
+        .bind(since)
+        .bind(HEALTH_ERRORS)
+        .fetch_all(self.core.db().pool())
+        .await?
+        .iter()
+        .map(|r| Ok(CommonError { error: r.try_get("error")?, count: r.try_get("n")?, latest_call: r.try_get("latest")? }))
+        .collect::<Result<_, sqlx::Error>>()?;
+        Ok(Health { versions, errors })
+    }
+
     /// Usage of a listing `user` may see (`NotFound` otherwise) over the last
     /// 30 days: a tool's calls, however they came, or the calls through a bundle.
     pub async fn usage_stats(self, user: &User, id: ToolId) -> Result<UsageStats, ToolError> {
@@ -72,25 +147,37 @@ impl Market<'_> {
         }
         let calls: i64 = days.iter().map(|d| d.calls).sum();
         let errors = days.iter().map(|d| d.errors).sum();
-        let p50_ms = self.duration_percentile(column, id, first_day, calls, 0.50).await?;
-        let p95_ms = self.duration_percentile(column, id, first_day, calls, 0.95).await?;
+        let p50_ms = self.duration_percentile(column, id, first_day, None, calls, 0.50).await?;
+        let p95_ms = self.duration_percentile(column, id, first_day, None, calls, 0.95).await?;
         Ok(UsageStats { days, calls, errors, p50_ms, p95_ms })
     }
 
-    /// The nearest-rank percentile `q` of the durations of the `calls` calls since `since`.
-    async fn duration_percentile(self, column: &str, id: ToolId, since: i64, calls: i64, q: f64) -> Result<Option<f64>, ToolError> {
+    /// The nearest-rank percentile `q` of the durations of the `calls` calls
+    /// since `since` (of `version` only, if given).
+    async fn duration_percentile(
+        self,
+        column: &str,
+        id: ToolId,
+        since: i64,
+        version: Option<i64>,
+        calls: i64,
+        q: f64,
+    ) -> Result<Option<f64>, ToolError> {
         if calls == 0 {
             return Ok(None);
         }
         let rank = ((calls as f64 * q).ceil() as i64).clamp(1, calls);
-        let row = sqlx::query(&format!(
-            "SELECT duration_us FROM usage_records WHERE {column} = $1 AND at_ms >= $2 ORDER BY duration_us LIMIT 1 OFFSET $3"
-        ))
-        .bind(id.0)
-        .bind(since)
-        .bind(rank - 1)
-        .fetch_optional(self.core.db().pool())
-        .await?;
+        let of_version = if version.is_some() { "AND version = $4" } else { "" };
+        let sql = format!(
+            "SELECT duration_us FROM usage_records WHERE {column} = $1 AND at_ms >= $2 {of_version} ORDER BY duration_us LIMIT 1 OFFSET $3"
+        );
+        let query = sqlx::query(&sql).bind(id.0).bind(since).bind(rank - 1);
+        // PostgreSQL refuses a parameter the statement does not use.
+        let query = match version {
+            Some(v) => query.bind(v),
+            None => query,
+        };
+        let row = query.fetch_optional(self.core.db().pool()).await?;
         Ok(row.map(|r| r.try_get::<i64, _>("duration_us")).transpose()?.map(|us| us as f64 / 1000.0))
     }
 }

@@ -116,8 +116,7 @@ impl Turn {
     /// Runs the turn, sending what happens to `events`; stops early when the
     /// receiver is dropped (the page went away).
     pub async fn run(mut self, events: mpsc::Sender<PlaygroundEvent>) {
-        let span =
-            tracing::info_span!("playground_turn", listing = %self.callables.listing().slug(), user = %self.callables.user().username);
+        let span = tracing::info_span!("playground_turn", listing = %self.callables.listing().slug(), department = %self.callables.user().department.name);
         let outcome = tracing::Instrument::instrument(self.rounds(&events), span).await;
         let last = match outcome {
             Ok(()) => PlaygroundEvent::Done,

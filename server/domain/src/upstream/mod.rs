@@ -397,7 +397,7 @@ impl Upstreams<'_> {
     /// Registers a server and imports its tools. A server that cannot be
     /// reached is registered all the same (it may be down for a moment): its
     /// status shows why, and Refresh tries again.
-    #[tracing::instrument(skip(self, user, spec), fields(user = %user.username))]
+    #[tracing::instrument(skip_all, fields(department = %user.department.name))]
     pub async fn register_mcp_server(
         self,
         user: &User,

@@ -56,24 +56,24 @@ pub struct VersionHealth {
     pub p95_ms: Option<f64>,
 }
 
-/// An error the tool's kept failed calls share, with the newest of them.
+/// An error the tool's kept failed calls share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommonError {
     pub error: String,
     /// Kept failed calls with this error (at most 20 a minute are kept).
     pub count: i64,
-    pub latest_call: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Health {
-    /// Newest version first; at most [`HEALTH_VERSIONS`] versions that ran.
+    /// Newest version first, at most [`HEALTH_VERSIONS`] that ran; then the
+    /// refused calls, if any.
     pub versions: Vec<VersionHealth>,
     /// At most [`HEALTH_ERRORS`], the commonest first.
     pub errors: Vec<CommonError>,
 }
 
-pub const HEALTH_VERSIONS: i64 = 5;
+pub const HEALTH_VERSIONS: usize = 5;
 pub const HEALTH_ERRORS: i64 = 5;
 
 impl Market<'_> {
@@ -83,16 +83,21 @@ impl Market<'_> {
         let since = now_ms() - DAY_MS;
         let rows = sqlx::query(
             "SELECT version, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors \
-             FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 GROUP BY version ORDER BY version DESC LIMIT $3",
+             FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 GROUP BY version",
         )
         .bind(id.0)
         .bind(since)
-        .bind(HEALTH_VERSIONS + 1)
         .fetch_all(self.core.db().pool())
         .await?;
+        // One row per version called that day, and one for the refused calls: few.
+        let mut rows = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<Option<i64>, _>("version")?, r.try_get::<i64, _>("calls")?, r.try_get::<i64, _>("errors")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        rows.sort_by_key(|(version, ..)| std::cmp::Reverse(version.map_or(i64::MIN, |n| n)));
+        let (ran, refused): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(version, ..)| version.is_some());
         let mut versions = Vec::new();
-        for r in &rows {
-            let (version, calls): (Option<i64>, i64) = (r.try_get("version")?, r.try_get("calls")?);
+        for (version, calls, errors) in ran.into_iter().take(HEALTH_VERSIONS).chain(refused) {
             let (p50_ms, p95_ms) = match version {
                 Some(v) => (
                     self.duration_percentile("tool_id", id, since, Some(v), calls, 0.50).await?,
@@ -100,14 +105,11 @@ impl Market<'_> {
                 ),
                 None => (None, None),
             };
-            versions.push(VersionHealth { version, calls, errors: r.try_get("errors")?, p50_ms, p95_ms });
+            versions.push(VersionHealth { version, calls, errors, p50_ms, p95_ms });
         }
-        // Both dialects sort NULL apart from the numbers: put the refused calls last.
-        versions.sort_by_key(|v| std::cmp::Reverse(v.version.map_or(i64::MIN, |n| n)));
-        versions.truncate(HEALTH_VERSIONS as usize);
         let errors = sqlx::query(
-            "SELECT error, COUNT(*) AS n, MAX(id) AS latest FROM failed_calls WHERE tool_id = $1 AND at_ms >= $2 \
-             GROUP BY error ORDER BY n DESC, latest DESC LIMIT $3",
+            "SELECT error, COUNT(*) AS n FROM failed_calls WHERE tool_id = $1 AND at_ms >= $2 \
+             GROUP BY error ORDER BY n DESC, MAX(id) DESC LIMIT $3",
         )
         .bind(id.0)
         .bind(since)
@@ -115,7 +117,7 @@ impl Market<'_> {
         .fetch_all(self.core.db().pool())
         .await?
         .iter()
-        .map(|r| Ok(CommonError { error: r.try_get("error")?, count: r.try_get("n")?, latest_call: r.try_get("latest")? }))
+        .map(|r| Ok(CommonError { error: r.try_get("error")?, count: r.try_get("n")? }))
         .collect::<Result<_, sqlx::Error>>()?;
         Ok(Health { versions, errors })
     }

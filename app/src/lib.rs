@@ -24,7 +24,7 @@ use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
 use crate::pages::{
     Account, Admin, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People, Playground,
-    RegisterPage,
+    RegisterPage, ToolHealth,
 };
 
 /// The HTML document around the app, rendered on the server only.
@@ -211,6 +211,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/people") view={Lazy::<PeopleRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin/audit") view={Lazy::<AuditLogRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin/servers") view={Lazy::<ExternalServersRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/admin/health") view={Lazy::<ToolHealthRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/browse") view={Lazy::<BrowseRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/playground") view={Lazy::<PlaygroundRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/tools/mine") view={Lazy::<MyToolsRoute>::new()} ssr=SsrMode::Async />
@@ -298,6 +299,7 @@ lazy_pages! {
         PeopleRoute => People,
         AuditLogRoute => AuditLog,
         ExternalServersRoute => ExternalServers,
+        ToolHealthRoute => ToolHealth,
     }
     catalog_pages: CatalogPages {
         BrowseRoute => Browse,

@@ -28,6 +28,12 @@ export async function shot(page, name) {
   await page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
 }
 
+/** A screenshot of one element (a card), scrolled into view. */
+export async function shotOf(locator, name) {
+  await locator.scrollIntoViewIfNeeded();
+  await locator.screenshot({ path: join(OUTPUT, `${name}.png`) });
+}
+
 /** Every page a signed-out visitor can open (the demo's listings included). */
 export const VISITOR_PAGES = ['/', '/browse', '/browse?q=echo', '/login', '/register', '/tools/demo/echo', '/bundles/demo/text_kit'];
 /** Every page the administrator can open: editors, account, playground and admin pages too. */
@@ -35,6 +41,7 @@ export const ADMIN_PAGES = [
   '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
   '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/tools/demo/convert_units/edit',
   '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/people', '/playground', '/admin', '/admin/audit', '/admin/servers',
+  '/admin/health',
 ];
 
 export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;

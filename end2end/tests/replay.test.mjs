@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BASE, launch, newPage, shot, unique, hydrated, joinByInvite, call, setCode } from './browser.mjs';
+import { BASE, launch, newPage, shot, unique, hydrated, joinByInvite, call, setCode, signInAsAdmin, shotOf } from './browser.mjs';
 
 let browser;
 let api;
@@ -78,6 +78,26 @@ return { total: $amount * rates.EUR + (await fees.json()).fee };`;
   // The listing page tells its editor; the editor lists the failure; Replay shows what the call sent and got back.
   await author.goto(`${BASE}/tools/${department}/${name}`);
   assert.match(await author.textContent('.kept-failures'), /1 failed call of the last 14 days can be replayed in the editor/);
+  // Its health: the day's calls of v1, all failed, and the error they share.
+  const health = author.locator('section.health');
+  assert.match(await health.locator('.health-versions tbody tr').first().textContent(), /^v11100\.0 %/);
+  assert.match(await health.locator('.common-errors').textContent(), /1×\s*SyntaxError/);
+  await shotOf(health, '84-listing-health');
+
+  // Admins see it among the listings that failed most (the ten with the most failed calls).
+  const admin = await newPage(browser);
+  await signInAsAdmin(admin);
+  const ranking = await call(admin, 'admin/health', {});
+  const counts = ranking.failing.map((l) => l.errors);
+  assert.deepEqual(counts, [...counts].sort((a, b) => b - a), 'the most failed calls first');
+  if (counts.length < 10) assert.ok(ranking.failing.some((l) => l.href === `/tools/${department}/${name}`));
+  await admin.goto(`${BASE}/admin/health`);
+  await admin.locator('.rank.failing tbody tr').first().waitFor();
+  assert.equal(await admin.locator('.rank.failing tbody tr').count(), ranking.failing.length);
+  assert.equal(await admin.locator('.rank.slowest .rank-bar').count(), ranking.slowest.length);
+  await shot(admin, '84-admin-health');
+  await admin.close();
+
   await hydrated(author);
   await author.click('.kept-failures a');
   await author.waitForURL(`${BASE}/tools/${department}/${name}/edit`);

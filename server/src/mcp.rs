@@ -20,6 +20,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -94,7 +95,7 @@ impl std::ops::Deref for McpState {
 pub struct Shared {
     toolshed: Toolshed,
     sse: sse::SseSessions,
-    /// Cancelled at shutdown: legacy SSE streams end.
+    /// Cancelled at shutdown: idle event streams end.
     closing: tokio_util::sync::CancellationToken,
 }
 
@@ -123,7 +124,7 @@ pub fn routes(
         .with_legacy_session_mode(mode == SessionMode::Stateful)
         .with_json_response(mode == SessionMode::Stateless);
     // rmcp is not given the shutdown token: it would end the streams of calls in
-    // flight with the idle ones. Those end here instead ([`end_idle_stream`]).
+    // flight with the idle ones. Those end here instead ([`watch_stream`]).
     let stored = sessions::Stored::default();
     let transport = match mode {
         SessionMode::Stateful => {
@@ -148,8 +149,8 @@ pub fn routes(
         }
         SessionMode::Stateless => shared(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config)),
     };
-    let streamable = streamable.layer(axum::middleware::from_fn_with_state(Arc::new(closing.clone()), end_idle_stream));
     let state = McpState(Arc::new(Shared { toolshed: toolshed.clone(), sse: sse::SseSessions::default(), closing }));
+    let streamable = streamable.layer(axum::middleware::from_fn_with_state(state.clone(), watch_stream));
     let gate = Arc::new(Gate {
         toolshed,
         site_origin,
@@ -192,17 +193,24 @@ where
     })
 }
 
-/// At shutdown the standalone event stream (a `GET`: server-initiated messages
+/// Every event stream counts as open in the metrics until it ends. At
+/// shutdown the standalone event stream (a `GET`: server-initiated messages
 /// only, no call's answer) ends at once; a POST's stream carries its call's
 /// answer to the end.
-async fn end_idle_stream(State(closing): State<Arc<tokio_util::sync::CancellationToken>>, req: Request, next: Next) -> Response {
+async fn watch_stream(State(shared): State<McpState>, req: Request, next: Next) -> Response {
     let get = req.method() == axum::http::Method::GET;
     let res = next.run(req).await;
-    if !get || !is_event_stream(&res) {
+    if !is_event_stream(&res) {
         return res;
     }
+    let open = shared.toolshed.mcp_stream_opened(if get { "standalone" } else { "call" });
     let (parts, body) = res.into_parts();
-    let body = axum::body::Body::from_stream(futures::StreamExt::take_until(body.into_data_stream(), (*closing).clone().cancelled_owned()));
+    let data = body.into_data_stream();
+    let data = if get { data.take_until(shared.closing.clone().cancelled_owned()).boxed() } else { data.boxed() };
+    let body = axum::body::Body::from_stream(data.map(move |chunk| {
+        let _counted_until_it_ends = &open;
+        chunk
+    }));
     Response::from_parts(parts, body)
 }
 

@@ -46,6 +46,13 @@ pub async fn admin_users() -> Result<Vec<UserAdminView>, AppError> {
         .collect())
 }
 
+/// The listings that failed and slowed most over the last 24 hours.
+#[server(endpoint = "admin/health")]
+pub async fn admin_health() -> Result<super::HealthRanking, AppError> {
+    let user = server::require_admin().await?;
+    server::toolshed()?.market().health_ranking(&user).await.map_err(server::fail)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditPageView {
     pub entries: Vec<AuditView>,

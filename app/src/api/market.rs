@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+pub use toolshed_types::health::{Health, HealthRanking};
 
 #[cfg(feature = "ssr")]
 use super::server;
@@ -50,29 +51,7 @@ pub struct UsageView {
     /// For the tool's editors: the failed calls kept to replay (14 days).
     pub kept_failures: Option<i64>,
     /// For the tool's editors: its last 24 hours.
-    pub health: Option<HealthView>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VersionHealthView {
-    /// `None`: calls refused before any code ran.
-    pub version: Option<i64>,
-    pub calls: i64,
-    pub errors: i64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommonErrorView {
-    pub error: String,
-    pub count: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HealthView {
-    pub versions: Vec<VersionHealthView>,
-    pub errors: Vec<CommonErrorView>,
+    pub health: Option<Health>,
 }
 
 impl ListingCardView {
@@ -146,14 +125,7 @@ pub async fn listing_usage(tool: i64) -> Result<UsageView, AppError> {
     let stats = ts.market().usage_stats(&user, id).await.map_err(server::fail)?;
     // Anyone else is refused: they see no count at all.
     let kept_failures = ts.tools().failed_call_count(&user, id).await.ok();
-    let health = ts.market().health(&user, id).await.ok().map(|h| HealthView {
-        versions: h
-            .versions
-            .into_iter()
-            .map(|v| VersionHealthView { version: v.version, calls: v.calls, errors: v.errors, p50_ms: v.p50_ms, p95_ms: v.p95_ms })
-            .collect(),
-        errors: h.errors.into_iter().map(|e| CommonErrorView { error: e.error, count: e.count }).collect(),
-    });
+    let health = ts.market().health(&user, id).await.ok();
     Ok(UsageView {
         kept_failures,
         health,

@@ -13,7 +13,7 @@ mod sign_in;
 pub mod tools;
 
 pub use account::Account;
-pub use admin::{Admin, AuditLog, ExternalServers};
+pub use admin::{Admin, AuditLog, ExternalServers, ToolHealth};
 pub use bundles::{BundleEditor, BundleListing};
 pub use consent::Consent;
 pub use home::Home;

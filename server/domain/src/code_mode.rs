@@ -168,16 +168,20 @@ pub(crate) async fn prepare_member(
     let (core, user) = (callables.core(), callables.user());
     let started = Instant::now();
     let given = input.clone();
-    let PreparedRun { version, request, env, runnable } = match Tools::new(core).prepare_run(user, &tool, source, input, &transport).await {
-        Ok(p) => p,
-        Err(e) => {
-            let message = format!("{name}: {e}");
-            Tools::new(core).record_run(user, &tool, via, started, &Err(e));
-            return Err(message);
-        }
-    };
+    let PreparedRun { version, request, env, runnable, span } =
+        match Tools::new(core).prepare_run(user, &tool, source, input, &transport).await {
+            Ok(p) => p,
+            Err(e) => {
+                let message = format!("{name}: {e}");
+                Tools::new(core).record_run(user, &tool, via, started, &Err(e));
+                return Err(message);
+            }
+        };
     let (core, user, bundle_id) = (core.clone(), user.clone(), via.bundle_id);
+    let allow = crate::fetches_counted_by(&request);
+    let run_span = span.clone();
     let finish = move |mut outcome: RunOutcome| {
+        core.count_run(Ok(&outcome), allow.as_deref(), crate::Waited::Nested, &run_span);
         env.redact(&mut outcome);
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };
@@ -188,5 +192,5 @@ pub(crate) async fn prepare_member(
         }
         result
     };
-    Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish) })
+    Ok(ToolCall::Run { request: Box::new(request), finish: Box::new(finish), span })
 }

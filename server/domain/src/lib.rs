@@ -205,6 +205,11 @@ impl Toolshed {
         self.core.metrics().session_opened(transport)
     }
 
+    /// Counts an MCP event stream of `kind` as open until the guard is dropped.
+    pub fn mcp_stream_opened(&self, kind: &str) -> metrics::Open {
+        self.core.metrics().stream_opened(kind)
+    }
+
     /// Changes to listings, from every replica (for MCP `list_changed`).
     pub fn listing_changes(&self) -> &ListingChanges {
         self.core.listing_changes()
@@ -313,6 +318,20 @@ impl Toolshed {
     }
 }
 
+/// Whether a run waited its turn for a worker (code mode's member calls run
+/// nested on their caller's worker, so have no queue time to count).
+#[derive(Clone, Copy)]
+pub(crate) enum Waited {
+    ForAWorker,
+    Nested,
+}
+
+/// The allow-list a run's `$fetch`es are counted by: none for a replay, whose
+/// `$fetch`es are answered from its recording and never go out.
+pub(crate) fn fetches_counted_by(request: &sandbox::RunRequest) -> Option<Vec<String>> {
+    request.replay.is_none().then(|| request.fetch_allow.clone())
+}
+
 impl Core {
     pub(crate) fn db(&self) -> &Db {
         &self.0.db
@@ -347,25 +366,41 @@ impl Core {
         lane: sandbox::Lane,
         span: tracing::Span,
     ) -> Result<sandbox::RunOutcome, sandbox::SandboxError> {
-        // A replay's `$fetch`es are answered from its recording: nothing went out.
-        let allow = request.replay.is_none().then(|| request.fetch_allow.clone());
+        let allow = fetches_counted_by(&request);
         let ran = tracing::Instrument::instrument(self.sandbox().run(request, lane), span.clone()).await;
+        self.count_run(ran.as_ref(), allow.as_deref(), Waited::ForAWorker, &span);
+        ran
+    }
+
+    /// Counts a run that ended as `ran` in the metrics (its `$fetch`es
+    /// labelled by `allow`, from [`fetches_counted_by`]) and records its
+    /// outcome on `span`.
+    pub(crate) fn count_run(
+        &self,
+        ran: Result<&sandbox::RunOutcome, &sandbox::SandboxError>,
+        allow: Option<&[String]>,
+        waited: Waited,
+        span: &tracing::Span,
+    ) {
         let metrics = &self.0.metrics;
-        let result = match &ran {
+        let result = match ran {
             Ok(outcome) => usage::Outcome::of_run(&outcome.result).as_str(),
             Err(sandbox::SandboxError::Busy) => "busy",
             Err(sandbox::SandboxError::TooManyCalls) => "caller_limit",
             Err(sandbox::SandboxError::WorkerLost) => "worker_lost",
         };
         span.record("outcome", result);
-        metrics.sandbox_run(result, ran.as_ref().ok().map(|o| (o.queued, o.duration)));
-        if let (Ok(outcome), Some(allow)) = (&ran, allow) {
+        let Ok(outcome) = ran else {
+            return metrics.sandbox_run(result, None, None);
+        };
+        let queued = matches!(waited, Waited::ForAWorker).then_some(outcome.queued);
+        metrics.sandbox_run(result, queued, Some(outcome.duration));
+        if let Some(allow) = allow {
             for fetch in &outcome.fetches {
-                let (host, status) = metrics::fetch_labels(&allow, fetch);
+                let (host, status) = metrics::fetch_labels(allow, fetch);
                 metrics.fetch(&host, &status);
             }
         }
-        ran
     }
 
     /// Changes to listings, from every replica (for MCP `list_changed`).

@@ -46,6 +46,11 @@ struct Transport {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Stream {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Fetch {
     host: String,
     status: String,
@@ -69,6 +74,7 @@ pub struct Metrics {
     sandbox_ran: Histogram,
     fetches: Family<Fetch, Counter>,
     sessions: Family<Transport, Gauge>,
+    streams: Family<Stream, Gauge>,
     /// The hosts `fetches` has a label for; past [`FETCH_HOSTS`] the rest count as `other`.
     fetch_hosts: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -114,6 +120,12 @@ impl Default for Metrics {
         registry.register("fetch_requests", "$fetch requests by host and status class (error: no response)", fetches.clone());
         let sessions = Family::<Transport, Gauge>::default();
         registry.register("mcp_sessions", "MCP sessions this process holds open, by transport", sessions.clone());
+        let streams = Family::<Stream, Gauge>::default();
+        registry.register(
+            "mcp_streams",
+            "MCP event streams this process holds open: standalone (a GET), call (a POST's answer), sse (legacy)",
+            streams.clone(),
+        );
         Self {
             registry,
             calls,
@@ -125,6 +137,7 @@ impl Default for Metrics {
             sandbox_ran,
             fetches,
             sessions,
+            streams,
             fetch_hosts: Default::default(),
         }
     }
@@ -144,11 +157,14 @@ impl Metrics {
         self.sign_ins.get_or_create(&Ended { result: result.to_owned() }).inc();
     }
 
-    /// A sandbox run ended with `result`; `times` (waited, ran) if it ran.
-    pub fn sandbox_run(&self, result: &str, times: Option<(std::time::Duration, std::time::Duration)>) {
+    /// A sandbox run ended with `result`, after `queued` waiting for a worker
+    /// (if it waited) and `ran` on it (if it ran).
+    pub fn sandbox_run(&self, result: &str, queued: Option<std::time::Duration>, ran: Option<std::time::Duration>) {
         self.sandbox_runs.get_or_create(&Ended { result: result.to_owned() }).inc();
-        if let Some((queued, ran)) = times {
+        if let Some(queued) = queued {
             self.sandbox_queued.observe(queued.as_secs_f64());
+        }
+        if let Some(ran) = ran {
             self.sandbox_ran.observe(ran.as_secs_f64());
         }
     }
@@ -156,6 +172,13 @@ impl Metrics {
     /// An MCP session of `transport` is open until the guard is dropped.
     pub fn session_opened(&self, transport: &str) -> Open {
         let gauge = self.sessions.get_or_create(&Transport { transport: transport.to_owned() }).clone();
+        gauge.inc();
+        Open(gauge)
+    }
+
+    /// An MCP event stream of `kind` is open until the guard is dropped.
+    pub fn stream_opened(&self, kind: &str) -> Open {
+        let gauge = self.streams.get_or_create(&Stream { kind: kind.to_owned() }).clone();
         gauge.inc();
         Open(gauge)
     }
@@ -238,7 +261,7 @@ mod tests {
     }
 
     #[test]
-    fn a_session_counts_as_open_until_its_guard_is_dropped() {
+    fn a_session_or_stream_counts_as_open_until_its_guard_is_dropped() {
         let metrics = Metrics::default();
         let first = metrics.session_opened("mcp-http");
         let second = metrics.session_opened("mcp-http");
@@ -249,6 +272,10 @@ mod tests {
         assert!(text.contains(r#"toolshed_mcp_sessions{transport="mcp-sse"} 1"#), "{text}");
         drop(second);
         assert!(metrics.render(1, 1).contains(r#"toolshed_mcp_sessions{transport="mcp-http"} 0"#));
+        let stream = metrics.stream_opened("standalone");
+        assert!(metrics.render(1, 1).contains(r#"toolshed_mcp_streams{kind="standalone"} 1"#));
+        drop(stream);
+        assert!(metrics.render(1, 1).contains(r#"toolshed_mcp_streams{kind="standalone"} 0"#));
     }
 
     #[test]
@@ -294,16 +321,20 @@ mod tests {
     }
 
     #[test]
-    fn sandbox_runs_are_counted_by_result_and_timed_when_they_ran() {
+    fn sandbox_runs_are_counted_by_result_and_timed_when_they_ran_and_waited() {
         let metrics = Metrics::default();
         let ms = std::time::Duration::from_millis;
-        metrics.sandbox_run("ok", Some((ms(0), ms(3))));
-        metrics.sandbox_run("oom", Some((ms(20), ms(40))));
-        metrics.sandbox_run("busy", None);
+        metrics.sandbox_run("ok", Some(ms(0)), Some(ms(3)));
+        metrics.sandbox_run("oom", Some(ms(20)), Some(ms(40)));
+        metrics.sandbox_run("busy", None, None);
+        // A member call of code mode, nested on its caller's worker.
+        metrics.sandbox_run("ok", None, Some(ms(30)));
         let text = metrics.render(1, 1);
+        assert!(text.contains(r#"toolshed_sandbox_runs_total{result="ok"} 2"#), "{text}");
         assert!(text.contains(r#"toolshed_sandbox_runs_total{result="oom"} 1"#), "{text}");
         assert!(text.contains(r#"toolshed_sandbox_runs_total{result="busy"} 1"#));
         assert!(text.contains("toolshed_sandbox_queue_seconds_count 2"), "{text}");
+        assert!(text.contains("toolshed_sandbox_run_seconds_count 3"), "{text}");
         assert!(text.contains(r#"toolshed_sandbox_run_seconds_bucket{le="0.004"} 1"#), "{text}");
     }
 }

@@ -61,6 +61,8 @@ pub enum ToolCall {
         /// Records the run and turns its outcome into the value the JS call
         /// resolves with, or the message it rejects with.
         finish: Box<dyn FnOnce(RunOutcome) -> Result<ToolValue, String> + Send>,
+        /// Entered while it runs, so its `$fetch`es are its children.
+        span: tracing::Span,
     },
     /// Already answered by the host (an external MCP server's tool): nothing runs here.
     Answered(Result<ToolValue, String>),

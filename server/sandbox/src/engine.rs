@@ -436,10 +436,11 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
 /// Runs a member's call here, nested: this thread only waits meanwhile. The
 /// member keeps its own limits, but its time never runs past the caller's deadline.
 fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
-    let (mut request, finish) = match call {
-        ToolCall::Run { request, finish } => (request, finish),
+    let (mut request, finish, span) = match call {
+        ToolCall::Run { request, finish, span } => (request, finish, span),
         ToolCall::Answered(result) => return result,
     };
+    let _in_its_span = span.enter();
     let left = guard.clock.deadline().saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(guard.timeout().to_string());

@@ -89,10 +89,11 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
         req.uri().query().and_then(|q| q.split('&').find(|kv| kv.starts_with("token="))).map(|kv| format!("&{kv}")).unwrap_or_default();
     let endpoint = format!("{}/messages?session_id={id}{token}", req.uri().path().trim_end_matches("/sse"));
     let guard = CloseOnDrop { sessions: state.sse.clone(), id };
+    let open = state.toolshed.mcp_stream_opened("sse");
     let first = stream::once(async move { Ok::<_, Infallible>(Event::default().event("endpoint").data(endpoint)) });
     let answered = due.clone();
     let replies = outbox_rx.map(move |msg| {
-        let _keep_session_open = &guard;
+        let (_keep_session_open, _counted_until_it_ends) = (&guard, &open);
         if matches!(msg, ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)) {
             answered.send_modify(|n| *n = n.saturating_sub(1));
         }

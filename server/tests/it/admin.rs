@@ -218,3 +218,56 @@ server_test!(the_audit_log_filters_by_action_actor_target_and_date_and_pages, |s
     let (_, html) = srv.page(&admin, "/admin/audit?action=user.&actor=alice").await;
     assert!(html.contains("user.registered") && html.contains("user:alice"), "the page works from its URL");
 });
+
+server_test!(tool_health_ranks_for_admins_the_listings_that_failed_and_slowed_most_in_the_last_day, |srv: TestServer| async move {
+    let alice = srv.member("alice", "finance").await;
+    let flaky = crate::permissions::tool(&srv, &alice, "flaky", "", false, "return 'ok';").await;
+    let broken = crate::permissions::tool(&srv, &alice, "broken", "", false, "throw new Error('always');").await;
+    let slow = crate::permissions::tool(&srv, &alice, "slow", "", false, "return 1;").await;
+    let token = srv.token("alice").await;
+    // flaky: one good call and two refused for an argument it does not take.
+    let calls = [("flaky", json!({})), ("flaky", json!({"x": 1})), ("flaky", json!({"x": 2})), ("broken", json!({}))];
+    for (i, (name, args)) in calls.into_iter().enumerate() {
+        let session = crate::mcp::Session::open(srv.url(&format!("/mcp/tools/finance/{name}")), &token).await;
+        session.request(&crate::mcp::call(i as u32 + 1, name, args)).await;
+    }
+    srv.flush_usage().await;
+    // Durations 1..=20 ms make the nearest-rank figures exact: p50 the 10th, p95 the 19th.
+    let pool = crate::upstream::pool(&srv).await;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let day_and_an_hour_ago = now - 25 * 3_600_000;
+    let durations = (1..=20).map(|ms| (now, ms * 1000)).chain([(day_and_an_hour_ago, 900_000_000)]);
+    for (at_ms, duration_us) in durations {
+        sqlx::query(
+            "INSERT INTO usage_records (at_ms, tool_id, version, user_id, transport, duration_us, outcome) \
+             SELECT $1, $2, 1, id, 'mcp-http', $3, 'ok' FROM users WHERE username = 'alice'",
+        )
+        .bind(at_ms)
+        .bind(slow)
+        .bind(duration_us)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+
+    let admin = srv.admin().await;
+    let (status, ranking) = srv.call(&admin, "admin/health", &[]).await;
+    assert_eq!(status, 200, "{ranking}");
+    let figures = |l: &Value| (l["id"].as_i64().unwrap(), l["calls"].as_i64().unwrap(), l["errors"].as_i64().unwrap());
+    let failing: Vec<_> = ranking["failing"].as_array().unwrap().iter().map(figures).collect();
+    assert_eq!(failing, [(flaky, 3, 2), (broken, 1, 1)], "the most failed calls first; no listing without a failure: {ranking}");
+    let slowest = &ranking["slowest"][0];
+    assert_eq!(figures(slowest), (slow, 20, 0), "the call older than a day is left out: {ranking}");
+    assert_eq!((slowest["p50_ms"].as_f64(), slowest["p95_ms"].as_f64()), (Some(10.0), Some(19.0)));
+    assert_eq!(slowest["href"], "/tools/finance/slow");
+    assert_eq!(ranking["slowest"].as_array().unwrap().len(), 3);
+
+    let (status, page) = srv.page(&admin, "/admin/health").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Failing most") && page.contains("href=\"/tools/finance/flaky\"") && page.contains("19 ms"), "{page}");
+
+    let (status, body) = srv.call(&alice, "admin/health", &[]).await;
+    assert_eq!(status, 403, "only admins see every department's listings: {body}");
+    let (_, page) = srv.page(&alice, "/admin/health").await;
+    assert!(!page.contains("href=\"/tools/finance/slow\""), "{page}");
+});

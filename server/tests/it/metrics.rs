@@ -24,7 +24,8 @@ server_test!(
     metrics_count_known_calls_and_sign_ins_for_the_holder_of_the_token_only,
     ["--metrics-token", TOKEN],
     |srv: TestServer| async move {
-        known_calls(&srv).await;
+        let session = known_calls(&srv).await;
+        let events = session.listen().await;
         let browser = srv.browser();
         srv.post_form(&browser, "/api/login", &[("username", "admin"), ("password", "not the password")]).await;
 
@@ -46,21 +47,25 @@ server_test!(
             "toolshed_sandbox_run_seconds_count 2",
             "toolshed_sandbox_queue_seconds_count 2",
             r#"toolshed_mcp_sessions{transport="mcp-http"} 1"#,
+            r#"toolshed_mcp_streams{kind="standalone"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }
         assert!(text.contains("toolshed_db_pool_connections{state=\"idle\"}"));
         assert!(!text.contains("admin"), "no person is named");
+        // An open stream would hold the graceful shutdown up.
+        drop(events);
     }
 );
 
-/// Two calls of demo/echo that run and one refused for its arguments.
-async fn known_calls(srv: &TestServer) {
+/// Two calls of demo/echo that run and one refused for its arguments, in the session returned.
+async fn known_calls(srv: &TestServer) -> Session {
     let token = srv.token("admin").await;
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
     for (id, args) in [(1, json!({"text": "a"})), (2, json!({"text": "b"})), (3, json!({"text": 7}))] {
         session.request(&call(id, "echo", args)).await;
     }
+    session
 }
 
 server_test!(metrics_count_sandbox_limit_hits_and_fetches_by_host_and_status, ["--metrics-token", TOKEN], |srv: TestServer| async move {

@@ -131,3 +131,33 @@ async fn an_external_servers_request_continues_the_callers_trace() {
     assert_eq!(external["attributes"]["server"], "ext");
     assert_eq!(external["attributes"]["department"], "research");
 }
+
+#[tokio::test]
+async fn code_modes_member_call_is_a_tool_run_of_its_own_whose_fetch_continues_the_trace() {
+    let mut receiver = Receiver::start().await;
+    let api = Recorder::start().await;
+    let mut srv = TestServer::process(Backend::Sqlite, &["--otlp-endpoint", &receiver.endpoint]).await;
+    let alice = srv.member("alice", "research").await;
+    let code = format!("const r = await $fetch('{}/rates');\nreturn r.status;", api.base);
+    let rates = crate::permissions::tool(&srv, &alice, "rates", &format!("127.0.0.1:{}", api.port), false, &code).await;
+    let bundle = srv.published_bundle(&alice, json!([{"tool": rates, "pinned_version": null, "exposed_name": ""}])).await;
+    let (status, info) = srv.call(&alice, "bundles/code_mode", &[("bundle", &bundle.to_string()), ("mode", "instead")]).await;
+    assert_eq!(status, 200, "{info}");
+
+    let result =
+        call_traced(&srv, "alice", "/mcp/bundles/research/kit", "run_code", json!({"code": "return await tools.rates({});"})).await;
+    assert_eq!(result["content"][0]["text"], "200", "{result}");
+    let seen = api.received();
+    let sent = seen.lines().find_map(|l| l.strip_prefix("traceparent: ")).unwrap_or_else(|| panic!("a traceparent in {seen}"));
+    let api_parent = parent_in(sent);
+
+    assert!(srv.stops_cleanly().await);
+    let spans = receiver.trace(TRACE, &["tools/call", "run_code", "tool_run", "fetch"]).await;
+    let (call, code, member, fetch) = (&spans["tools/call"], &spans["run_code"], &spans["tool_run"], &spans["fetch"]);
+    assert_eq!(code["parent_span_id"], call["span_id"]);
+    assert_eq!(member["parent_span_id"], code["span_id"], "the member ran inside the code's run");
+    assert_eq!(member["attributes"]["listing"], "research/rates");
+    assert_eq!(member["attributes"]["outcome"], "ok");
+    assert_eq!(fetch["parent_span_id"], member["span_id"]);
+    assert_eq!(fetch["span_id"], api_parent);
+}

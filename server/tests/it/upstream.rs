@@ -107,7 +107,7 @@ pub(crate) async fn bundle(srv: &TestServer, client: &reqwest::Client, external:
     id
 }
 
-async fn pool(srv: &TestServer) -> sqlx::AnyPool {
+pub(crate) async fn pool(srv: &TestServer) -> sqlx::AnyPool {
     sqlx::any::install_default_drivers();
     sqlx::AnyPool::connect(&srv.db.url).await.unwrap()
 }

@@ -3,4 +3,5 @@
 //! alone could drift without a compiler noticing.
 
 pub mod args;
+pub mod health;
 pub mod ids;

@@ -1,11 +1,12 @@
 //! The admin pages: the moderation queue, users, departments, single sign-on's
 //! group links, tool limits and the playground's chat endpoints on `/admin`;
 //! the audit log with its filters on `/admin/audit`; external MCP servers on
-//! `/admin/servers`.
+//! `/admin/servers`; the listings that fail or slow most on `/admin/health`.
 
 mod audit;
 mod chat_endpoints;
 mod departments;
+mod health;
 mod moderation;
 mod servers;
 mod sso;
@@ -15,6 +16,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 pub use audit::AuditLog;
+pub use health::ToolHealth;
 pub(crate) use moderation::ModerateForm;
 pub use servers::ExternalServers;
 
@@ -31,6 +33,7 @@ pub fn Admin() -> impl IntoView {
                 <a class="button secondary" href="/people">"People: invitations and roles"</a>
                 <a class="button secondary" href="/admin/servers">"External MCP servers"</a>
                 <a class="button secondary" href="/admin/audit">"Audit log"</a>
+                <a class="button secondary" href="/admin/health">"Tool health"</a>
             </div>
             <moderation::Queue />
             <users::UsersCard />

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 pub(crate) use browse::page_href;
 pub use browse::Browse;
+pub(crate) use usage_chart::duration;
 pub use usage_chart::{HealthCard, UsageChart};
 
 use crate::api::ListingCardView;

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::{HealthView, UsageView};
+use crate::api::{Health, UsageView};
 
 const WIDTH: f64 = 300.0;
 const BAR_SLOT: f64 = WIDTH / 30.0;
@@ -25,7 +25,7 @@ fn month_day(day_ms: i64) -> String {
     format!("{} {day}", MONTHS[(month - 1) as usize])
 }
 
-fn duration(ms: Option<f64>) -> String {
+pub(crate) fn duration(ms: Option<f64>) -> String {
     match ms {
         None => "–".into(),
         Some(ms) if ms < 10.0 => format!("{ms:.2} ms"),
@@ -86,13 +86,13 @@ pub fn UsageChart(usage: UsageView) -> impl IntoView {
 /// A tool's last 24 hours for its editors: each version that ran, and the
 /// errors its kept failed calls share most, which the editor replays.
 #[component]
-pub fn HealthCard(health: HealthView, editor: String) -> impl IntoView {
+pub fn HealthCard(health: Health, editor: String) -> impl IntoView {
     let quiet = health.versions.is_empty();
     let rows = health
         .versions
         .into_iter()
         .map(|v| {
-            let rate = if v.calls == 0 { 0.0 } else { v.errors as f64 / v.calls as f64 * 100.0 };
+            let rate = toolshed_types::health::error_rate(v.calls, v.errors) * 100.0;
             let failing = rate >= 10.0;
             view! {
                 <tr class:failing=failing>

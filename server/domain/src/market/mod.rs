@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 pub use search::SearchText;
-pub use stats::{CommonError, DayCalls, Health, UsageStats, VersionHealth};
+pub use stats::{CommonError, DayCalls, Health, HealthRanking, ListingHealth, UsageStats, VersionHealth};
 pub use typos::Vocabulary;
 
 use crate::accounts::User;

@@ -12,6 +12,9 @@ use crate::ids::ToolId;
 use crate::now_ms;
 use crate::tools::Tools;
 use crate::tools::{ListingKind, ToolError};
+pub use toolshed_types::health::{
+    CommonError, Health, HealthRanking, ListingHealth, VersionHealth, HEALTH_ERRORS, HEALTH_VERSIONS, RANKED,
+};
 
 pub const DAYS: i64 = 30;
 
@@ -37,44 +40,9 @@ pub struct UsageStats {
 impl UsageStats {
     /// Failed calls as a share of all calls, 0 when there were none.
     pub fn error_rate(&self) -> f64 {
-        if self.calls == 0 {
-            0.0
-        } else {
-            self.errors as f64 / self.calls as f64
-        }
+        toolshed_types::health::error_rate(self.calls, self.errors)
     }
 }
-
-/// One version's last 24 hours (`version` `None`: calls refused before any
-/// code ran, for their arguments or a full sandbox).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VersionHealth {
-    pub version: Option<i64>,
-    pub calls: i64,
-    pub errors: i64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-}
-
-/// An error the tool's kept failed calls share.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommonError {
-    pub error: String,
-    /// Kept failed calls with this error (at most 20 a minute are kept).
-    pub count: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Health {
-    /// Newest version first, at most [`HEALTH_VERSIONS`] that ran; then the
-    /// refused calls, if any.
-    pub versions: Vec<VersionHealth>,
-    /// At most [`HEALTH_ERRORS`], the commonest first.
-    pub errors: Vec<CommonError>,
-}
-
-pub const HEALTH_VERSIONS: usize = 5;
-pub const HEALTH_ERRORS: i64 = 5;
 
 impl Market<'_> {
     /// A tool's last 24 hours, for its editors (`NotFound`/`Forbidden` otherwise).
@@ -120,6 +88,49 @@ impl Market<'_> {
         .map(|r| Ok(CommonError { error: r.try_get("error")?, count: r.try_get("n")? }))
         .collect::<Result<_, sqlx::Error>>()?;
         Ok(Health { versions, errors })
+    }
+
+    /// The listings that failed and slowed most over the last 24 hours, for
+    /// admins (`Forbidden` otherwise). One pass over the day's records: the
+    /// window numbers each listing's calls by duration, so the nearest-rank
+    /// p50/p95 is the row whose number is ⌈n·q⌉.
+    pub async fn health_ranking(self, admin: &User) -> Result<HealthRanking, ToolError> {
+        if !admin.is_admin {
+            return Err(ToolError::Forbidden);
+        }
+        let rows = sqlx::query(
+            "WITH recent AS (\
+                 SELECT tool_id, outcome, duration_us, \
+                        ROW_NUMBER() OVER (PARTITION BY tool_id ORDER BY duration_us) AS nth, \
+                        COUNT(*) OVER (PARTITION BY tool_id) AS n \
+                 FROM usage_records WHERE at_ms >= $1) \
+             SELECT r.tool_id, r.n AS calls, SUM(CASE WHEN r.outcome = 'ok' THEN 0 ELSE 1 END) AS errors, \
+                    MAX(CASE WHEN r.nth = (r.n * 50 + 99) / 100 THEN r.duration_us END) AS p50_us, \
+                    MAX(CASE WHEN r.nth = (r.n * 95 + 99) / 100 THEN r.duration_us END) AS p95_us, \
+                    t.kind, d.name AS dept, t.name, t.title \
+             FROM recent r JOIN tools t ON t.id = r.tool_id JOIN departments d ON d.id = t.department_id \
+             GROUP BY r.tool_id, r.n, t.kind, d.name, t.name, t.title",
+        )
+        .bind(now_ms() - DAY_MS)
+        .fetch_all(self.core.db().pool())
+        .await?;
+        let ms = |us: Option<i64>| us.map(|us| us as f64 / 1000.0);
+        let listings = rows
+            .iter()
+            .map(|r| {
+                let kind = ListingKind::parse(&r.try_get::<String, _>("kind")?).unwrap_or(ListingKind::Tool);
+                Ok(ListingHealth {
+                    id: ToolId(r.try_get("tool_id")?),
+                    href: format!("/{}/{}/{}", kind.plural(), r.try_get::<String, _>("dept")?, r.try_get::<String, _>("name")?),
+                    title: r.try_get("title")?,
+                    calls: r.try_get("calls")?,
+                    errors: r.try_get("errors")?,
+                    p50_ms: ms(r.try_get("p50_us")?),
+                    p95_ms: ms(r.try_get("p95_us")?),
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(rank(listings))
     }
 
     /// Usage of a listing `user` may see (`NotFound` otherwise) over the last
@@ -182,4 +193,16 @@ impl Market<'_> {
         let row = query.fetch_optional(self.core.db().pool()).await?;
         Ok(row.map(|r| r.try_get::<i64, _>("duration_us")).transpose()?.map(|us| us as f64 / 1000.0))
     }
+}
+
+/// Orders the day's listings into the two rankings, [`RANKED`] each.
+fn rank(listings: Vec<ListingHealth>) -> HealthRanking {
+    let rate = |l: &ListingHealth| toolshed_types::health::error_rate(l.calls, l.errors);
+    let mut failing: Vec<_> = listings.iter().filter(|l| l.errors > 0).cloned().collect();
+    failing.sort_by(|a, b| b.errors.cmp(&a.errors).then(rate(b).total_cmp(&rate(a))).then(a.href.cmp(&b.href)));
+    failing.truncate(RANKED);
+    let mut slowest = listings;
+    slowest.sort_by(|a, b| b.p95_ms.unwrap_or(0.0).total_cmp(&a.p95_ms.unwrap_or(0.0)).then(a.href.cmp(&b.href)));
+    slowest.truncate(RANKED);
+    HealthRanking { failing, slowest }
 }

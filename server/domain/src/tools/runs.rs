@@ -53,6 +53,8 @@ pub(crate) struct PreparedRun {
     pub env: Arc<Env>,
     /// The code and its arguments' definitions.
     pub runnable: Arc<Runnable>,
+    /// `tool_run`, its `outcome` filled when the run ends.
+    pub span: tracing::Span,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -322,17 +324,9 @@ impl Tools<'_> {
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, .. } = self.prepare_run(user, tool, source, input, transport).await?;
+        let PreparedRun { version, mut request, env, span, .. } = self.prepare_run(user, tool, source, input, transport).await?;
         request.events = events;
         request.replay = replay;
-        let span = tracing::info_span!(
-            "tool_run",
-            listing = %tool.slug(),
-            version,
-            department = %user.department.name,
-            transport,
-            outcome = tracing::field::Empty,
-        );
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
         let mut outcome = self.core.run_sandboxed(request, lane, span).await?;
         env.redact(&mut outcome);
@@ -373,6 +367,14 @@ impl Tools<'_> {
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
         request.outbound_secrets = env.outbound.clone();
-        Ok(PreparedRun { version, request, env, runnable })
+        let span = tracing::info_span!(
+            "tool_run",
+            listing = %tool.slug(),
+            version,
+            department = %user.department.name,
+            transport,
+            outcome = tracing::field::Empty,
+        );
+        Ok(PreparedRun { version, request, env, runnable, span })
     }
 }

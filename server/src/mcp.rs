@@ -199,11 +199,13 @@ where
 /// answer to the end.
 async fn watch_stream(State(shared): State<McpState>, req: Request, next: Next) -> Response {
     let get = req.method() == axum::http::Method::GET;
+    // A GET with Last-Event-ID resumes a call's stream.
+    let resumed = req.headers().contains_key("last-event-id");
     let res = next.run(req).await;
     if !is_event_stream(&res) {
         return res;
     }
-    let open = shared.toolshed.mcp_stream_opened(if get { "standalone" } else { "call" });
+    let open = shared.toolshed.mcp_stream_opened(if get && !resumed { "standalone" } else { "call" });
     let (parts, body) = res.into_parts();
     let data = body.into_data_stream();
     let data = if get { data.take_until(shared.closing.clone().cancelled_owned()).boxed() } else { data.boxed() };

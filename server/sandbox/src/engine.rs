@@ -443,7 +443,16 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
     let _in_its_span = span.enter();
     let left = guard.clock.deadline().saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(guard.timeout().to_string());
+        // Still finished, so the call is recorded (and counted) as the time-out it is.
+        let outcome = RunOutcome {
+            result: Err(guard.timeout()),
+            console: Vec::new(),
+            fetches: Vec::new(),
+            duration: Duration::ZERO,
+            queued: Duration::ZERO,
+            peak_memory_bytes: 0,
+        };
+        return finish(outcome);
     }
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
     request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);

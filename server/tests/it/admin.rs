@@ -232,19 +232,24 @@ server_test!(tool_health_ranks_for_admins_the_listings_that_failed_and_slowed_mo
         session.request(&crate::mcp::call(i as u32 + 1, name, args)).await;
     }
     srv.flush_usage().await;
-    // Durations 1..=20 ms make the nearest-rank figures exact: p50 the 10th, p95 the 19th.
+    // Durations of 0.1 s to 2 s (far above any real call's) make the nearest-rank
+    // figures exact: p50 the 10th, p95 the 19th. A call refused before any code
+    // ran counts as a call and an error, not in the durations; one older than a day not at all.
     let pool = crate::upstream::pool(&srv).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let day_and_an_hour_ago = now - 25 * 3_600_000;
-    let durations = (1..=20).map(|ms| (now, ms * 1000)).chain([(day_and_an_hour_ago, 900_000_000)]);
-    for (at_ms, duration_us) in durations {
+    let ran = (1..=20).map(|n| (now, Some(1), n * 100_000, "ok"));
+    let records = ran.chain([(now, None, 9_000_000, "invalid_arguments"), (day_and_an_hour_ago, Some(1), 900_000_000, "ok")]);
+    for (at_ms, version, duration_us, outcome) in records {
         sqlx::query(
             "INSERT INTO usage_records (at_ms, tool_id, version, user_id, transport, duration_us, outcome) \
-             SELECT $1, $2, 1, id, 'mcp-http', $3, 'ok' FROM users WHERE username = 'alice'",
+             SELECT $1, $2, $3, id, 'mcp-http', $4, $5 FROM users WHERE username = 'alice'",
         )
         .bind(at_ms)
         .bind(slow)
+        .bind(version)
         .bind(duration_us)
+        .bind(outcome)
         .execute(&pool)
         .await
         .unwrap();
@@ -255,16 +260,20 @@ server_test!(tool_health_ranks_for_admins_the_listings_that_failed_and_slowed_mo
     assert_eq!(status, 200, "{ranking}");
     let figures = |l: &Value| (l["id"].as_i64().unwrap(), l["calls"].as_i64().unwrap(), l["errors"].as_i64().unwrap());
     let failing: Vec<_> = ranking["failing"].as_array().unwrap().iter().map(figures).collect();
-    assert_eq!(failing, [(flaky, 3, 2), (broken, 1, 1)], "the most failed calls first; no listing without a failure: {ranking}");
+    assert_eq!(
+        failing,
+        [(flaky, 3, 2), (broken, 1, 1), (slow, 21, 1)],
+        "the most failed calls first, then the higher rate; no listing without a failure: {ranking}"
+    );
     let slowest = &ranking["slowest"][0];
-    assert_eq!(figures(slowest), (slow, 20, 0), "the call older than a day is left out: {ranking}");
-    assert_eq!((slowest["p50_ms"].as_f64(), slowest["p95_ms"].as_f64()), (Some(10.0), Some(19.0)));
+    assert_eq!(figures(slowest), (slow, 21, 1), "{ranking}");
+    assert_eq!((slowest["p50_ms"].as_f64(), slowest["p95_ms"].as_f64()), (Some(1000.0), Some(1900.0)));
     assert_eq!(slowest["href"], "/tools/finance/slow");
     assert_eq!(ranking["slowest"].as_array().unwrap().len(), 3);
 
     let (status, page) = srv.page(&admin, "/admin/health").await;
     assert_eq!(status, 200);
-    assert!(page.contains("Failing most") && page.contains("href=\"/tools/finance/flaky\"") && page.contains("19 ms"), "{page}");
+    assert!(page.contains("Failing most") && page.contains("href=\"/tools/finance/flaky\"") && page.contains("1900 ms"), "{page}");
 
     let (status, body) = srv.call(&alice, "admin/health", &[]).await;
     assert_eq!(status, 403, "only admins see every department's listings: {body}");

@@ -92,24 +92,26 @@ impl Market<'_> {
 
     /// The listings that failed and slowed most over the last 24 hours, for
     /// admins (`Forbidden` otherwise). One pass over the day's records: the
-    /// window numbers each listing's calls by duration, so the nearest-rank
-    /// p50/p95 is the row whose number is ⌈n·q⌉.
+    /// window numbers each listing's calls that ran by duration, so the
+    /// nearest-rank p50/p95 is the row whose number is ⌈n·q⌉; calls refused
+    /// before any code ran count as calls and errors only, as on the health card.
     pub async fn health_ranking(self, admin: &User) -> Result<HealthRanking, ToolError> {
         if !admin.is_admin {
             return Err(ToolError::Forbidden);
         }
         let rows = sqlx::query(
             "WITH recent AS (\
-                 SELECT tool_id, outcome, duration_us, \
-                        ROW_NUMBER() OVER (PARTITION BY tool_id ORDER BY duration_us) AS nth, \
-                        COUNT(*) OVER (PARTITION BY tool_id) AS n \
+                 SELECT tool_id, outcome, duration_us, version, \
+                        ROW_NUMBER() OVER (PARTITION BY tool_id, version IS NULL ORDER BY duration_us) AS nth, \
+                        COUNT(*) OVER (PARTITION BY tool_id) AS n, \
+                        SUM(CASE WHEN version IS NULL THEN 0 ELSE 1 END) OVER (PARTITION BY tool_id) AS ran \
                  FROM usage_records WHERE at_ms >= $1) \
              SELECT r.tool_id, r.n AS calls, SUM(CASE WHEN r.outcome = 'ok' THEN 0 ELSE 1 END) AS errors, \
-                    MAX(CASE WHEN r.nth = (r.n * 50 + 99) / 100 THEN r.duration_us END) AS p50_us, \
-                    MAX(CASE WHEN r.nth = (r.n * 95 + 99) / 100 THEN r.duration_us END) AS p95_us, \
+                    MAX(CASE WHEN r.version IS NOT NULL AND r.nth = (r.ran * 50 + 99) / 100 THEN r.duration_us END) AS p50_us, \
+                    MAX(CASE WHEN r.version IS NOT NULL AND r.nth = (r.ran * 95 + 99) / 100 THEN r.duration_us END) AS p95_us, \
                     t.kind, d.name AS dept, t.name, t.title \
              FROM recent r JOIN tools t ON t.id = r.tool_id JOIN departments d ON d.id = t.department_id \
-             GROUP BY r.tool_id, r.n, t.kind, d.name, t.name, t.title",
+             GROUP BY r.tool_id, r.n, r.ran, t.kind, d.name, t.name, t.title",
         )
         .bind(now_ms() - DAY_MS)
         .fetch_all(self.core.db().pool())

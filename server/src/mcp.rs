@@ -134,8 +134,8 @@ pub fn routes(
         SessionMode::Stateless => Transport::Stateless,
     };
     let factory = {
-        let toolshed = toolshed.clone();
-        move || Ok(ListingHandler::new(toolshed.clone(), transport))
+        let (toolshed, closing) = (toolshed.clone(), closing.clone());
+        move || Ok(ListingHandler::new(toolshed.clone(), transport, closing.clone()))
     };
     let streamable = match mode {
         SessionMode::Stateful => {

@@ -7,15 +7,17 @@
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); 2025-06-18 and 2025-11-25 clients use it.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, SetLevelRequestParams, Tool as McpTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
+    Tool as McpTool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
@@ -56,6 +58,8 @@ pub struct ListingHandler {
     toolshed: Toolshed,
     transport: Transport,
     session: Arc<Session>,
+    /// Cancelled at shutdown: `subscriptions/listen` streams end gracefully.
+    closing: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Default)]
@@ -83,12 +87,12 @@ impl Drop for Session {
 }
 
 impl ListingHandler {
-    pub fn new(toolshed: Toolshed, transport: Transport) -> Self {
+    pub fn new(toolshed: Toolshed, transport: Transport, closing: tokio_util::sync::CancellationToken) -> Self {
         let mut session = Session::default();
         if !matches!(transport, Transport::Stateless) {
             session.open = Some(toolshed.mcp_session_opened(transport.usage_name()));
         }
-        Self { toolshed, transport, session: Arc::new(session) }
+        Self { toolshed, transport, session: Arc::new(session), closing }
     }
 
     /// The caller the token check put in the request, for this session's listing.
@@ -105,38 +109,6 @@ impl ListingHandler {
             _ => Ok(caller),
         }
     }
-
-    /// Tells the client whenever what its listing serves changes (publish,
-    /// roll back, settings, moderation; for a bundle, of any member too), on
-    /// any replica, until the session ends.
-    async fn forward_list_changes(
-        toolshed: Toolshed,
-        caller: Caller,
-        peer: Peer<RoleServer>,
-        mut changes: toolshed_domain::changes::Subscription,
-        ended: tokio_util::sync::CancellationToken,
-    ) {
-        let mut watched = watched_targets(&toolshed, &caller).await;
-        loop {
-            let changed = tokio::select! {
-                c = changes.recv() => c,
-                () = ended.cancelled() => return,
-            };
-            let ours = match changed {
-                Ok(t) => watched.contains(&*t),
-                // Missed some: a spurious notification is harmless, a missing one is not.
-                Err(broadcast::error::RecvError::Lagged(_)) => true,
-                Err(broadcast::error::RecvError::Closed) => return,
-            };
-            if ours {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    return;
-                }
-                // A republished bundle may have other members now.
-                watched = watched_targets(&toolshed, &caller).await;
-            }
-        }
-    }
 }
 
 /// An external server's answer as the MCP client gets it: as the server sent
@@ -147,6 +119,42 @@ fn external_result(name: &str, answer: serde_json::Value) -> CallToolResult {
         let text = format!("The external tool “{name}” sent a result that is not a valid MCP tool result ({e}): {answer}");
         CallToolResult::error(vec![ContentBlock::text(text)])
     })
+}
+
+/// Calls `notify` whenever what `caller`'s endpoint serves changes (publish,
+/// roll back, settings, moderation; for a bundle, of any member too), on any
+/// replica, until `until` completes or `notify` says the client is gone.
+async fn forward_list_changes<N, F>(
+    toolshed: Toolshed,
+    caller: Caller,
+    mut changes: toolshed_domain::changes::Subscription,
+    until: impl Future<Output = ()>,
+    mut notify: N,
+) where
+    N: FnMut() -> F,
+    F: Future<Output = bool>,
+{
+    let mut watched = watched_targets(&toolshed, &caller).await;
+    tokio::pin!(until);
+    loop {
+        let changed = tokio::select! {
+            c = changes.recv() => c,
+            () = &mut until => return,
+        };
+        let ours = match changed {
+            Ok(t) => watched.contains(&*t),
+            // Missed some: a spurious notification is harmless, a missing one is not.
+            Err(broadcast::error::RecvError::Lagged(_)) => true,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if ours {
+            if !notify().await {
+                return;
+            }
+            // A republished bundle may have other members now.
+            watched = watched_targets(&toolshed, &caller).await;
+        }
+    }
 }
 
 /// The audit targets whose changes may change what `c`'s endpoint serves: the
@@ -326,14 +334,50 @@ impl ServerHandler for ListingHandler {
     }
 
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build())
+        // Prompts: none yet, but `prompts/list` is answered (empty), so declared.
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_prompts().enable_logging().build();
+        InitializeResult::new(capabilities)
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
+        Err(McpError::invalid_params(format!("There is no prompt named “{}” here.", request.name), None))
+    }
+
+    /// MCP 2026-07-28's subscriptions: a client listens for the tool list's
+    /// changes on a stream of its own (there are no sessions to tell).
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let caller = self.caller(&subscription.request_context().extensions)?;
+        let changes = self.toolshed.listing_changes().subscribe().await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let sink = subscription.sink().clone();
+        let notify = move || {
+            let sink = sink.clone();
+            async move { sink.notify_tool_list_changed().await.is_ok() }
+        };
+        // Ends when the client cancels or goes, or at shutdown (then with the final result).
+        let until = async {
+            tokio::select! {
+                () = subscription.cancelled() => {}
+                () = self.closing.cancelled() => {}
+            }
+        };
+        forward_list_changes(self.toolshed.clone(), caller, changes, until, notify).await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let changes = self.session.changes.lock().expect("changes lock").take();
         if let (Some((_, caller)), Some(changes)) = (self.session.listing.get(), changes) {
-            let ended = self.session.ended.clone();
-            tokio::spawn(Self::forward_list_changes(self.toolshed.clone(), caller.clone(), context.peer, changes, ended));
+            let (ended, peer) = (self.session.ended.clone().cancelled_owned(), context.peer);
+            let notify = move || {
+                let peer = peer.clone();
+                async move { peer.notify_tool_list_changed().await.is_ok() }
+            };
+            tokio::spawn(forward_list_changes(self.toolshed.clone(), caller.clone(), changes, ended, notify));
         }
     }
 

@@ -71,7 +71,7 @@ pub async fn open_stream(State(state): State<McpState>, req: Request) -> Respons
     let due = Arc::new(watch::Sender::new(0usize));
     state.sse.open.lock().expect("sse sessions lock").insert(id.clone(), Inbox { tx: inbox_tx, owner: caller.owner(), due: due.clone() });
 
-    let handler = ListingHandler::new(state.toolshed.clone(), Transport::Sse);
+    let handler = ListingHandler::new(state.toolshed.clone(), Transport::Sse, state.closing.clone());
     let incoming = Box::pin(stream::unfold(inbox_rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) }));
     tokio::spawn(async move {
         // Ends when the client closes the stream (the inbox closes) or never initializes.

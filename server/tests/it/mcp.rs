@@ -338,19 +338,24 @@ server_test!(a_session_started_on_one_replica_continues_on_another, |srv: TestSe
     assert_eq!(gone.post(&call(3, "echo", json!({"text": "x"}))).await.status(), 404);
 });
 
-process_test!(sigterm_closes_idle_event_streams_and_the_server_exits_in_seconds, |mut srv: TestServer| async move {
+process_test!(sigterm_closes_idle_event_streams_ends_subscriptions_and_the_server_exits_in_seconds, |mut srv: TestServer| async move {
     let token = srv.token("admin").await;
     let session = Session::open(srv.url("/mcp/tools/demo/echo"), &token).await;
     let mut streamable = session.listen().await;
     let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
     let mut legacy = Events { res, buf: String::new() };
     assert_eq!(legacy.next().await.0, "endpoint");
+    let mut listening = listen_2026(&srv.url("/mcp/tools/demo/echo"), &token, json!({"toolsListChanged": true})).await;
+    assert_eq!(listening.message().await["method"], "notifications/subscriptions/acknowledged");
 
     let asked = std::time::Instant::now();
     assert!(srv.stops_cleanly().await);
     assert!(asked.elapsed() < std::time::Duration::from_secs(5), "took {:?}", asked.elapsed());
     assert!(streamable.ends_within(std::time::Duration::from_secs(1)).await);
     assert!(legacy.ends_within(std::time::Duration::from_secs(1)).await);
+    let last = listening.message().await;
+    assert_eq!(last["result"]["_meta"][SUBSCRIPTION_ID], "listen-1", "a subscription ends with its final result: {last}");
+    assert!(listening.ends_within(std::time::Duration::from_secs(1)).await);
 });
 
 server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_list_changed, |srv: TestServer| async move {
@@ -364,6 +369,47 @@ server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_l
     let replies = session.request(&call(1, "greeting", json!({}))).await;
     assert_eq!(replies.last().unwrap()["result"]["content"][0]["text"], "v2 says hello");
 });
+
+/// A 2026-07-28 client's `subscriptions/listen` at `url` (no session: the
+/// request's `_meta` says who it is), as its stream of events.
+async fn listen_2026(url: &str, token: &str, notifications: Value) -> Events {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {"_meta": meta, "notifications": notifications}});
+    let res = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    Events::from(res)
+}
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+server_test!(
+    a_2026_client_listening_on_one_replica_hears_of_a_publish_on_another_tagged_with_its_subscription,
+    |srv: TestServer| async move {
+        let (client, tool) = published_tool(&srv, "carol", "greeting", "v1 says hi").await;
+        let token = srv.token("carol").await;
+        let other = srv.replica().await;
+        let asked = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
+        let mut events = listen_2026(&other.url("/mcp/tools/research/greeting"), &token, asked).await;
+        let ack = events.message().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+        assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "only what is served: {ack}");
+        assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
+
+        srv.publish(&client, tool, "v2 says hello").await;
+        let changed = events.message().await;
+        assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+        assert_eq!(changed["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
+    }
+);
 
 server_test!(disabling_a_listing_tells_its_open_sessions_that_the_tool_list_changed, |srv: TestServer| async move {
     let (_, tool) = published_tool(&srv, "carol", "greeting", "hi").await;

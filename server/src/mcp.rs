@@ -165,13 +165,13 @@ pub fn routes(
         listings = listings
             .route(&base, streamable.clone())
             .route(&format!("{base}/api.d.ts"), get(typescript_api))
-            .route(&format!("{base}/sse"), get(sse::open_stream))
-            .route(&format!("{base}/messages"), post(sse::post_message));
+            .route(&format!("{base}/sse"), get(sse::open_stream).layer(axum::middleware::from_fn(mark_deprecated)))
+            .route(&format!("{base}/messages"), post(sse::post_message).layer(axum::middleware::from_fn(mark_deprecated)));
     }
     let me = axum::Router::new()
         .route(ME, streamable)
-        .route(&format!("{ME}/sse"), get(sse::open_stream))
-        .route(&format!("{ME}/messages"), post(sse::post_message));
+        .route(&format!("{ME}/sse"), get(sse::open_stream).layer(axum::middleware::from_fn(mark_deprecated)))
+        .route(&format!("{ME}/messages"), post(sse::post_message).layer(axum::middleware::from_fn(mark_deprecated)));
     listings
         .route_layer(axum::middleware::from_fn_with_state(gate.clone(), authorize))
         .merge(me.route_layer(axum::middleware::from_fn_with_state(gate, authorize_me)))
@@ -214,6 +214,23 @@ async fn watch_stream(State(shared): State<McpState>, req: Request, next: Next) 
         chunk
     }));
     Response::from_parts(parts, body)
+}
+
+/// When MCP replaced HTTP+SSE with Streamable HTTP (the 2025-03-26 revision),
+/// as an RFC 9745 `Deprecation` date.
+const SSE_DEPRECATED: HeaderValue = HeaderValue::from_static("@1742947200");
+
+/// The legacy HTTP+SSE transport is still served, but says it is deprecated
+/// (RFC 9745) and links to the Streamable HTTP endpoint that replaces it.
+async fn mark_deprecated(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let successor = path.strip_suffix("/sse").or_else(|| path.strip_suffix("/messages")).unwrap_or(path).to_owned();
+    let mut res = next.run(req).await;
+    res.headers_mut().insert("deprecation", SSE_DEPRECATED);
+    if let Ok(link) = HeaderValue::from_str(&format!("<{successor}>; rel=\"successor-version\"")) {
+        res.headers_mut().insert(header::LINK, link);
+    }
+    res
 }
 
 /// Whether an answer is a server-sent event stream.

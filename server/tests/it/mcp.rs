@@ -260,6 +260,8 @@ server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream,
     let res = reqwest::Client::new().get(srv.url("/mcp/tools/demo/echo/sse")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(res.status(), 200);
     assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert_eq!(res.headers()["deprecation"], "@1742947200", "the transport MCP 2025-03-26 replaced");
+    assert_eq!(res.headers()["link"], r#"</mcp/tools/demo/echo>; rel="successor-version""#);
     let mut events = Events { res, buf: String::new() };
     let (kind, endpoint) = events.next().await;
     assert_eq!(kind, "endpoint");
@@ -270,7 +272,9 @@ server_test!(legacy_sse_clients_get_an_endpoint_and_their_replies_on_the_stream,
             reqwest::Client::new().post(url).bearer_auth(token).header("Content-Type", "application/json").body(body).send().await.unwrap()
         }
     };
-    assert_eq!(post(INIT).await.status(), 202);
+    let posted = post(INIT).await;
+    assert_eq!(posted.status(), 202);
+    assert_eq!(posted.headers()["deprecation"], "@1742947200");
     let init = events.message().await;
     assert_eq!(init["result"]["serverInfo"]["name"], "demo/echo", "{init}");
     assert_eq!(post(INITIALIZED).await.status(), 202);

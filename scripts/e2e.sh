@@ -64,6 +64,9 @@ admin_password=$(sed -n 's/^ *password: //p' "$data/stdout.log")
 # A token for the MCP client tests, made the way an operator would.
 token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
     target/toolshed admin create-token --username admin --name e2e --expires-in-days 1 | tail -n 1)
+# And one that may publish, for the Python tests that change a listing while a client listens.
+publish_token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
+    target/toolshed admin create-token --username admin --name e2e-publish --expires-in-days 1 --publish | tail -n 1)
 
 cd end2end
 mkdir -p output
@@ -79,5 +82,6 @@ cd ..
 
 echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 # No .pytest_cache or __pycache__ in the tree.
-TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_ADMIN_PASSWORD="$admin_password" PYTHONDONTWRITEBYTECODE=1 \
+TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" TOOLSHED_ADMIN_PASSWORD="$admin_password" \
+    PYTHONDONTWRITEBYTECODE=1 \
     "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python

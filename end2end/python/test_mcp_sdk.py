@@ -91,6 +91,35 @@ def test_lists_and_calls_the_published_echo_tool(mode: str) -> None:
     run(scenario())
 
 
+def test_a_2026_client_listening_hears_that_the_tool_list_changed() -> None:
+    """`subscriptions/listen` (2026-07-28): the SDK's listen() is acknowledged and
+    wakes when the listing is republished (pushed through the publish API)."""
+    publish_token = os.environ.get("TOOLSHED_PUBLISH_TOKEN", "")
+    assert publish_token, "scripts/e2e.sh makes a token with the publish scope"
+    name = f"listened_{os.getpid()}"
+
+    def push(text: str) -> str:
+        tool = {"name": name, "title": "Listened", "description": "Says what it is told.", "visibility": "everyone",
+                "code": f"return {json.dumps(text)};", "arguments": []}
+        res = httpx2.post(f"{BASE}/api/v1/tools", json=tool, headers=auth(publish_token), timeout=30)
+        assert res.status_code == 200, res.text
+        return res.json()["tool"]
+
+    async def scenario() -> None:
+        slug = push("first")
+        async with connect(f"/mcp/tools/{slug}") as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True, prompts_list_changed=True) as subscription:
+                assert subscription.honored.tools_list_changed
+                assert not subscription.honored.prompts_list_changed, "no prompts change here"
+                await asyncio.to_thread(push, "second")
+                event = await anext(aiter(subscription))
+                assert type(event).__name__ == "ToolsListChanged", event
+            assert text_of(await client.call_tool(name, {})) == "second"
+
+    run(scenario())
+
+
 @protocol_modes
 def test_a_bundle_serves_its_member_tools_at_one_endpoint(mode: str) -> None:
     async def scenario() -> None:

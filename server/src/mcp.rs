@@ -9,7 +9,6 @@
 //! endpoint serves them; one [`handler::ListingHandler`] lists and runs it
 //! through the domain layer, whichever transport brought the request.
 
-mod content;
 mod handler;
 mod sessions;
 mod sse;

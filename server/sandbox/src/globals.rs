@@ -281,11 +281,6 @@ pub(super) fn install<'js>(
         .with_name("$json2MarkdownTable")?;
         globals.set("$json2MarkdownTable", table)?;
     }
-    // An argument named `mcp` keeps `$mcp`: tools written before the helpers came stay as they were.
-    if needs.names("$mcp") && !req.args.contains_key("mcp") && !req.absent.iter().any(|a| a == "mcp") {
-        let mcp: Value = ctx.eval(MCP_JS)?;
-        globals.set("$mcp", mcp)?;
-    }
     if needs.tools {
         let names: Vec<String> = req.tools.iter().flat_map(|t| t.names.iter().cloned()).collect();
         globals.set("tools", tools_object(ctx, names, calls)?)?;
@@ -294,30 +289,6 @@ pub(super) fn install<'js>(
     }
     Ok(())
 }
-
-/// `$mcp`: content blocks a tool returns (one, or an array of them) instead
-/// of text or JSON, as MCP carries them (see server/src/mcp/content.rs, which
-/// checks them; base64 data is checked there, once).
-const MCP_JS: &str = "(() => {
-    const text = (value, what) => {
-        if (typeof value !== 'string' || value === '') throw new TypeError(`$mcp: ${what} must be a non-empty string`);
-        return value;
-    };
-    const media = (kind) => (data, mimeType) =>
-        Object.freeze({ $mcp: kind, data: text(data, `the ${kind}'s base64 data`), mimeType: text(mimeType, `the ${kind}'s mimeType`) });
-    return Object.freeze({
-        text: (value) => Object.freeze({ $mcp: 'text', text: String(value) }),
-        image: media('image'),
-        audio: media('audio'),
-        resource: ({ uri, mimeType, text: body, blob } = {}) => {
-            text(uri, \"the resource's uri\");
-            if ((body === undefined) === (blob === undefined)) throw new TypeError('$mcp.resource: give its text or its blob (base64), one of them');
-            return Object.freeze({ $mcp: 'resource', resource: { uri, mimeType, text: body, blob } });
-        },
-        link: ({ uri, name, title, description, mimeType } = {}) =>
-            Object.freeze({ $mcp: 'resource_link', uri: text(uri, \"the link's uri\"), name: text(name, \"the link's name\"), title, description, mimeType }),
-    });
-})()";
 
 /// Builds `tools`: a function per name, and for any other name a function
 /// that rejects with the list of names (a Proxy, so a typo is explained

@@ -473,39 +473,6 @@ fn json2markdowntable_renders_rows() {
 }
 
 #[test]
-fn mcp_helpers_return_marked_content_blocks_and_refuse_what_no_block_can_be() {
-    let outcome = run(
-        "return [$mcp.text('A chart'), $mcp.image('iVBORw0KGgo=', 'image/png'), $mcp.audio('UklGRg==', 'audio/wav'),\n\
-         $mcp.resource({uri: 'file:///r.txt', mimeType: 'text/plain', text: 'hi'}), $mcp.link({uri: 'https://x.test/r', name: 'report'})];",
-    );
-    let expected = json!([
-        {"$mcp": "text", "text": "A chart"},
-        {"$mcp": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
-        {"$mcp": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
-        {"$mcp": "resource", "resource": {"uri": "file:///r.txt", "mimeType": "text/plain", "text": "hi"}},
-        {"$mcp": "resource_link", "uri": "https://x.test/r", "name": "report"},
-    ]);
-    assert_eq!(outcome.result, Ok(ToolValue::Json(expected)));
-    for (code, message) in [
-        ("$mcp.image(42, 'image/png')", "$mcp: the image's base64 data must be a non-empty string"),
-        ("$mcp.audio('AA==')", "$mcp: the audio's mimeType must be a non-empty string"),
-        ("$mcp.resource({uri: 'file:///r', text: 'a', blob: 'AA=='})", "$mcp.resource: give its text or its blob (base64), one of them"),
-        ("$mcp.link({uri: 'https://x.test'})", "$mcp: the link's name must be a non-empty string"),
-    ] {
-        match run(&format!("return {code};")).result {
-            Err(RunError::Thrown { name, message: got, .. }) => assert_eq!((name.as_str(), got.as_str()), ("TypeError", message), "{code}"),
-            other => panic!("{code}: {other:?}"),
-        }
-    }
-}
-
-#[test]
-fn an_argument_named_mcp_keeps_its_dollar_name() {
-    let outcome = run_blocking(RunRequest { args: args(json!({"mcp": "mine"})), ..RunRequest::new("return $mcp;") });
-    assert_eq!(outcome.result, Ok(ToolValue::Text("mine".into())));
-}
-
-#[test]
 fn console_lines_carry_level_and_elapsed_ms() {
     let outcome = run("console.log('a', {b: 1}, 2, [1], null, undefined);\n\
          console.warn(new TypeError('bad'));\nconsole.error('e');\n\

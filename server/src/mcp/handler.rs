@@ -580,19 +580,11 @@ impl ListingHandler {
     }
 }
 
-/// A tool's value as MCP carries it: text; content blocks made with
-/// `$mcp` (an `isError` result saying what is wrong with a broken one); or
-/// other JSON as text and as `structuredContent`.
+/// A tool's value as MCP carries it: text, or JSON as text and as `structuredContent`.
 fn value_result(value: ToolValue) -> CallToolResult {
-    let content = match &value {
-        ToolValue::Json(json) => super::content::blocks(json),
-        ToolValue::Text(_) => None,
-    };
-    match (content, value) {
-        (Some(Ok(blocks)), _) => CallToolResult::success(blocks),
-        (Some(Err(e)), _) => CallToolResult::error(vec![ContentBlock::text(format!("The tool returned content MCP cannot carry: {e}"))]),
-        (None, ToolValue::Text(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        (None, ToolValue::Json(value)) => {
+    match value {
+        ToolValue::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        ToolValue::Json(value) => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
             result.structured_content = Some(value);
             result

@@ -112,7 +112,7 @@ fn Editor(data: EditorState) -> impl IntoView {
             <div class="editor-main">
                 <section class="card">
                     <h2>"Code"</h2>
-                    <p class="muted small">"The body of an async function. Arguments are globals (" <code>"$name"</code> ") and " <code>"args"</code> "; also " <code>"console"</code> ", " <code>"$fetch"</code> ", " <code>"$json2MarkdownTable"</code> ", " <code>"$mcp"</code> " (images, audio, resources), " <code>"$env"</code> ", " <code>"$context"</code> "."</p>
+                    <p class="muted small">"The body of an async function. Arguments are globals (" <code>"$name"</code> ") and " <code>"args"</code> "; also " <code>"console"</code> ", " <code>"$fetch"</code> ", " <code>"$json2MarkdownTable"</code> ", " <code>"$env"</code> ", " <code>"$context"</code> "."</p>
                     <textarea id="code" class="code-input mono" data-code-editor="js" rows="18" spellcheck="false" aria-label="Code"
                         prop:value=move || code.get()
                         data-revision=move || revision.get().to_string()

@@ -85,6 +85,14 @@ impl ListingChanges {
         this
     }
 
+    /// Listens for changes from now on, without asking the database where
+    /// "now" is: for a caller that must be subscribed before it answers (MCP's
+    /// `subscriptions/listen` acknowledges before it listens). A change made
+    /// just before may still be told once: a spurious notification is harmless.
+    pub fn subscribe_at_once(&self) -> Subscription {
+        Subscription { rx: self.tx.subscribe(), since: i64::MIN }
+    }
+
     /// Listens for changes from now on.
     pub async fn subscribe(&self) -> Result<Subscription, StoreError> {
         let rx = self.tx.subscribe();

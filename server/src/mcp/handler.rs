@@ -346,13 +346,17 @@ impl ServerHandler for ListingHandler {
 
     /// MCP 2026-07-28's subscriptions: a client listens for the tool list's
     /// changes on a stream of its own (there are no sessions to tell).
+    /// Subscribes to changes here, before rmcp sends the acknowledgment: a
+    /// change the client makes as soon as it reads it must not slip past.
     fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        *self.session.changes.lock().expect("changes lock") = Some(self.toolshed.listing_changes().subscribe_at_once());
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
         let caller = self.caller(&subscription.request_context().extensions)?;
-        let changes = self.toolshed.listing_changes().subscribe().await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let changes = self.session.changes.lock().expect("changes lock").take();
+        let changes = changes.unwrap_or_else(|| self.toolshed.listing_changes().subscribe_at_once());
         let sink = subscription.sink().clone();
         let notify = move || {
             let sink = sink.clone();
@@ -365,7 +369,12 @@ impl ServerHandler for ListingHandler {
                 () = self.closing.cancelled() => {}
             }
         };
-        forward_list_changes(self.toolshed.clone(), caller, changes, until, notify).await;
+        if subscription.accepted().tools_list_changed == Some(true) {
+            forward_list_changes(self.toolshed.clone(), caller, changes, until, notify).await;
+        } else {
+            // Nothing asked for that is served here: open until the client or the server ends it.
+            until.await;
+        }
         Ok(())
     }
 

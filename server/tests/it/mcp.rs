@@ -407,11 +407,18 @@ server_test!(
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
         assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "only what is served: {ack}");
         assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
+        // Asking only for what is not served here: granted nothing, and not ended by a tool change.
+        let mut unasked = listen_2026(&other.url("/mcp/tools/research/greeting"), &token, json!({"promptsListChanged": true})).await;
+        assert_eq!(unasked.message().await["params"]["notifications"], json!({}));
 
         srv.publish(&client, tool, "v2 says hello").await;
         let changed = events.message().await;
         assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
         assert_eq!(changed["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
+        // By the next change the other stream would have ended had the first one ended it.
+        srv.publish(&client, tool, "v3").await;
+        assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+        assert!(!unasked.ends_within(std::time::Duration::ZERO).await, "a subscription granted nothing ends only when told to");
     }
 );
 

@@ -162,16 +162,10 @@ pub fn routes(
     let mut listings = axum::Router::new();
     for kind in [ListingKind::Tool, ListingKind::Bundle] {
         let base = format!("/mcp/{}/{{department}}/{{name}}", kind.plural());
-        listings = listings
-            .route(&base, streamable.clone())
-            .route(&format!("{base}/api.d.ts"), get(typescript_api))
-            .route(&format!("{base}/sse"), get(sse::open_stream).layer(axum::middleware::from_fn(mark_deprecated)))
-            .route(&format!("{base}/messages"), post(sse::post_message).layer(axum::middleware::from_fn(mark_deprecated)));
+        listings =
+            with_legacy_sse(listings.route(&base, streamable.clone()).route(&format!("{base}/api.d.ts"), get(typescript_api)), &base);
     }
-    let me = axum::Router::new()
-        .route(ME, streamable)
-        .route(&format!("{ME}/sse"), get(sse::open_stream).layer(axum::middleware::from_fn(mark_deprecated)))
-        .route(&format!("{ME}/messages"), post(sse::post_message).layer(axum::middleware::from_fn(mark_deprecated)));
+    let me = with_legacy_sse(axum::Router::new().route(ME, streamable), ME);
     listings
         .route_layer(axum::middleware::from_fn_with_state(gate.clone(), authorize))
         .merge(me.route_layer(axum::middleware::from_fn_with_state(gate, authorize_me)))
@@ -214,6 +208,15 @@ async fn watch_stream(State(shared): State<McpState>, req: Request, next: Next) 
         chunk
     }));
     Response::from_parts(parts, body)
+}
+
+/// The legacy HTTP+SSE transport's two routes beside the endpoint at `base`,
+/// marked deprecated.
+fn with_legacy_sse(router: axum::Router<McpState>, base: &str) -> axum::Router<McpState> {
+    let deprecated = axum::middleware::from_fn(mark_deprecated);
+    router
+        .route(&format!("{base}/sse"), get(sse::open_stream).layer(deprecated.clone()))
+        .route(&format!("{base}/messages"), post(sse::post_message).layer(deprecated))
 }
 
 /// When MCP replaced HTTP+SSE with Streamable HTTP (the 2025-03-26 revision),

@@ -58,7 +58,7 @@ fi
 
 # --- npm packages: wasm-opt (binaryen), the browser-test driver --------------
 # Debian's binaryen is too old: its output breaks hydration.
-for dir in scripts end2end; do
+for dir in scripts end2end end2end/conformance; do
     if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
         say "npm ci in $dir"
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)

@@ -90,7 +90,7 @@ fn page_policy_posting_to(nonce: &str, targets: &str) -> String {
     let targets = if targets.is_empty() { String::new() } else { format!(" {targets}") };
     format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'{targets}; frame-ancestors 'none'"
+         img-src 'self' data:; media-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'{targets}; frame-ancestors 'none'"
     )
 }
 

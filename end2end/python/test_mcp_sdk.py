@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
+import mcp_types
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -43,9 +44,15 @@ def auth(token: str | None = TOKEN) -> dict[str, str]:
 
 @asynccontextmanager
 async def connect(
-    path: str, *, token: str | None = TOKEN, mode: str = "auto", responses: list[httpx2.Response] | None = None
+    path: str,
+    *,
+    token: str | None = TOKEN,
+    mode: str = "auto",
+    responses: list[httpx2.Response] | None = None,
+    **options,
 ) -> AsyncIterator[Client]:
-    """A connected SDK client for `path`; every HTTP response it gets is appended to `responses`."""
+    """A connected SDK client for `path` (`options` go to `Client`, e.g. an
+    elicitation callback); every HTTP response it gets is appended to `responses`."""
 
     async def remember(response: httpx2.Response) -> None:
         if responses is not None:
@@ -55,7 +62,7 @@ async def connect(
         headers=auth(token), timeout=httpx2.Timeout(10.0), event_hooks={"response": [remember]}
     ) as http:
         transport = streamable_http_client(f"{BASE}{path}", http_client=http)
-        async with Client(transport, mode=mode, read_timeout_seconds=10) as client:
+        async with Client(transport, mode=mode, read_timeout_seconds=10, **options) as client:
             yield client
 
 
@@ -118,6 +125,28 @@ def test_a_2026_client_listening_hears_that_the_tool_list_changed() -> None:
             assert text_of(await client.call_tool(name, {})) == "second"
 
     run(scenario())
+
+
+@protocol_modes
+def test_a_tool_that_asks_twice_completes_with_the_persons_answers(mode: str) -> None:
+    """`$input` in a tool: a 2026-07-28 client gets input-required results and
+    calls again (the SDK does the rounds); a 2025 session is asked on its own
+    stream. Either way the person's two answers reach the tool."""
+    asked: list[str] = []
+
+    async def answer(context, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))
+        return mcp_types.ElicitResult(action="accept", content={field: {"name": "Ada", "color": "green"}[field]})
+
+    async def scenario() -> None:
+        async with connect("/mcp/bundles/demo/conformance", mode=mode, elicitation_callback=answer) as client:
+            result = await client.call_tool("test_input_required_result_multi_round", {})
+            assert not result.is_error, result
+            assert text_of(result) == "Ada likes green"
+
+    run(scenario())
+    assert asked == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
 
 
 @protocol_modes

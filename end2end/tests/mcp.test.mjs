@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { BASE } from './browser.mjs';
 
 const TOKEN = process.env.TOOLSHED_TOKEN;
@@ -34,6 +34,25 @@ test('the TypeScript SDK lists and calls a published tool', async () => {
   const result = await client.callTool({ name: 'echo', arguments: { text: 'hello over MCP' } });
   assert.equal(result.isError ?? false, false);
   assert.deepEqual(result.content, [{ type: 'text', text: 'hello over MCP' }]);
+  await client.close();
+});
+
+test('a tool that asks puts its question to a 2025 session on its own stream and gets the answer', async () => {
+  // The TypeScript SDK speaks 2025-11-25: no input-required results, so the call waits while the client is asked.
+  const client = new Client({ name: 'toolshed-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message);
+    return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/mcp/bundles/demo/conformance`), {
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+  });
+  await client.connect(transport);
+  const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who is calling?' } });
+  assert.equal(result.isError ?? false, false, JSON.stringify(result));
+  assert.deepEqual(asked, ['Who is calling?']);
+  assert.equal(result.content[0].text, 'User response: action=accept, content={"username":"ada","email":"ada@example.com"}');
   await client.close();
 });
 

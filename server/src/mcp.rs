@@ -9,6 +9,7 @@
 //! endpoint serves them; one [`handler::ListingHandler`] lists and runs it
 //! through the domain layer, whichever transport brought the request.
 
+mod asking;
 mod handler;
 mod sessions;
 mod sse;

@@ -201,6 +201,31 @@ pub struct RunView {
     pub fetches: Vec<FetchView>,
     pub duration_ms: f64,
     pub peak_memory_bytes: u64,
+    /// What the tool asked (`$ask`, `$input`) and waits for: the run stopped
+    /// there, and runs again with the answers.
+    pub questions: Vec<QuestionView>,
+}
+
+/// A tool's question to the person running it (an MCP elicitation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionView {
+    pub key: String,
+    pub message: String,
+    pub fields: Vec<QuestionField>,
+}
+
+/// One field of a question's form, from its flat requested schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionField {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// `string`, `number`, `integer`, `boolean` or `choice`.
+    pub kind: String,
+    /// A choice's values and what each is called.
+    pub options: Vec<(String, String)>,
+    pub required: bool,
+    pub default: Option<serde_json::Value>,
 }
 
 /// One `$fetch` of a run, as recorded (credentials redacted).
@@ -405,9 +430,18 @@ mod convert {
 
     pub fn run_view(report: RunReport) -> RunView {
         let o = report.outcome;
+        let mut questions = Vec::new();
         let (kind, result, result_html, error) = match o.result {
             Ok(ToolValue::Text(t)) => ("text", t.clone(), Some(toolshed_domain::markdown::to_safe_html(&t)), None),
             Ok(ToolValue::Json(v)) => ("json", serde_json::to_string_pretty(&v).unwrap_or_default(), None, None),
+            Ok(ToolValue::Content(blocks)) => {
+                let text = ToolValue::Content(blocks.clone()).to_text();
+                ("content", text, Some(toolshed_domain::markdown::content_html(&blocks)), None)
+            }
+            Err(RunError::NeedsInput { requests }) if requests.values().all(|r| r["method"] == "elicitation/create") => {
+                questions = requests.iter().map(|(key, r)| question(key, &r["params"])).collect();
+                ("asked", String::new(), None, None)
+            }
             Err(e) => {
                 let kind = serde_json::to_value(&e)
                     .ok()
@@ -432,7 +466,50 @@ mod convert {
             fetches: o.fetches.into_iter().map(fetch).collect(),
             duration_ms: o.duration.as_secs_f64() * 1000.0,
             peak_memory_bytes: o.peak_memory_bytes as u64,
+            questions,
         }
+    }
+
+    /// An elicitation as a form: its schema is flat (strings, numbers,
+    /// booleans, choices), so each property is one field.
+    fn question(key: &str, params: &serde_json::Value) -> QuestionView {
+        let schema = &params["requestedSchema"];
+        let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+        let fields = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, p)| {
+                let options: Vec<(String, String)> = match (p["enum"].as_array(), p["oneOf"].as_array()) {
+                    (Some(values), _) => {
+                        let names = p["enumNames"].as_array();
+                        values
+                            .iter()
+                            .enumerate()
+                            .map(|(i, v)| (text(v), names.and_then(|n| n.get(i)).map_or_else(|| text(v), text)))
+                            .collect()
+                    }
+                    (None, Some(choices)) => choices.iter().map(|c| (text(&c["const"]), text(&c["title"]))).collect(),
+                    _ => Vec::new(),
+                };
+                let kind = match p["type"].as_str() {
+                    _ if !options.is_empty() => "choice",
+                    Some(kind @ ("number" | "integer" | "boolean")) => kind,
+                    _ => "string",
+                };
+                QuestionField {
+                    name: name.clone(),
+                    label: p["title"].as_str().unwrap_or(name).to_owned(),
+                    description: text(&p["description"]),
+                    kind: kind.to_owned(),
+                    options,
+                    required: required.contains(&name.as_str()),
+                    default: p.get("default").cloned(),
+                }
+            })
+            .collect();
+        QuestionView { key: key.to_owned(), message: text(&params["message"]), fields }
     }
 
     fn console_line(c: toolshed_domain::sandbox::ConsoleLine) -> ConsoleView {
@@ -663,14 +740,27 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
     Ok(convert::diff(d))
 }
 
-/// Runs the tool; `input` is the arguments as JSON text.
+/// Runs the tool; `input` is the arguments as JSON text, `answers` the
+/// person's answers to what the tool asked so far (a JSON object by question
+/// key; empty for a first run). The page answers elicitations only.
 #[server(endpoint = "tools/run", input = crate::api::JsonArgs)]
-pub async fn run_tool(tool: i64, target: RunTarget, input: String) -> Result<RunView, AppError> {
+pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(default)] answers: String) -> Result<RunView, AppError> {
+    use toolshed_domain::tools::{Live, Via};
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
+    let answers = match answers.trim() {
+        "" => serde_json::Map::new(),
+        text => match convert::parse_json("Answers", text)? {
+            serde_json::Value::Object(answers) => answers,
+            _ => return Err(AppError::BadRequest("Answers must be a JSON object".into())),
+        },
+    };
+    let capabilities = serde_json::json!({ "elicitation": {} }).as_object().cloned().unwrap_or_default();
+    let live = Live { events: None, input: toolshed_domain::sandbox::Input { answers }, capabilities };
+    let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()
-        .run_tool(&user, tool_id(tool), convert::target(target)?, input, "ui", None)
+        .run_tool_via(&user, tool_id(tool), convert::target(target)?, input, via, live)
         .await
         .map_err(server::fail)?;
     Ok(convert::run_view(report))

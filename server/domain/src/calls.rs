@@ -3,13 +3,11 @@
 //! so a tool that a listing offers is a tool each of them can call, run the
 //! same way and recorded the same way.
 
-use tokio::sync::mpsc::UnboundedSender;
-
 use crate::accounts::User;
 use crate::bundles::Bundles;
-use crate::sandbox::{RunEvent, ToolValue};
+use crate::sandbox::ToolValue;
 use crate::tools::Tools;
-use crate::tools::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
+use crate::tools::{ListingKind, Live, RunReport, RunSource, Tool, ToolError, Via};
 use crate::upstream::ServedExternal;
 use crate::upstream::Upstreams;
 use crate::Core;
@@ -131,19 +129,14 @@ impl Callables {
     }
 
     /// Calls `name` with `input` as the caller: arguments checked against its
-    /// schema, run (or sent to its server) and recorded in usage. `events`
-    /// hears a Toolshed tool's console lines and progress as it runs.
-    pub async fn call(
-        &self,
-        name: &str,
-        input: serde_json::Value,
-        via: Via<'_>,
-        events: Option<UnboundedSender<RunEvent>>,
-    ) -> Result<Answer, ToolError> {
+    /// schema, run (or sent to its server) and recorded in usage. `live`
+    /// hears a Toolshed tool's console lines and progress as it runs, and
+    /// says what it may ask.
+    pub async fn call(&self, name: &str, input: serde_json::Value, via: Via<'_>, live: Live) -> Result<Answer, ToolError> {
         let via = self.via(via);
         match self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))? {
             Callable::Tool { tool, source } => {
-                Tools::new(&self.core).run_loaded(&self.user, tool, source.clone(), input, via, events).await.map(Answer::Ran)
+                Tools::new(&self.core).run_loaded(&self.user, tool, source.clone(), input, via, live).await.map(Answer::Ran)
             }
             Callable::External(ext) => {
                 Ok(Answer::External(Upstreams::new(&self.core).call_external(&self.user, &self.listing, ext, input, via).await))

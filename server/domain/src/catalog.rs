@@ -14,7 +14,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sqlx::Row;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::accounts::User;
 use crate::bundles::Bundles;
@@ -27,10 +26,10 @@ use crate::market::Market;
 use crate::market::{BrowseQuery, BrowseSort, ListingCard, ListingKind, SearchText};
 use crate::names::{DepartmentName, Invalid, Tags};
 use crate::policy::Policies;
-use crate::sandbox::{CodeTools, Limits, PreparedCall, RunEvent, RunOutcome, RunRequest, ToolHost};
+use crate::sandbox::{CodeTools, Limits, PreparedCall, RunOutcome, RunRequest, ToolHost};
 use crate::tokens::TokenInfo;
 use crate::tools::Tools;
-use crate::tools::{Status, Tool, ToolError, Via};
+use crate::tools::{Live, Status, Tool, ToolError, Via};
 use crate::Core;
 use crate::{audit, now_ms};
 
@@ -247,17 +246,11 @@ impl Catalog {
     }
 
     /// Calls tool `name` with `input`, exactly as its own endpoint would.
-    pub async fn call(
-        &self,
-        name: &str,
-        input: Value,
-        via: Via<'_>,
-        events: Option<UnboundedSender<RunEvent>>,
-    ) -> Result<Answer, ToolError> {
+    pub async fn call(&self, name: &str, input: Value, via: Via<'_>, live: Live) -> Result<Answer, ToolError> {
         let tool = self.tool(name).await?;
         let transport = format!("{}{USAGE_SUFFIX}", via.transport);
         let callables = Calls::new(&self.core).callables(&self.user, &tool).await?;
-        callables.call(&tool.name, input, Via { transport: &transport, ..via }, events).await
+        callables.call(&tool.name, input, Via { transport: &transport, ..via }, live).await
     }
 
     /// The caller's starred tools that they may still use, most recently starred first.

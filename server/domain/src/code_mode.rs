@@ -17,9 +17,9 @@ use crate::codegen::{run_code_def, ToolDef};
 use crate::ids::ToolId;
 use crate::names::CodeMode;
 use crate::policy::Policies;
-use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, ToolCall, ToolHost, ToolValue};
+use crate::sandbox::{CodeTools, PreparedCall, RunOutcome, ToolCall, ToolHost};
 use crate::tools::Tools;
-use crate::tools::{ListingKind, PreparedRun, RunReport, Status, Tool, ToolError, Via};
+use crate::tools::{ListingKind, Live, PreparedRun, RunReport, Status, Tool, ToolError, Via};
 use crate::{audit, now_ms};
 
 handle! {
@@ -40,8 +40,7 @@ pub(crate) const USAGE_SUFFIX: &str = "+run_code";
 pub fn transcript(outcome: &RunOutcome) -> Result<String, String> {
     let mut text: String = outcome.console.iter().map(|l| format!("{}\n", l.message)).collect();
     match &outcome.result {
-        Ok(ToolValue::Text(t)) => text.push_str(t),
-        Ok(ToolValue::Json(v)) => text.push_str(&v.to_string()),
+        Ok(value) => text.push_str(&value.to_text()),
         Err(e) => {
             text.push_str(&e.to_string());
             return Err(text);
@@ -160,7 +159,7 @@ pub(crate) async fn prepare_member(
         None => return Err(format!("there is no tool “{name}” here")),
         Some(Callable::External(_)) => {
             // Answered whole by the host: it runs no code in this sandbox.
-            let answer = callables.call(&name, input, via, None).await.map_err(|e| format!("{name}: {e}"))?;
+            let answer = callables.call(&name, input, via, Live::default()).await.map_err(|e| format!("{name}: {e}"))?;
             return Ok(ToolCall::Answered(answer.value().map_err(|e| format!("{name}: {e}"))));
         }
         Some(Callable::Tool { tool, source }) => (tool.clone(), source.clone()),

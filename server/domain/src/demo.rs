@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use crate::accounts::Accounts;
+use crate::accounts::User;
 use crate::accounts::{AccountError, Registration};
 use crate::bundles::Bundles;
 use crate::bundles::MemberSpec;
@@ -12,7 +13,7 @@ use crate::names::{Description, Invalid, Tags, Title};
 use crate::passwords;
 use crate::schema::ArgDef;
 use crate::tools::Tools;
-use crate::tools::{Check, NewTool, Source, ToolError, ToolSettings, Visibility};
+use crate::tools::{Check, NewTool, Source, Tool, ToolError, ToolSettings, Visibility};
 
 handle! {
     /// The demo data `make run` starts with.
@@ -25,7 +26,7 @@ struct DemoTool {
     description: &'static str,
     tags: &'static str,
     args: serde_json::Value,
-    code: &'static str,
+    code: String,
     test_cases: &'static [(&'static str, &'static str, Option<&'static str>)],
 }
 
@@ -37,7 +38,7 @@ fn demo_tools() -> Vec<DemoTool> {
             description: "Returns its `text` argument unchanged.\n\nUse it to check that a client is connected and can call tools.",
             tags: "demo starter",
             args: json!([{ "name": "text", "type": { "kind": "string" }, "description": "The text to send back", "required": true, "example": "Hello, Toolshed" }]),
-            code: "return $text;\n",
+            code: "return $text;\n".into(),
             test_cases: &[("hello", r#"{"text":"hello"}"#, Some("hello"))],
         },
         DemoTool {
@@ -54,7 +55,7 @@ fn demo_tools() -> Vec<DemoTool> {
                   "example": [{ "name": "apples", "value": 3 }, { "name": "pears", "value": 5 }] },
                 { "name": "columns", "type": { "kind": "array", "items": { "kind": "string" } }, "description": "Columns to show, in order", "required": false }
             ]),
-            code: "console.log(`formatting ${$rows.length} rows`);\nif ($rows.length === 0) console.warn('no rows given');\nreturn $json2MarkdownTable($rows, args.columns);\n",
+            code: "console.log(`formatting ${$rows.length} rows`);\nif ($rows.length === 0) console.warn('no rows given');\nreturn $json2MarkdownTable($rows, args.columns);\n".into(),
             test_cases: &[("two fruits", r#"{"rows":[{"name":"apples","value":3},{"name":"pears","value":5}]}"#, None)],
         },
         DemoTool {
@@ -67,7 +68,7 @@ fn demo_tools() -> Vec<DemoTool> {
                   "example": "the quick brown fox jumps over the lazy dog the end" },
                 { "name": "top", "type": { "kind": "integer" }, "description": "How many frequent words to list", "required": false, "default": 3 }
             ]),
-            code: "const words = $text.toLowerCase().match(/[\\p{L}\\p{N}']+/gu) ?? [];\nconst counts = {};\nfor (const w of words) counts[w] = (counts[w] ?? 0) + 1;\nconst top = Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, args.top ?? 3)\n  .map(([word, count]) => ({ word, count }));\nreturn { words: words.length, characters: $text.length, top };\n",
+            code: "const words = $text.toLowerCase().match(/[\\p{L}\\p{N}']+/gu) ?? [];\nconst counts = {};\nfor (const w of words) counts[w] = (counts[w] ?? 0) + 1;\nconst top = Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, args.top ?? 3)\n  .map(([word, count]) => ({ word, count }));\nreturn { words: words.length, characters: $text.length, top };\n".into(),
             test_cases: &[("three words", r#"{"text":"a b a"}"#, Some(r#"{"words":3,"characters":5,"top":[{"word":"a","count":2},{"word":"b","count":1}]}"#))],
         },
         DemoTool {
@@ -80,7 +81,7 @@ fn demo_tools() -> Vec<DemoTool> {
                 { "name": "from", "type": { "kind": "enum" }, "enum_values": ["m", "ft", "in", "km"], "description": "Unit of value", "required": true, "default": "m" },
                 { "name": "to", "type": { "kind": "enum" }, "enum_values": ["m", "ft", "in", "km"], "description": "Unit wanted", "required": true, "default": "ft" }
             ]),
-            code: "const metres = { m: 1, ft: 0.3048, in: 0.0254, km: 1000 };\nconst result = $value * metres[$from] / metres[$to];\nreturn `${$value} ${$from} = ${Number(result.toFixed(4))} ${$to}`;\n",
+            code: "const metres = { m: 1, ft: 0.3048, in: 0.0254, km: 1000 };\nconst result = $value * metres[$from] / metres[$to];\nreturn `${$value} ${$from} = ${Number(result.toFixed(4))} ${$to}`;\n".into(),
             test_cases: &[("1 km in m", r#"{"value":1,"from":"km","to":"m"}"#, Some("1 km = 1000 m"))],
         },
         DemoTool {
@@ -92,9 +93,85 @@ fn demo_tools() -> Vec<DemoTool> {
             args: json!([
                 { "name": "from", "type": { "kind": "integer" }, "description": "Where to start", "required": false, "default": 3, "example": 3 }
             ]),
-            code: "const from = args.from ?? 3;\nfor (let i = from; i > 0; i--) {\n  console.info(`${i}…`);\n  $progress(from - i + 1, from, `${i} to go`);\n}\nconsole.warn('liftoff');\nreturn `Counted down from ${from}.`;\n",
+            code: "const from = args.from ?? 3;\nfor (let i = from; i > 0; i--) {\n  console.info(`${i}…`);\n  $progress(from - i + 1, from, `${i} to go`);\n}\nconsole.warn('liftoff');\nreturn `Counted down from ${from}.`;\n".into(),
             test_cases: &[("from three", r#"{"from":3}"#, Some("Counted down from 3."))],
         },
+    ]
+}
+
+/// A red pixel, and a short silence: the smallest image and audio results.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+const WAV: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+
+/// The fixture tools of the official MCP conformance suite
+/// (`@modelcontextprotocol/conformance`), each as its scenario describes it,
+/// written as any author would write them: the `demo/conformance` bundle is
+/// what the suite runs against.
+fn conformance_tools() -> Vec<DemoTool> {
+    // The data a fixture's code names, declared at its top as an author would.
+    let constants = [
+        ("PNG", format!("'{PNG}'")),
+        ("WAV", format!("'{WAV}'")),
+        (
+            "NAME",
+            "{ method: 'elicitation/create', params: { message: 'What is your name?',\n  \
+             requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } }"
+                .to_owned(),
+        ),
+    ];
+    let tool = |name, description, args: serde_json::Value, code: &str| {
+        let declared: String = constants.iter().filter(|(k, _)| code.contains(k)).map(|(k, v)| format!("const {k} = {v};\n")).collect();
+        DemoTool { name, title: name, description, tags: "conformance", args, code: declared + code, test_cases: &[] }
+    };
+    vec![
+        tool("test_simple_text", "Conformance fixture: answers with one text block.", json!([]),
+            "return 'This is a simple text response for testing.';\n"),
+        tool("test_image_content", "Conformance fixture: answers with a one-pixel PNG image.", json!([]),
+            "return $content([{ type: 'image', data: PNG, mimeType: 'image/png' }]);\n"),
+        tool("test_audio_content", "Conformance fixture: answers with a short WAV sound.", json!([]),
+            "return $content([{ type: 'audio', data: WAV, mimeType: 'audio/wav' }]);\n"),
+        tool("test_embedded_resource", "Conformance fixture: answers with an embedded text resource.", json!([]),
+            "return $content([{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }]);\n"),
+        tool("test_multiple_content_types", "Conformance fixture: answers with text, an image and a JSON resource.", json!([]),
+            "return $content([\n  { type: 'text', text: 'Multiple content types test:' },\n  { type: 'image', data: PNG, mimeType: 'image/png' },\n  { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },\n]);\n"),
+        tool("test_error_handling", "Conformance fixture: always fails with a tool error.", json!([]),
+            "throw new Error('This tool intentionally returns an error for testing');\n"),
+        tool("test_tool_with_progress", "Conformance fixture: reports progress 0, 50 and 100 of 100.", json!([]),
+            "for (const done of [0, 50, 100]) $progress(done, 100);\nreturn 'Progress reported.';\n"),
+        tool("test_tool_with_logging", "Conformance fixture: logs three lines while it runs.", json!([]),
+            "console.info('Tool execution started');\nconsole.info('Tool processing data');\nconsole.info('Tool execution completed');\nreturn 'Logged three lines.';\n"),
+        tool("test_logging_tool", "Conformance fixture: logs while it runs, heard only at the level the client asked for.", json!([]),
+            "console.info('Logging tool started');\nconsole.warn('Logging tool warning');\nreturn 'Logged.';\n"),
+        tool("test_missing_capability", "Conformance fixture: asks the client's model, refused to a client that cannot answer.", json!([]),
+            "const { reply } = await $input({ reply: { method: 'sampling/createMessage', params: {\n  messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 } } });\nreturn `The model says: ${reply.content.text}`;\n"),
+        tool("test_streaming_elicitation", "Conformance fixture: asks the person for a name mid-call.", json!([]),
+            "const { user_name } = await $input({ user_name: NAME });\nreturn `Hello, ${user_name.content?.name ?? 'stranger'}!`;\n"),
+        tool("test_elicitation", "Conformance fixture: asks the person for a username and an email address.",
+            json!([{ "name": "message", "type": { "kind": "string" }, "description": "What to ask", "required": true }]),
+            "const answer = await $ask($message, { type: 'object', required: ['username', 'email'], properties: {\n  username: { type: 'string', description: \"User's response\" },\n  email: { type: 'string', description: \"User's email address\" } } });\nreturn `User response: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`;\n"),
+        tool("test_sampling", "Conformance fixture: asks the client's model to answer a prompt.",
+            json!([{ "name": "prompt", "type": { "kind": "string" }, "description": "The prompt", "required": true }]),
+            "const { reply } = await $input({ reply: { method: 'sampling/createMessage', params: {\n  messages: [{ role: 'user', content: { type: 'text', text: $prompt } }], maxTokens: 100 } } });\nreturn `LLM response: ${reply.content.text ?? JSON.stringify(reply.content)}`;\n"),
+        tool("test_elicitation_sep1034_defaults", "Conformance fixture: asks with a default for every kind of field.", json!([]),
+            "const answer = await $ask('Please review your details', { type: 'object', properties: {\n  name: { type: 'string', default: 'John Doe' },\n  age: { type: 'integer', default: 30 },\n  score: { type: 'number', default: 95.5 },\n  status: { type: 'string', enum: ['active', 'inactive', 'pending'], default: 'active' },\n  verified: { type: 'boolean', default: true } } });\nreturn `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`;\n"),
+        tool("test_elicitation_sep1330_enums", "Conformance fixture: asks with each kind of choice list.", json!([]),
+            "const answer = await $ask('Please choose', { type: 'object', properties: {\n  untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },\n  titledSingle: { type: 'string', oneOf: [{ const: 'value1', title: 'First Option' }, { const: 'value2', title: 'Second Option' }, { const: 'value3', title: 'Third Option' }] },\n  legacyEnum: { type: 'string', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },\n  untitledMulti: { type: 'array', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },\n  titledMulti: { type: 'array', items: { anyOf: [{ const: 'value1', title: 'First Choice' }, { const: 'value2', title: 'Second Choice' }, { const: 'value3', title: 'Third Choice' }] } } } });\nreturn `Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`;\n"),
+        tool("test_input_required_result_elicitation", "Conformance fixture: asks for a name, then greets.", json!([]),
+            "const { user_name } = await $input({ user_name: NAME });\nreturn `Hello, ${user_name.content?.name ?? 'stranger'}!`;\n"),
+        tool("test_input_required_result_sampling", "Conformance fixture: asks the client's model a question.", json!([]),
+            "const { capital_question: a } = await $input({ capital_question: { method: 'sampling/createMessage', params: {\n  messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 } } });\nreturn `The model says: ${a.content.text ?? JSON.stringify(a.content)}`;\n"),
+        tool("test_input_required_result_list_roots", "Conformance fixture: asks for the client's roots.", json!([]),
+            "const { client_roots } = await $input({ client_roots: { method: 'roots/list' } });\nreturn `Roots: ${client_roots.roots.map((r) => r.uri).join(', ')}`;\n"),
+        tool("test_input_required_result_request_state", "Conformance fixture: asks for a confirmation across a sealed request state.", json!([]),
+            "const { confirm } = await $input({ confirm: { method: 'elicitation/create', params: { message: 'Please confirm',\n  requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } });\nreturn `state-ok: ${confirm.action}`;\n"),
+        tool("test_input_required_result_multiple_inputs", "Conformance fixture: asks three things at once.", json!([]),
+            "const a = await $input({\n  user_name: NAME,\n  greeting: { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 } },\n  client_roots: { method: 'roots/list' },\n});\nreturn `${a.greeting.content.text ?? 'Hello'}, ${a.user_name.content?.name} (${a.client_roots.roots.length} roots)`;\n"),
+        tool("test_input_required_result_multi_round", "Conformance fixture: asks twice, one question after the other.", json!([]),
+            "const { step1 } = await $input({ step1: { method: 'elicitation/create', params: { message: 'Step 1: What is your name?',\n  requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } });\nconst { step2 } = await $input({ step2: { method: 'elicitation/create', params: { message: 'Step 2: What is your favorite color?',\n  requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] } } } });\nreturn `${step1.content?.name} likes ${step2.content?.color}`;\n"),
+        tool("test_input_required_result_tampered_state", "Conformance fixture: asks, and refuses a changed request state.", json!([]),
+            "const { ok } = await $input({ ok: { method: 'elicitation/create', params: { message: 'Proceed?',\n  requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } });\nreturn `Answered: ${ok.action}`;\n"),
+        tool("test_input_required_result_capabilities", "Conformance fixture: asks only what the client declared it can answer.", json!([]),
+            "const can = $context.client.capabilities;\nconst asks = {};\nif (can.elicitation) asks.name = NAME;\nif (can.sampling) asks.greeting = { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 } };\nif (can.roots) asks.roots = { method: 'roots/list' };\nif (Object.keys(asks).length === 0) return 'This client can answer nothing.';\nconst answers = await $input(asks);\nreturn `Answered: ${Object.keys(answers).join(', ')}`;\n"),
     ]
 }
 
@@ -110,53 +187,84 @@ impl Demo<'_> {
         let mut reg = Registration::parse("demo", "Toolshed demos", "demo", &passwords::generate_for("demo")).map_err(account_err)?;
         reg.role = crate::names::Role::Maintainer;
         let owner = Accounts::new(self.core).register(reg, None).await.map_err(account_err)?;
+        // The fixtures first: listings that tie (a new instance's, all unused) list newest first,
+        // so the demo tools lead the home page and Browse.
+        let mut fixtures = Vec::new();
+        for t in conformance_tools() {
+            let tool = self.publish_tool(&owner, &t).await?;
+            fixtures.push(MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() });
+        }
+        self.publish_bundle(
+            &owner,
+            "conformance",
+            "MCP conformance fixtures",
+            "The fixture tools of the official MCP conformance suite, written as Toolshed tools.",
+            "conformance bundle mcp",
+            &fixtures,
+        )
+        .await?;
         let mut text_tools = Vec::new();
         for t in demo_tools() {
-            let tool =
-                Tools::new(self.core).create_tool(&owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
-            // The demo tools only compute: held to reading, and labelled so.
-            let settings = ToolSettings {
-                title: Title::parse(t.title)?,
-                description: Description::parse(t.description)?,
-                tags: Tags::parse(t.tags)?,
-                visibility: Visibility::Everyone,
-                read_only_hint: true,
-                destructive_hint: false,
-                fetch_allow: Vec::new(),
-                timeout_ms: tool.timeout_ms,
-                memory_mib: tool.memory_mib,
-            };
-            let tool = Tools::new(self.core).update_tool_settings(&owner, tool.id, settings).await?;
-            let args: Vec<ArgDef> = serde_json::from_value(t.args).expect("demo arguments are well-formed");
-            let version = Tools::new(self.core).save_version(&owner, tool.id, Source::parse(t.code, args, None)?, "First version").await?;
-            for (name, args, expected) in t.test_cases {
-                let args = serde_json::from_str(args).expect("demo test cases are JSON");
-                let check = match expected {
-                    Some(text) => Check::Equals { expected: (*text).to_owned() },
-                    None => Check::Succeeds,
-                };
-                Tools::new(self.core).save_test_case(&owner, tool.id, name, args, check).await?;
-            }
-            Tools::new(self.core).publish(&owner, tool.id, version).await?;
+            let tool = self.publish_tool(&owner, &t).await?;
             if ["echo", "word_stats", "table"].contains(&t.name) {
                 text_tools.push(MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() });
             }
         }
-        let kit = Tools::new(self.core)
-            .create_bundle(
-                &owner,
-                NewTool::parse(
-                    "text_kit",
-                    "Text kit",
-                    "Three demo tools at one MCP endpoint: echo a text, count its words, lay records out as a Markdown table.",
-                    "demo bundle text",
-                    "everyone",
-                )?,
-            )
-            .await?;
-        let version = Bundles::new(self.core).save_bundle_version(&owner, kit.id, &text_tools, "First version").await?;
-        Tools::new(self.core).publish(&owner, kit.id, version).await?;
+        self.publish_bundle(
+            &owner,
+            "text_kit",
+            "Text kit",
+            "Three demo tools at one MCP endpoint: echo a text, count its words, lay records out as a Markdown table.",
+            "demo bundle text",
+            &text_tools,
+        )
+        .await?;
         tracing::info!("seeded the demo department");
+        Ok(())
+    }
+
+    /// Creates, sets up, tests and publishes one demo tool.
+    async fn publish_tool(self, owner: &User, t: &DemoTool) -> Result<Tool, ToolError> {
+        let tool = Tools::new(self.core).create_tool(owner, NewTool::parse(t.name, t.title, t.description, t.tags, "everyone")?).await?;
+        // The demo tools only compute: held to reading, and labelled so.
+        let settings = ToolSettings {
+            title: Title::parse(t.title)?,
+            description: Description::parse(t.description)?,
+            tags: Tags::parse(t.tags)?,
+            visibility: Visibility::Everyone,
+            read_only_hint: true,
+            destructive_hint: false,
+            fetch_allow: Vec::new(),
+            timeout_ms: tool.timeout_ms,
+            memory_mib: tool.memory_mib,
+        };
+        let tool = Tools::new(self.core).update_tool_settings(owner, tool.id, settings).await?;
+        let args: Vec<ArgDef> = serde_json::from_value(t.args.clone()).expect("demo arguments are well-formed");
+        let version = Tools::new(self.core).save_version(owner, tool.id, Source::parse(&t.code, args, None)?, "First version").await?;
+        for (name, args, expected) in t.test_cases {
+            let args = serde_json::from_str(args).expect("demo test cases are JSON");
+            let check = match expected {
+                Some(text) => Check::Equals { expected: (*text).to_owned() },
+                None => Check::Succeeds,
+            };
+            Tools::new(self.core).save_test_case(owner, tool.id, name, args, check).await?;
+        }
+        Tools::new(self.core).publish(owner, tool.id, version).await?;
+        Ok(tool)
+    }
+
+    async fn publish_bundle(
+        self,
+        owner: &User,
+        name: &str,
+        title: &str,
+        description: &str,
+        tags: &str,
+        members: &[MemberSpec],
+    ) -> Result<(), ToolError> {
+        let bundle = Tools::new(self.core).create_bundle(owner, NewTool::parse(name, title, description, tags, "everyone")?).await?;
+        let version = Bundles::new(self.core).save_bundle_version(owner, bundle.id, members, "First version").await?;
+        Tools::new(self.core).publish(owner, bundle.id, version).await?;
         Ok(())
     }
 }

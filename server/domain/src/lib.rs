@@ -26,6 +26,7 @@ macro_rules! handle {
 
 pub mod accounts;
 pub mod admin;
+pub mod asking;
 pub mod audit;
 pub mod bundles;
 mod cache;

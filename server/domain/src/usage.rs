@@ -29,6 +29,8 @@ pub enum Outcome {
     Oom,
     InvalidArguments,
     Busy,
+    /// Stopped to ask the client something (in the metrics only: usage counts the round that ends the call).
+    Asked,
 }
 
 impl Outcome {
@@ -39,6 +41,7 @@ impl Outcome {
             Ok(_) => Outcome::Ok,
             Err(RunError::Timeout { .. }) => Outcome::Timeout,
             Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
+            Err(RunError::NeedsInput { .. }) => Outcome::Asked,
             Err(_) => Outcome::ToolError,
         }
     }
@@ -51,6 +54,7 @@ impl Outcome {
             Outcome::Oom => "oom",
             Outcome::InvalidArguments => "invalid_arguments",
             Outcome::Busy => "busy",
+            Outcome::Asked => "asked",
         }
     }
 }

@@ -3,10 +3,12 @@
 //! each; between jobs the engine blocks here until one finishes or the run's
 //! deadline passes, then settles its promise.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,7 +19,7 @@ use super::fetch::{
     check_method, io, replayed, request, response_object, FetchExchange, FetchRequest, FetchResponse, Reach, RECORDED_BYTES,
 };
 use super::secrets::Secrets;
-use super::{Limits, RunOutcome, RunRequest, ToolValue};
+use super::{Input, Limits, RunOutcome, RunRequest, ToolValue};
 
 pub(super) type Settle<'js> = (Function<'js>, Function<'js>);
 
@@ -99,6 +101,15 @@ pub(super) struct HostCalls<'js> {
     budget: usize,
     /// A replay: the recorded exchanges answer `$fetch`, and which were served.
     replay: Option<(Arc<Vec<FetchExchange>>, Vec<bool>)>,
+    /// What `$input` may ask and the answers so far.
+    input: Input,
+    /// The questions without an answer: once there are any, the run stops.
+    asked: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Set with `asked`, read by the interrupt handler: code that goes on
+    /// running after asking is stopped too.
+    stopping: Rc<Cell<bool>>,
+    /// The objects `$content` returned, and their checked blocks.
+    made: Vec<(Value<'js>, Vec<serde_json::Value>)>,
 }
 
 /// A `$fetch`'s response to come, from the network or a recording.
@@ -116,7 +127,7 @@ pub(super) enum Wait<'js> {
 }
 
 impl<'js> HostCalls<'js> {
-    pub(super) fn new(req: &RunRequest) -> Self {
+    pub(super) fn new(req: &RunRequest, stopping: Rc<Cell<bool>>) -> Self {
         Self {
             reach: Arc::new(Reach {
                 allow: req.fetch_allow.clone(),
@@ -137,6 +148,48 @@ impl<'js> HostCalls<'js> {
                 let served = vec![false; tape.len()];
                 (tape, served)
             }),
+            input: req.input.clone(),
+            asked: None,
+            stopping,
+            made: Vec::new(),
+        }
+    }
+
+    /// `$content`: keeps the object it returns, so that object (and no copy) is content.
+    pub(super) fn made_content(&mut self, marker: Value<'js>, blocks: Vec<serde_json::Value>) {
+        self.made.push((marker, blocks));
+    }
+
+    /// The blocks if `value` is an object `$content` returned.
+    pub(super) fn content_of(&self, value: &Value<'js>) -> Option<Vec<serde_json::Value>> {
+        self.made.iter().find(|(marker, _)| marker == value).map(|(_, blocks)| blocks.clone())
+    }
+
+    /// `$input`: the answers if every question has one; else the questions
+    /// join the unanswered ones and the run stops (`None`). Questions asked
+    /// together (`Promise.all`) are all put in the same round.
+    pub(super) fn ask(&mut self, requests: serde_json::Value) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
+        let requests = self.input.requests(requests)?;
+        match self.input.answer(&requests) {
+            Ok(answers) if self.asked.is_none() => Ok(Some(answers)),
+            Ok(_) => Ok(None),
+            Err(missing) => {
+                self.asked.get_or_insert_default().extend(missing);
+                self.stopping.set(true);
+                Ok(None)
+            }
+        }
+    }
+
+    /// The questions the run stopped for, if it did.
+    pub(super) fn take_asked(&mut self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.asked.take()
+    }
+
+    fn refuse_when_asking(&self) -> Result<(), String> {
+        match self.asked {
+            Some(_) => Err("the run is stopping to ask for input".into()),
+            None => Ok(()),
         }
     }
 
@@ -180,6 +233,7 @@ impl<'js> HostCalls<'js> {
 
     /// The answer to `req`: from the network, or from the recording in a replay.
     fn fetch(&mut self, req: FetchRequest) -> Result<Answer, String> {
+        self.refuse_when_asking()?;
         if self.fetches >= self.limits.fetch_requests {
             return Err(format!("too many $fetch calls (limit {} per run)", self.limits.fetch_requests));
         }
@@ -205,6 +259,7 @@ impl<'js> HostCalls<'js> {
 
     /// Starts preparing a tool call, returning the error to reject with if it cannot start.
     pub(super) fn start_tool(&mut self, name: String, input: serde_json::Value, settle: Settle<'js>) -> Result<(), String> {
+        self.refuse_when_asking()?;
         let Some(tools) = &self.tools else { return Err("there are no tools here".into()) };
         if !tools.any_name && !tools.names.contains(&name) {
             return Err(format!("there is no tool “{name}” here; the tools are: {}", tools.names.join(", ")));
@@ -251,6 +306,7 @@ impl<'js> HostCalls<'js> {
     /// object through the `$fetch` closure, which QuickJS's GC cannot see.
     pub(super) fn clear(&mut self) {
         self.waiting.clear();
+        self.made.clear();
         self.tasks.abort_all();
     }
 }
@@ -261,6 +317,8 @@ pub(super) fn settle<'js>(ctx: &Ctx<'js>, (resolve, reject): Settle<'js>, result
         Ok(Settled::Response(response)) => response_object(ctx, response)?.into_value(),
         Ok(Settled::Value(ToolValue::Json(json))) => json_to_js(ctx, &json)?,
         Ok(Settled::Value(ToolValue::Text(text))) => text.into_js(ctx)?,
+        // A member's content reaches the calling code as plain data: `{content: [...]}`.
+        Ok(Settled::Value(ToolValue::Content(blocks))) => json_to_js(ctx, &serde_json::json!({ "content": blocks }))?,
         Err(message) => return reject.call((Exception::from_message(ctx.clone(), &message)?,)),
     };
     resolve.call((value,))

@@ -77,6 +77,7 @@ fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Finished
             waited_before: runner.waited(),
         },
         timed_out: Rc::new(Cell::new(false)),
+        asking: Rc::new(Cell::new(false)),
         stats: stats.clone(),
     };
     let needs = Needs::of(&req.code, req.tools.is_some());
@@ -111,6 +112,7 @@ fn ended_cleanly(result: &Result<ToolValue, RunError>) -> bool {
             | RunError::OutOfMemory { .. }
             | RunError::StackOverflow { .. }
             | RunError::NeverSettled
+            | RunError::NeedsInput { .. }
             | RunError::Internal { .. })
     )
 }
@@ -199,6 +201,8 @@ struct Guard {
     limits: Limits,
     clock: Clock,
     timed_out: Rc<Cell<bool>>,
+    /// The code asked a question without an answer: the run stops.
+    asking: Rc<Cell<bool>>,
     stats: Rc<MemoryStats>,
 }
 
@@ -226,7 +230,7 @@ impl Guard {
     fn start(&self, runtime: &Runtime, needs: &Needs) -> Result<Context, RunError> {
         // Zero would switch QuickJS's check off and let recursion crash the thread.
         runtime.set_max_stack_size(self.limits.stack_bytes.clamp(64 * KIB, MAX_STACK_BYTES));
-        let (clock, timed_out) = (self.clock.clone(), self.timed_out.clone());
+        let (clock, timed_out, asking) = (self.clock.clone(), self.timed_out.clone(), self.asking.clone());
         runtime.set_interrupt_handler(Some(Box::new(move || {
             // First: a run's turn may end here, and its waiting moves its deadline.
             clock.runner.checkpoint();
@@ -234,7 +238,7 @@ impl Guard {
             if late {
                 timed_out.set(true);
             }
-            late
+            late || asking.get()
         })));
         let context = match (needs.date, needs.regexp, needs.map_set) {
             (false, false, false) => Context::custom::<Core>(runtime),
@@ -354,11 +358,15 @@ fn execute<'js>(
     host: &Rc<Host>,
     guard: &Guard,
 ) -> (Result<ToolValue, RunError>, Vec<FetchExchange>) {
-    let calls = Rc::new(RefCell::new(HostCalls::new(req)));
+    let calls = Rc::new(RefCell::new(HostCalls::new(req, guard.asking.clone())));
     let _clear = ClearOnDrop(&calls);
-    let result = install(ctx, req, needs, host.clone(), calls.clone())
+    let mut result = install(ctx, req, needs, host.clone(), calls.clone())
         .map_err(|e| guard.failure(ctx, e))
         .and_then(|()| drive(ctx, &req.code, &calls, guard));
+    // Whatever the code did after asking (caught the interrupt, returned), it stopped to ask.
+    if let Some(requests) = calls.borrow_mut().take_asked() {
+        result = Err(RunError::NeedsInput { requests });
+    }
     let fetches = calls.borrow_mut().take_recording();
     (result, fetches)
 }
@@ -400,8 +408,16 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
         return guard.result(ctx, value);
     };
 
+    // `execute` fills in the questions the run stopped for.
+    let asked = || RunError::NeedsInput { requests: Default::default() };
     loop {
+        if guard.asking.get() {
+            return Err(asked());
+        }
         while ctx.execute_pending_job() {
+            if guard.asking.get() {
+                return Err(asked());
+            }
             if Instant::now() >= guard.clock.deadline() {
                 return Err(guard.timeout());
             }
@@ -411,7 +427,12 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
         }
         // A rejection comes back as a pending exception holding the reason.
         match promise.result::<Value>() {
-            Some(Ok(value)) => return guard.result(ctx, value),
+            Some(Ok(value)) => {
+                if let Some(blocks) = calls.borrow().content_of(&value) {
+                    return Ok(ToolValue::Content(blocks));
+                }
+                return guard.result(ctx, value);
+            }
             Some(Err(e)) => return Err(guard.failure(ctx, e)),
             None => {}
         }

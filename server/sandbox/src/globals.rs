@@ -281,6 +281,30 @@ pub(super) fn install<'js>(
         .with_name("$json2MarkdownTable")?;
         globals.set("$json2MarkdownTable", table)?;
     }
+    if needs.names("$content") {
+        let limit = req.limits.result_bytes;
+        let calls = calls.clone();
+        let content = Function::new(ctx.clone(), move |ctx: Ctx<'js>, blocks: Value<'js>| {
+            let checked = js_to_json(&ctx, blocks).and_then(|blocks| super::content::blocks(blocks, limit));
+            let blocks = match checked {
+                Ok(blocks) => blocks,
+                Err(_) if ctx.has_exception() => return Err(rquickjs::Error::Exception),
+                Err(message) => return Err(Exception::throw_type(&ctx, &message)),
+            };
+            let marker = Object::new(ctx.clone())?;
+            marker.set("content", blocks.len())?;
+            let marker = freeze(&ctx, marker.into_value())?;
+            calls.borrow_mut().made_content(marker.clone(), blocks);
+            Ok::<Value<'js>, rquickjs::Error>(marker)
+        })?
+        .with_name("$content")?;
+        globals.set("$content", content)?;
+    }
+    if needs.names("$input") || needs.names("$ask") {
+        let (input, ask) = input_functions(ctx, calls.clone())?;
+        globals.set("$input", input)?;
+        globals.set("$ask", ask)?;
+    }
     if needs.tools {
         let names: Vec<String> = req.tools.iter().flat_map(|t| t.names.iter().cloned()).collect();
         globals.set("tools", tools_object(ctx, names, calls)?)?;
@@ -328,6 +352,45 @@ fn tools_object<'js>(ctx: &Ctx<'js>, names: Vec<String>, calls: Rc<RefCell<HostC
     })?;
     let make: Function = ctx.eval(TOOLS_JS)?;
     make.call((call, names))
+}
+
+/// `$ask(message, requestedSchema)`: one elicitation under the key `ask1`,
+/// `ask2`, … in the order the code asks (the same in every round, since each
+/// round runs the code again from the start); it resolves with the person's
+/// `{action, content}`.
+const ASK_JS: &str = "(input) => {
+    let asked = 0;
+    return async function $ask(message, requestedSchema) {
+        const key = 'ask' + (++asked);
+        const params = { message: String(message) };
+        if (requestedSchema !== undefined) params.requestedSchema = requestedSchema;
+        const answers = await input({ [key]: { method: 'elicitation/create', params } });
+        return answers[key];
+    };
+}";
+
+/// `$input(questions)`, and `$ask` built on it. A question without an answer
+/// leaves the promise pending forever: the run stops at the next turn.
+fn input_functions<'js>(ctx: &Ctx<'js>, calls: Rc<RefCell<HostCalls<'js>>>) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
+    let input = Function::new(ctx.clone(), move |ctx: Ctx<'js>, questions: Value<'js>| {
+        let (promise, resolve, reject) = ctx.promise()?;
+        let questions = match questions.type_of().is_void() {
+            true => Ok(serde_json::Value::Null),
+            false => js_to_json(&ctx, questions),
+        };
+        let asked = questions.and_then(|questions| calls.borrow_mut().ask(questions));
+        match asked {
+            Ok(Some(answers)) => resolve.call::<_, ()>((json_to_js(&ctx, &answers)?,))?,
+            Ok(None) => {}
+            Err(_) if ctx.has_exception() => return Err(rquickjs::Error::Exception),
+            Err(message) => reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?,
+        }
+        Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
+    })?
+    .with_name("$input")?;
+    let make: Function = ctx.eval(ASK_JS)?;
+    let ask = make.call((input.clone(),))?;
+    Ok((input, ask))
 }
 
 /// A tool's input, through JSON as a direct call's arguments would travel.

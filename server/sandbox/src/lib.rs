@@ -15,7 +15,9 @@
 //! the reactor.
 
 mod alloc;
+mod ask;
 mod calls;
+mod content;
 mod cores;
 mod engine;
 mod fetch;
@@ -37,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use ask::{Input, METHODS as INPUT_METHODS};
 pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
 pub use fetch::{FetchExchange, FetchResponse, REDACTED};
@@ -123,6 +126,9 @@ pub struct RunRequest {
     /// A replay: `$fetch` answers from these recorded exchanges, never the network.
     #[serde(skip)]
     pub replay: Option<std::sync::Arc<Vec<FetchExchange>>>,
+    /// The answers `$input` and `$ask` have been given so far.
+    #[serde(skip)]
+    pub input: Input,
 }
 
 impl RunRequest {
@@ -137,6 +143,29 @@ impl RunRequest {
 pub enum ToolValue {
     Text(String),
     Json(Value),
+    /// MCP content blocks, made by `$content` (checked, and each reduced to its type's fields).
+    Content(Vec<Value>),
+}
+
+impl ToolValue {
+    /// The value as one text: a model or a transcript that cannot show
+    /// images reads content blocks by their type and size.
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Json(value) => value.to_string(),
+            Self::Content(blocks) => content::as_text(blocks),
+        }
+    }
+
+    /// The value as JSON: text as a string, content as its array of blocks.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text.clone()),
+            Self::Json(value) => value.clone(),
+            Self::Content(blocks) => Value::Array(blocks.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,6 +247,11 @@ pub enum RunError {
     Internal {
         message: String,
     },
+    /// The code asked questions (`$input`, `$ask`) that have no answer yet:
+    /// the run stopped there. `requests` are MCP's `inputRequests`, by key.
+    NeedsInput {
+        requests: Map<String, Value>,
+    },
 }
 
 impl fmt::Display for RunError {
@@ -251,6 +285,11 @@ impl fmt::Display for RunError {
             }
             Self::NeverSettled => f.write_str("The tool never finished: it awaits a promise that nothing can resolve"),
             Self::Internal { message } => write!(f, "Sandbox error: {message}"),
+            Self::NeedsInput { requests } => {
+                let asked: Vec<&str> =
+                    requests.values().map(|r| r["params"]["message"].as_str().or(r["method"].as_str()).unwrap_or_default()).collect();
+                write!(f, "The tool asks for input that was not given: {}", asked.join("; "))
+            }
         }
     }
 }

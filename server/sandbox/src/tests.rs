@@ -712,3 +712,103 @@ fn a_recording_keeps_bodies_within_its_budget() {
     assert!(recorded.truncated);
     assert_eq!(recorded.response.as_ref().unwrap().as_ref().unwrap().body.len(), fetch::RECORDED_BODY_BYTES);
 }
+
+fn asking(code: &str, answers: serde_json::Value) -> RunOutcome {
+    let mut req = RunRequest::new(code);
+    req.input = Input { answers: args(answers) };
+    run_blocking(req)
+}
+
+fn questions(outcome: &RunOutcome) -> serde_json::Map<String, serde_json::Value> {
+    match &outcome.result {
+        Err(RunError::NeedsInput { requests }) => requests.clone(),
+        other => panic!("expected the run to stop asking, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_question_without_an_answer_stops_the_run_before_the_code_after_it() {
+    let code = "console.log('before');\n\
+                const r = await $ask('Delete 3 files?', {type: 'object', properties: {ok: {type: 'boolean'}}, required: ['ok']});\n\
+                console.log('after');\n\
+                return r.content.ok ? 'deleted' : 'kept';";
+    let outcome = asking(code, json!({}));
+    let asked = questions(&outcome);
+    assert_eq!(asked["ask1"]["method"], "elicitation/create");
+    assert_eq!(asked["ask1"]["params"]["message"], "Delete 3 files?");
+    let lines: Vec<&str> = outcome.console.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(lines, ["before"]);
+    assert!(outcome.result.unwrap_err().to_string().contains("Delete 3 files?"));
+
+    let answered = asking(code, json!({"ask1": {"action": "accept", "content": {"ok": true}}}));
+    assert_eq!(answered.result, Ok(ToolValue::Text("deleted".into())));
+}
+
+#[test]
+fn questions_asked_together_are_put_in_one_round() {
+    let code = "const [a, b] = await Promise.all([$ask('First?'), $ask('Second?')]);\n\
+                const roots = await $input({where: {method: 'roots/list'}});\n\
+                return [a.action, b.action, roots.where.roots.length];";
+    let first = questions(&asking(code, json!({})));
+    assert_eq!(first.keys().collect::<Vec<_>>(), ["ask1", "ask2"]);
+    let second = questions(&asking(code, json!({"ask1": {"action": "accept"}, "ask2": {"action": "decline"}})));
+    assert_eq!(second.keys().collect::<Vec<_>>(), ["where"]);
+    let all = json!({"ask1": {"action": "accept"}, "ask2": {"action": "decline"}, "where": {"roots": [{"uri": "file:///x"}]}});
+    assert_eq!(asking(code, all).result, Ok(ToolValue::Json(json!(["accept", "decline", 1]))));
+}
+
+#[test]
+fn catching_or_looping_after_a_question_does_not_run_on_and_nothing_goes_out() {
+    let port = http_server(1, |_| http_response("200 OK", "", "sent"));
+    for tail in ["while (true) {}", "return 'done anyway'", "return await $fetch(URL)"] {
+        let code = format!(
+            "const URL = 'http://127.0.0.1:{port}/';\n\
+             try {{ $ask('Proceed?'); }} catch (e) {{}}\n\
+             {tail}"
+        );
+        let outcome = run_blocking(loopback(port, code));
+        assert!(questions(&outcome).contains_key("ask1"), "{tail}");
+        assert!(!outcome.fetches.iter().any(|f| matches!(f.response, Some(Ok(_)))), "{tail}: a request went out");
+    }
+}
+
+#[test]
+fn a_question_that_is_no_question_is_an_error_the_code_can_handle() {
+    let code = "try { await $input({k: {method: 'ping'}}); } catch (e) { return e.message; }";
+    match asking(code, json!({})).result {
+        Ok(ToolValue::Text(message)) => assert!(message.contains("the methods are elicitation/create"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    let uncaught = asking("return await $ask('')", json!({}));
+    assert!(matches!(uncaught.result, Err(RunError::Thrown { .. })), "{:?}", uncaught.result);
+}
+
+#[test]
+fn content_blocks_are_a_result_only_as_the_object_content_returned() {
+    let made = run("return $content([{type: 'text', text: 'chart:'}, {type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png'}])");
+    assert_eq!(
+        made.result,
+        Ok(ToolValue::Content(vec![
+            json!({"type": "text", "text": "chart:"}),
+            json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+        ]))
+    );
+    // A copy, or the same shape built by hand, is plain JSON: nothing a tool computes passes for content.
+    let copied = run("const c = $content([{type: 'text', text: 'x'}]); return JSON.parse(JSON.stringify(c))");
+    assert_eq!(copied.result, Ok(ToolValue::Json(json!({"content": 1}))));
+    let forged = run("return {content: [{type: 'image', data: 'AAAA', mimeType: 'image/png'}]}");
+    assert!(matches!(forged.result, Ok(ToolValue::Json(_))));
+}
+
+#[test]
+fn a_malformed_content_block_is_a_type_error_at_its_line() {
+    let outcome = run("const ok = 1;\nreturn $content([{type: 'image', data: 'AAAA', mimeType: 'text/html'}])");
+    match outcome.result {
+        Err(RunError::Thrown { name, message, line, .. }) => {
+            assert_eq!(name, "TypeError");
+            assert!(message.contains("block 0: an image block's mimeType must be image/"), "{message}");
+            assert_eq!(line, Some(2));
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -28,9 +28,10 @@ use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::names::CodeMode;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, RunOutcome, ToolValue};
-use toolshed_domain::tools::{ListingKind, Tool, ToolError, Via};
+use toolshed_domain::tools::{ListingKind, Live, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
+use super::asking::Asking;
 use super::{Caller, Served};
 
 /// How a request reached the handler; recorded with each call's usage.
@@ -453,11 +454,11 @@ impl ListingHandler {
             return Err(unknown());
         }
         let callables = self.toolshed.calls().callables(&c.user, listing).await.map_err(internal)?;
+        let asking = Asking::of(&self.toolshed, self.transport, &c, &context, &request)?;
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
         let via = self.via(&c, None);
-        let result = self.answer(&context, &request.name, origin, |events| callables.call(&request.name, input, via, events)).await?;
-        Ok(result.into())
+        self.answer(&context, asking, &request.name, origin, |live| callables.call(&request.name, input.clone(), via, live)).await
     }
 }
 
@@ -468,46 +469,62 @@ impl ListingHandler {
     }
 
     /// Runs the call of `name` (`call` is handed where to send its console
-    /// lines and progress, when the client wants them, as from `origin`) and
-    /// answers its result.
+    /// lines and progress, when the client wants them, as from `origin`, and
+    /// what the tool may ask) and answers its result; a tool that asks takes
+    /// as many rounds as its client's revision allows in one request (see
+    /// [`super::asking`]).
     async fn answer<F, Fut>(
         &self,
         context: &RequestContext<RoleServer>,
+        mut asking: Asking,
         name: &str,
         origin: String,
         call: F,
-    ) -> Result<CallToolResult, McpError>
+    ) -> Result<CallToolResponse, McpError>
     where
-        F: FnOnce(Option<mpsc::UnboundedSender<RunEvent>>) -> Fut,
+        F: Fn(Live) -> Fut,
         Fut: std::future::Future<Output = Result<Answer, ToolError>>,
     {
-        // A stateless request cannot carry a `logging/setLevel` from an earlier
-        // one: console output then arrives from `info` up, on the request's stream.
-        let level = match self.transport {
-            Transport::Stateless => Some(LoggingLevel::Info),
+        let level = match context.protocol_version() {
+            // MCP 2026-07-28: each request says the level it wants, if any.
+            Some(v) if !v.has_initialize() => context.meta.log_level(),
+            // A stateless request cannot carry a `logging/setLevel` from an earlier
+            // one: console output then arrives from `info` up, on the request's stream.
+            _ if self.transport == Transport::Stateless => Some(LoggingLevel::Info),
             _ => *self.session.log_level.lock().expect("log level lock"),
         };
         let progress = context.meta.get_progress_token();
-        let (events, forwarder) = if level.is_some() || progress.is_some() {
-            let (tx, rx) = mpsc::unbounded_channel();
-            (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress, origin))))
-        } else {
-            (None, None)
-        };
-        let answer = call(events).await;
-        if let Some(forwarder) = forwarder {
-            // Log lines and progress go out before the result they belong to.
-            let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
+        loop {
+            let (events, forwarder) = if level.is_some() || progress.is_some() {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress.clone(), origin.clone()))))
+            } else {
+                (None, None)
+            };
+            let live = Live { events, input: asking.input.clone(), capabilities: asking.capabilities.clone() };
+            let answer = call(live).await;
+            if let Some(forwarder) = forwarder {
+                // Log lines and progress go out before the result they belong to.
+                let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
+            }
+            let result = match answer {
+                Ok(Answer::External(result)) => external_result(name, result),
+                Ok(Answer::Ran(r)) => match r.outcome.result {
+                    Ok(value) => value_result(value),
+                    Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
+                    Err(RunError::NeedsInput { requests }) => {
+                        let why = RunError::NeedsInput { requests: requests.clone() }.to_string();
+                        match asking.next_round(&self.toolshed, &context.peer, requests, why).await? {
+                            Some(response) => return Ok(response),
+                            None => continue,
+                        }
+                    }
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                },
+                Err(e) => refused(e)?,
+            };
+            return Ok(result.into());
         }
-        Ok(match answer {
-            Ok(Answer::External(result)) => external_result(name, result),
-            Ok(Answer::Ran(r)) => match r.outcome.result {
-                Ok(value) => value_result(value),
-                Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
-                Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-            },
-            Err(e) => refused(e)?,
-        })
     }
 
     /// Code mode's `run_code` answer: the console output and returned value
@@ -535,6 +552,7 @@ impl ListingHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let catalog = self.toolshed.catalog(&c.user, c.token.as_ref());
+        let asking = Asking::of(&self.toolshed, self.transport, c, &context, &request)?;
         let arguments = request.arguments.unwrap_or_default();
         let via = self.via(c, None);
         let result = match request.name.as_ref() {
@@ -563,7 +581,11 @@ impl ListingHandler {
                     Some(_) => return Ok(readable(ToolError::BadArguments("`arguments` must be an object".into()))?.into()),
                 };
                 match catalog.tool(&name).await {
-                    Ok(tool) => self.answer(&context, &name, tool.slug(), |events| catalog.call(&name, input, via, events)).await?,
+                    Ok(tool) => {
+                        return self
+                            .answer(&context, asking, &name, tool.slug(), |live| catalog.call(&name, input.clone(), via, live))
+                            .await
+                    }
                     Err(e) => readable(e)?,
                 }
             }
@@ -578,7 +600,7 @@ impl ListingHandler {
             name if !name.contains('/') => match catalog.tool(name).await {
                 Ok(tool) => {
                     let input = serde_json::Value::Object(arguments);
-                    self.answer(&context, name, tool.slug(), |events| catalog.call(name, input, via, events)).await?
+                    return self.answer(&context, asking, name, tool.slug(), |live| catalog.call(name, input.clone(), via, live)).await;
                 }
                 Err(ToolError::UnknownTool(_)) => return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
                 Err(e) => refused(e)?,
@@ -589,7 +611,8 @@ impl ListingHandler {
     }
 }
 
-/// A tool's value as MCP carries it: text, or JSON as text and as `structuredContent`.
+/// A tool's value as MCP carries it: text, JSON as text and as
+/// `structuredContent`, content blocks as they are (the sandbox checked them).
 fn value_result(value: ToolValue) -> CallToolResult {
     match value {
         ToolValue::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
@@ -598,6 +621,10 @@ fn value_result(value: ToolValue) -> CallToolResult {
             result.structured_content = Some(value);
             result
         }
+        ToolValue::Content(blocks) => match serde_json::from_value::<Vec<ContentBlock>>(serde_json::Value::Array(blocks)) {
+            Ok(blocks) => CallToolResult::success(blocks),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("The tool's content is not valid MCP content: {e}"))]),
+        },
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 mod accounts;
 mod admin;
+mod asking;
 mod cli;
 mod hardening;
 mod in_process;

@@ -34,7 +34,8 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
     srv.publish(&carol, shared, "v2").await;
     srv.member("erin", "sales").await;
 
-    let (status, list) = get(&srv, "/v0.1/servers", Some(&srv.token("erin").await)).await;
+    // One page holds them all (the demo data alone is more than the default page).
+    let (status, list) = get(&srv, "/v0.1/servers?limit=100", Some(&srv.token("erin").await)).await;
     assert_eq!(status, 200, "{list}");
     let listed = names(&list);
     assert!(listed.contains(&"127.0.0.1.tools/research.shared".to_owned()), "{listed:?}");
@@ -48,7 +49,9 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
     assert_eq!(shared_entry["_meta"]["io.modelcontextprotocol.registry/official"]["isLatest"], true);
     assert_eq!(list["metadata"]["count"], listed.len());
     // Its owner sees the private one.
-    assert!(names(&get(&srv, "/v0.1/servers", Some(&srv.token("carol").await)).await.1).iter().any(|n| n.ends_with("research.secret")));
+    assert!(names(&get(&srv, "/v0.1/servers?limit=100", Some(&srv.token("carol").await)).await.1)
+        .iter()
+        .any(|n| n.ends_with("research.secret")));
 
     // Versions: newest first, older ones pinned.
     let name = "127.0.0.1.tools%2Fresearch.shared";
@@ -75,7 +78,7 @@ server_test!(the_registry_lists_what_the_callers_token_may_see_with_each_endpoin
 
     // Clients that take a base URL only (VS Code) put the token in the path.
     let erin = srv.token("erin").await;
-    let (status, by_path) = get(&srv, &format!("/registry/{erin}/v0.1/servers"), None).await;
+    let (status, by_path) = get(&srv, &format!("/registry/{erin}/v0.1/servers?limit=100"), None).await;
     assert_eq!(status, 200);
     assert_eq!(names(&by_path), listed);
     let (status, one) = get(&srv, &format!("/registry/{erin}/v0.1/servers/{name}/versions/1.0.0"), None).await;

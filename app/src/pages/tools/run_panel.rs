@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::api::{ConsoleView, FetchView, MockArguments, RunTarget, RunTool, RunView};
+use crate::api::{ConsoleView, FetchView, MockArguments, QuestionField, QuestionView, RunTarget, RunTool, RunView};
 use crate::args::{ArgDef, ArgType};
 
 fn parse_object(text: &str) -> Map<String, Value> {
@@ -192,6 +192,109 @@ pub fn ConsoleLines(console: Vec<ConsoleView>) -> impl IntoView {
     }
 }
 
+/// What the tool asked, as forms: one per question, answered (accept with the
+/// fields, or decline) into `answers` under its key; `answered` then runs the
+/// tool again with every answer so far.
+#[component]
+fn Questions(questions: Vec<QuestionView>, answers: RwSignal<Map<String, Value>>, answered: Callback<()>) -> impl IntoView {
+    let count = questions.len();
+    let given = RwSignal::new(0usize);
+    let reply = move |key: String, answer: Value| {
+        answers.update(|a| {
+            a.insert(key, answer);
+        });
+        given.update(|n| *n += 1);
+        if given.get_untracked() >= count {
+            answered.run(());
+        }
+    };
+    view! {
+        <div class="questions" role="group" aria-label="The tool asks">
+            {questions.into_iter().map(|q| {
+                let values = RwSignal::new(Map::<String, Value>::new());
+                for f in &q.fields {
+                    if let Some(default) = f.default.clone() {
+                        values.update(|v| { v.insert(f.name.clone(), default); });
+                    }
+                }
+                let done = RwSignal::new(false);
+                let (accept_key, decline_key) = (q.key.clone(), q.key.clone());
+                view! {
+                    <form class="question card" data-key=q.key.clone()
+                        on:submit=move |ev| {
+                            ev.prevent_default();
+                            done.set(true);
+                            reply(accept_key.clone(), serde_json::json!({"action": "accept", "content": values.get_untracked()}));
+                        }>
+                        <p class="question-message"><strong>{q.message.clone()}</strong></p>
+                        {q.fields.into_iter().map(|f| view! { <QuestionInput field=f values /> }).collect_view()}
+                        <div class="question-actions">
+                            <button type="submit" class="button" disabled=move || done.get()>"Answer"</button>
+                            <button type="button" class="button secondary" disabled=move || done.get()
+                                on:click=move |_| {
+                                    done.set(true);
+                                    reply(decline_key.clone(), serde_json::json!({"action": "decline"}));
+                                }>"Decline"</button>
+                        </div>
+                    </form>
+                }
+            }).collect_view()}
+        </div>
+    }
+}
+
+#[component]
+fn QuestionInput(field: QuestionField, values: RwSignal<Map<String, Value>>) -> impl IntoView {
+    let name = field.name.clone();
+    let set = move |value: Option<Value>| {
+        values.update(|v| {
+            match value {
+                Some(value) => v.insert(name.clone(), value),
+                None => v.remove(&name),
+            };
+        })
+    };
+    let current = {
+        let name = field.name.clone();
+        move || values.get().get(&name).cloned()
+    };
+    let input = match field.kind.as_str() {
+        "boolean" => view! {
+            <input type="checkbox" prop:checked=move || current().and_then(|v| v.as_bool()).unwrap_or(false)
+                on:change=move |ev| set(Some(Value::Bool(event_target_checked(&ev)))) />
+        }
+        .into_any(),
+        "choice" => view! {
+            <select required=field.required prop:value=move || current().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                on:change=move |ev| set(Some(Value::String(event_target_value(&ev))))>
+                <option value="">"Choose…"</option>
+                {field.options.iter().map(|(value, label)| view! { <option value=value.clone()>{label.clone()}</option> }).collect_view()}
+            </select>
+        }
+        .into_any(),
+        kind @ ("number" | "integer") => {
+            let step = if kind == "integer" { "1" } else { "any" };
+            view! {
+                <input type="number" step=step required=field.required
+                    prop:value=move || current().map(|v| v.to_string()).unwrap_or_default()
+                    on:input=move |ev| set(serde_json::from_str::<Value>(&event_target_value(&ev)).ok()) />
+            }
+            .into_any()
+        }
+        _ => view! {
+            <input required=field.required prop:value=move || current().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                on:input=move |ev| set(Some(Value::String(event_target_value(&ev)))) />
+        }
+        .into_any(),
+    };
+    view! {
+        <label class="arg-field">
+            <span>{format!("{}{}", field.label, if field.required { " *" } else { "" })} " " <small class="muted">{field.description.clone()}</small></span>
+            {input}
+        </label>
+    }
+}
+
 /// `target` is read when Run is clicked (the editor passes its current draft).
 #[component]
 pub fn RunPanel(
@@ -207,6 +310,12 @@ pub fn RunPanel(
     let as_json = RwSignal::new(false);
     let mock = ServerAction::<MockArguments>::new();
     let run = ServerAction::<RunTool>::new();
+    // The person's answers to what this run of the tool asked so far.
+    let answers = RwSignal::new(Map::<String, Value>::new());
+    let dispatch = move || {
+        let answers = serde_json::to_string(&answers.get_untracked()).unwrap_or_default();
+        run.dispatch(RunTool { tool, target: target.run(()), input: json.get_untracked(), answers });
+    };
 
     // Prefill with mock values whenever the argument definitions change.
     Effect::new(move |_| {
@@ -253,12 +362,16 @@ pub fn RunPanel(
             }}
             <button type="button" class="button run-button" disabled=move || run.pending().get()
                 on:click=move |_| {
-                    run.dispatch(RunTool { tool, target: target.run(()), input: json.get_untracked() });
+                    answers.set(Map::new());
+                    dispatch();
                 }>
                 {move || if run.pending().get() { "Running…" } else { "▶ Run" }}
             </button>
             <noscript><p class="muted small">"Running a tool from this page needs JavaScript; its MCP endpoint works without."</p></noscript>
             {move || run.value().get().map(|r| match r {
+                Ok(view) if !view.questions.is_empty() => {
+                    view! { <Questions questions=view.questions answers answered=Callback::new(move |()| dispatch()) /> }.into_any()
+                }
                 Ok(view) => view! { <RunResult run=view /> }.into_any(),
                 Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
             })}

@@ -18,9 +18,9 @@ use crate::calls::Calls;
 use crate::calls::{Answer, Callables};
 use crate::codegen::openai_functions;
 use crate::names::Invalid;
-use crate::sandbox::{ConsoleLine, ToolValue};
+use crate::sandbox::ConsoleLine;
 use crate::tools::Tools;
-use crate::tools::{ListingKind, ToolError, Via};
+use crate::tools::{ListingKind, Live, ToolError, Via};
 
 /// Model requests in one turn before it is stopped: a model that keeps calling
 /// tools without answering would otherwise loop for ever.
@@ -188,13 +188,12 @@ impl Turn {
             return failed(format!("Error: the arguments are not valid JSON: {raw}"));
         };
         let via = Via { transport: TRANSPORT, token_id: None, bundle_id: None };
-        let answer = self.callables.call(name, input, via, None).await;
+        let answer = self.callables.call(name, input, via, Live::default()).await;
         let duration_ms = started.elapsed().as_millis() as u64;
         match answer {
             Ok(answer) => {
                 let (ok, output) = match answer.value() {
-                    Ok(ToolValue::Text(text)) => (true, text),
-                    Ok(ToolValue::Json(value)) => (true, value.to_string()),
+                    Ok(value) => (true, value.to_text()),
                     Err(e) => (false, format!("Error: {e}")),
                 };
                 let console = match answer {

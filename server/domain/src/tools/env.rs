@@ -148,11 +148,8 @@ impl Env {
         }
         match &mut outcome.result {
             Ok(ToolValue::Text(text)) => clean(text),
-            Ok(ToolValue::Json(value)) => {
-                let mut text = value.to_string();
-                clean(&mut text);
-                *value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
-            }
+            Ok(ToolValue::Json(value)) => clean_json(value, clean),
+            Ok(ToolValue::Content(blocks)) => blocks.iter_mut().for_each(|block| clean_json(block, clean)),
             Err(RunError::Syntax { message, .. } | RunError::NotSerializable { message } | RunError::Internal { message }) => {
                 clean(message)
             }
@@ -164,6 +161,13 @@ impl Env {
             Err(_) => {}
         }
     }
+}
+
+/// Blanks secrets out of a JSON value through its text, where every encoding shows.
+fn clean_json(value: &mut serde_json::Value, clean: impl Fn(&mut String)) {
+    let mut text = value.to_string();
+    clean(&mut text);
+    *value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
 }
 
 impl Tools<'_> {

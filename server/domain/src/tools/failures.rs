@@ -146,7 +146,11 @@ impl Tools<'_> {
     /// [`Tools::keep_failure`] with the version's arguments at hand (code
     /// mode's member calls finish on a sandbox thread, where nothing awaits).
     pub(crate) fn keep_failure_of(self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport, defs: &[ArgDef]) {
-        if report.outcome.result.is_ok() || via.transport == "test" || !self.core.failure_budget().take(tool.id.0, now_ms()) {
+        if report.outcome.result.is_ok()
+            || report.asked()
+            || via.transport == "test"
+            || !self.core.failure_budget().take(tool.id.0, now_ms())
+        {
             return;
         }
         if let Some(record) = FailureRecord::of(tool, user, via, args, report, defs) {

@@ -12,7 +12,7 @@ use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::policy::Policy;
-use crate::sandbox::{FetchExchange, Limits, RunEvent, RunOutcome, RunRequest};
+use crate::sandbox::{FetchExchange, Input, Limits, RunError, RunEvent, RunOutcome, RunRequest};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
 
@@ -38,11 +38,31 @@ pub struct Via<'a> {
     pub bundle_id: Option<ToolId>,
 }
 
+/// What the caller's client takes part in while a tool runs.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Hears console lines and progress as they happen.
+    pub events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+    /// The answers to the tool's questions (`$input`, `$ask`) so far.
+    pub input: Input,
+    /// The client's declared capabilities (MCP `ClientCapabilities`), which the
+    /// code reads as `$context.client.capabilities` to know what it may ask.
+    pub capabilities: serde_json::Map<String, serde_json::Value>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     /// The version that ran; `None` for a draft.
     pub version: Option<i64>,
     pub outcome: RunOutcome,
+}
+
+impl RunReport {
+    /// The run stopped to ask its client something: a round, not a call that
+    /// ended (neither counted in usage nor kept as a failure).
+    pub fn asked(&self) -> bool {
+        matches!(self.outcome.result, Err(RunError::NeedsInput { .. }))
+    }
 }
 
 /// A run ready for the sandbox: the version (`None` for a draft), the
@@ -178,6 +198,7 @@ impl Tools<'_> {
             events: None,
             tools: None,
             replay: None,
+            input: Input::default(),
         }
     }
 
@@ -192,10 +213,12 @@ impl Tools<'_> {
         transport: &str,
         events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     ) -> Result<RunReport, ToolError> {
-        self.run_tool_via(user, id, source, input, Via { transport, token_id: None, bundle_id: None }, events).await
+        let live = Live { events, ..Live::default() };
+        self.run_tool_via(user, id, source, input, Via { transport, token_id: None, bundle_id: None }, live).await
     }
 
-    /// [`Tools::run_tool`] for a caller that came with an API token.
+    /// [`Tools::run_tool`] for a caller that came with an API token, or whose
+    /// client answers the tool's questions.
     pub async fn run_tool_via(
         self,
         user: &User,
@@ -203,10 +226,10 @@ impl Tools<'_> {
         source: RunSource,
         input: serde_json::Value,
         via: Via<'_>,
-        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+        live: Live,
     ) -> Result<RunReport, ToolError> {
         let tool = self.tool_to_run(user, id, &source).await?;
-        self.run_loaded(user, &tool, source, input, via, events).await
+        self.run_loaded(user, &tool, source, input, via, live).await
     }
 
     /// The tool, if `user` may run `source` of it.
@@ -240,7 +263,7 @@ impl Tools<'_> {
         recording: Arc<Vec<FetchExchange>>,
     ) -> Result<RunReport, ToolError> {
         let tool = self.tool_to_run(user, id, &source).await?;
-        self.run_unrecorded(user, &tool, source, input, "replay", None, Some(recording)).await
+        self.run_unrecorded(user, &tool, source, input, "replay", Live::default(), Some(recording)).await
     }
 
     /// Runs a tool the caller already looked up *as this user* (so visibility
@@ -253,14 +276,14 @@ impl Tools<'_> {
         source: RunSource,
         input: serde_json::Value,
         via: Via<'_>,
-        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+        live: Live,
     ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
         if matches!(source, RunSource::Draft { .. }) {
-            return self.run_unrecorded(user, tool, source, input, via.transport, events, None).await;
+            return self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
         }
         let args = input.clone();
-        let result = self.run_unrecorded(user, tool, source, input, via.transport, events, None).await;
+        let result = self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
         self.record_run(user, tool, via, started, &result);
         if let Ok(report) = &result {
             self.keep_failure(user, tool, via, args, report).await;
@@ -279,6 +302,7 @@ impl Tools<'_> {
         result: &Result<RunReport, ToolError>,
     ) {
         let (version, outcome) = match result {
+            Ok(r) if r.asked() => return,
             Ok(r) => (r.version, Outcome::of_run(&r.outcome.result)),
             Err(ToolError::BadArguments(_)) => (None, Outcome::InvalidArguments),
             Err(ToolError::Busy | ToolError::TooManyCalls) => (None, Outcome::Busy),
@@ -321,11 +345,14 @@ impl Tools<'_> {
         source: RunSource,
         input: serde_json::Value,
         transport: &str,
-        events: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
+        live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
         let PreparedRun { version, mut request, env, span, .. } = self.prepare_run(user, tool, source, input, transport).await?;
-        request.events = events;
+        let client = serde_json::json!({ "capabilities": live.capabilities });
+        request.context.insert("client".into(), client);
+        request.events = live.events;
+        request.input = live.input;
         request.replay = replay;
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
         let mut outcome = self.core.run_sandboxed(request, lane, span).await?;

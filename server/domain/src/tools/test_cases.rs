@@ -10,7 +10,7 @@ use serde_json_path::JsonPath;
 use sqlx::Row;
 
 use super::Tools;
-use super::{ListingKind, RunReport, RunSource, Tool, ToolError, Via};
+use super::{ListingKind, Live, RunReport, RunSource, Tool, ToolError, Via};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::names::Invalid;
@@ -137,10 +137,7 @@ impl Check {
                 (actual != *expected).then(|| format!("{path} is {}, expected {expected}", clip(&actual.to_string())))
             }
             Check::Schema { schema } => {
-                let value = match result {
-                    ToolValue::Json(v) => v.clone(),
-                    ToolValue::Text(t) => Value::String(t.clone()),
-                };
+                let value = result.to_json();
                 let compiled = CompiledSchema::new(schema).ok()?;
                 compiled.validate(&value).err().map(|violations| {
                     let first = &violations[0];
@@ -242,12 +239,10 @@ pub struct TestCaseResult {
     pub duration_ms: f64,
 }
 
-/// The text a result compares as: strings as they are, JSON compact.
+/// The text a result compares as: strings as they are, JSON compact, content
+/// blocks as a model reads them.
 pub fn result_text(value: &ToolValue) -> String {
-    match value {
-        ToolValue::Text(t) => t.clone(),
-        ToolValue::Json(v) => v.to_string(),
-    }
+    value.to_text()
 }
 
 impl Tools<'_> {
@@ -342,8 +337,12 @@ impl Tools<'_> {
     pub(crate) async fn run_case(self, user: &User, tool: &Tool, source: &RunSource, case: Case<'_>) -> TestCaseResult {
         let (source, args) = (source.clone(), case.args.clone());
         let outcome = match case.recording {
-            None => self.run_loaded(user, tool, source, args, Via { transport: "test", token_id: None, bundle_id: None }, None).await,
-            Some(recording) => self.run_unrecorded(user, tool, source, args, "replay", None, Some(Arc::new(recording.to_vec()))).await,
+            None => {
+                self.run_loaded(user, tool, source, args, Via { transport: "test", token_id: None, bundle_id: None }, Live::default()).await
+            }
+            Some(recording) => {
+                self.run_unrecorded(user, tool, source, args, "replay", Live::default(), Some(Arc::new(recording.to_vec()))).await
+            }
         };
         case_result(case, outcome.map_err(|e| e.to_string()))
     }

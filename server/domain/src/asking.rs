@@ -1,0 +1,114 @@
+//! Calls that ask (`$input`, `$ask`) take rounds: each round runs the tool
+//! again with every answer so far. Between rounds of MCP 2026-07-28's
+//! input-required results the earlier answers travel with the client as its
+//! `requestState`: sealed under the deployment's key (so any replica opens it,
+//! and the client can read nothing and change nothing), bound to the caller,
+//! the endpoint, the tool and its arguments (so it cannot be carried to
+//! another call), and expiring.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::ids::UserId;
+use crate::secrets::SecretBox;
+
+/// How long a round's state may wait for the client's next round.
+const STATE_TTL_MS: i64 = 60 * 60 * 1000;
+/// Rounds one call may take, whichever way they travel: a tool that asks
+/// forever must end.
+pub const MAX_ROUNDS: usize = 10;
+
+/// One call that may take several rounds.
+pub struct AskedCall<'a> {
+    pub user: UserId,
+    /// The endpoint's listing (`department/name`, or `me`).
+    pub endpoint: &'a str,
+    /// The name the call used.
+    pub tool: &'a str,
+    pub arguments: &'a Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("requestState was not given by this server for this call (changed, or another call's); call the tool again without it")]
+    NotOurs,
+    #[error("requestState has expired; call the tool again without it")]
+    Expired,
+    #[error("requestState has taken {MAX_ROUNDS} rounds; call the tool again without it")]
+    TooManyRounds,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    expires_ms: i64,
+    round: usize,
+    answers: Map<String, Value>,
+}
+
+impl AskedCall<'_> {
+    /// Binds a state to this call: what is sealed for one call opens for no other.
+    fn purpose(&self) -> String {
+        let arguments = Sha256::digest(serde_json::to_vec(self.arguments).unwrap_or_default());
+        format!("mcp.request-state:{}:{}:{}:{}", self.user.0, self.endpoint, self.tool, hex::encode(arguments))
+    }
+
+    /// The state for round `round` (from 1) with `answers` so far.
+    pub fn seal(&self, secrets: &SecretBox, round: usize, answers: &Map<String, Value>) -> String {
+        let sealed = Sealed { expires_ms: crate::now_ms() + STATE_TTL_MS, round, answers: answers.clone() };
+        let json = serde_json::to_string(&sealed).expect("a map of JSON values serializes");
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secrets.seal(&self.purpose(), &json))
+    }
+
+    /// The round a state was sealed for, and its answers.
+    pub fn open(&self, secrets: &SecretBox, state: &str) -> Result<(usize, Map<String, Value>), StateError> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(state).map_err(|_| StateError::NotOurs)?;
+        let json = secrets.open(&self.purpose(), &bytes).map_err(|_| StateError::NotOurs)?;
+        let sealed: Sealed = serde_json::from_str(&json).map_err(|_| StateError::NotOurs)?;
+        if sealed.expires_ms < crate::now_ms() {
+            return Err(StateError::Expired);
+        }
+        if sealed.round >= MAX_ROUNDS {
+            return Err(StateError::TooManyRounds);
+        }
+        Ok((sealed.round, sealed.answers))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call<'a>(user: i64, tool: &'a str, arguments: &'a Map<String, Value>) -> AskedCall<'a> {
+        AskedCall { user: UserId(user), endpoint: "ops/deploy", tool, arguments }
+    }
+
+    #[test]
+    fn a_state_opens_only_for_the_call_it_was_sealed_for() {
+        let secrets = SecretBox::ephemeral();
+        let args = json!({"service": "api"}).as_object().cloned().unwrap();
+        let answers = json!({"ask1": {"action": "accept"}}).as_object().cloned().unwrap();
+        let state = call(1, "deploy", &args).seal(&secrets, 1, &answers);
+        assert_eq!(call(1, "deploy", &args).open(&secrets, &state), Ok((1, answers)));
+
+        let other_args = json!({"service": "db"}).as_object().cloned().unwrap();
+        assert_eq!(call(2, "deploy", &args).open(&secrets, &state), Err(StateError::NotOurs), "another caller");
+        assert_eq!(call(1, "rollback", &args).open(&secrets, &state), Err(StateError::NotOurs), "another tool");
+        assert_eq!(call(1, "deploy", &other_args).open(&secrets, &state), Err(StateError::NotOurs), "other arguments");
+        assert_eq!(call(1, "deploy", &args).open(&SecretBox::ephemeral(), &state), Err(StateError::NotOurs), "another key");
+        let mut tampered = state.clone();
+        tampered.push_str("-TAMPERED");
+        assert_eq!(call(1, "deploy", &args).open(&secrets, &tampered), Err(StateError::NotOurs));
+        assert_eq!(call(1, "deploy", &args).open(&secrets, "not base64 !"), Err(StateError::NotOurs));
+    }
+
+    #[test]
+    fn a_call_cannot_ask_forever() {
+        let secrets = SecretBox::ephemeral();
+        let args = Map::new();
+        let state = call(1, "t", &args).seal(&secrets, MAX_ROUNDS, &Map::new());
+        assert_eq!(call(1, "t", &args).open(&secrets, &state), Err(StateError::TooManyRounds));
+    }
+}

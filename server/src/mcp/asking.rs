@@ -1,0 +1,194 @@
+//! Tools that ask, over MCP. A run that stops with questions
+//! ([`RunError::NeedsInput`]) reaches the client the way its revision allows:
+//! MCP 2026-07-28 gets an input-required result (the questions, and the
+//! answers so far sealed in `requestState`) and calls again; a 2025 session
+//! is asked on its own stream (elicitation, sampling, roots) while the call
+//! waits, and the tool runs again; a 2025 request without a session cannot
+//! be asked anything, and gets a tool error saying so.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock, ErrorCode, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, ServerRequest,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::{Map, Value};
+use toolshed_domain::asking::{AskedCall, MAX_ROUNDS};
+use toolshed_domain::ids::UserId;
+use toolshed_domain::sandbox::{Input, INPUT_METHODS};
+use toolshed_domain::Toolshed;
+
+use super::handler::Transport;
+use super::{Caller, Served};
+
+/// How long a person may take over one round of questions on a session.
+const ANSWER_WAIT: Duration = Duration::from_secs(300);
+
+/// How questions reach this request's client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asks {
+    /// MCP 2026-07-28: an input-required result; the client calls again.
+    InResult,
+    /// A 2025 session: requests on its stream, answered while the call waits.
+    OnSession,
+    /// A 2025 request without a session.
+    Nowhere,
+}
+
+/// A `tools/call` that may be one round of a call that asks.
+pub(super) struct Asking {
+    user: UserId,
+    endpoint: String,
+    tool: String,
+    arguments: JsonObject,
+    /// Rounds taken before this one.
+    round: usize,
+    /// The answers so far.
+    pub input: Input,
+    /// What the client declared it can answer.
+    pub capabilities: Map<String, Value>,
+    asks: Asks,
+}
+
+impl Asking {
+    /// The round `request` is: the answers it brings (its `inputResponses`,
+    /// over those sealed in its `requestState` by an earlier round). A state
+    /// this server did not seal for this very call is refused (-32602).
+    pub(super) fn of(
+        toolshed: &Toolshed,
+        transport: Transport,
+        c: &Caller,
+        context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+    ) -> Result<Self, McpError> {
+        let asks = match context.protocol_version() {
+            Some(v) if !v.has_initialize() => Asks::InResult,
+            _ if transport == Transport::Stateless => Asks::Nowhere,
+            _ => Asks::OnSession,
+        };
+        let capabilities = context.client_capabilities().and_then(|caps| serde_json::to_value(caps).ok());
+        let capabilities = match capabilities {
+            Some(Value::Object(caps)) => caps,
+            _ => Map::new(),
+        };
+        let endpoint = match &c.served {
+            Served::Listing(listing) => listing.slug(),
+            Served::Catalog => "me".into(),
+        };
+        let mut asking = Self {
+            user: c.user.id,
+            endpoint,
+            tool: request.name.to_string(),
+            arguments: request.arguments.clone().unwrap_or_default(),
+            round: 0,
+            input: Input::default(),
+            capabilities,
+            asks,
+        };
+        if let Some(state) = &request.request_state {
+            let (round, answers) =
+                asking.call().open(toolshed.secrets(), state).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+            asking.round = round;
+            asking.input.answers = answers;
+        }
+        asking.input.answers.extend(request.input_responses.clone().unwrap_or_default());
+        Ok(asking)
+    }
+
+    /// A question of a kind the client did not declare it can answer: a
+    /// protocol error (MCP's MissingRequiredClientCapability), whichever way
+    /// questions would travel. Code that has another way checks
+    /// `$context.client.capabilities` before asking.
+    fn undeclared(&self, requests: &Map<String, Value>) -> Option<McpError> {
+        let missing: Map<String, Value> = requests
+            .values()
+            .filter_map(|r| INPUT_METHODS.iter().find(|(method, _)| r["method"] == *method))
+            .filter(|(_, capability)| !self.capabilities.contains_key(*capability))
+            .map(|(_, capability)| ((*capability).to_owned(), Value::Object(Map::new())))
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+        let message = format!("The tool asks what this client did not declare it can answer (capabilities: {})", names.join(", "));
+        let data = serde_json::json!({ "requiredCapabilities": missing });
+        Some(McpError::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message, Some(data)))
+    }
+
+    fn call(&self) -> AskedCall<'_> {
+        AskedCall { user: self.user, endpoint: &self.endpoint, tool: &self.tool, arguments: &self.arguments }
+    }
+
+    /// The run asked `requests`: what goes back to the client now, or `None`
+    /// once a session's client has answered (run the tool again).
+    pub(super) async fn next_round(
+        &mut self,
+        toolshed: &Toolshed,
+        peer: &Peer<RoleServer>,
+        requests: Map<String, Value>,
+        why: String,
+    ) -> Result<Option<CallToolResponse>, McpError> {
+        let tool_error = |text: String| Ok(Some(CallToolResult::error(vec![ContentBlock::text(text)]).into()));
+        if self.asks == Asks::Nowhere {
+            return tool_error(format!(
+                "{why}. Without a session this client cannot be asked: connect with a session, or with MCP 2026-07-28."
+            ));
+        }
+        if let Some(refused) = self.undeclared(&requests) {
+            return Err(refused);
+        }
+        self.round += 1;
+        if self.round >= MAX_ROUNDS {
+            return tool_error(format!("{why} (the tool has asked in {MAX_ROUNDS} rounds; a call may take no more)"));
+        }
+        let requests = match input_requests(requests) {
+            Ok(requests) => requests,
+            Err(text) => return tool_error(text),
+        };
+        if self.asks == Asks::InResult {
+            let state = self.call().seal(toolshed.secrets(), self.round, &self.input.answers);
+            return Ok(Some(InputRequiredResult::new(Some(requests), Some(state)).into()));
+        }
+        for (key, request) in requests {
+            let answer = ask_on_session(peer, request).await?;
+            self.input.answers.insert(key, answer);
+        }
+        Ok(None)
+    }
+}
+
+/// The questions as MCP types; one that does not fit its method's type is
+/// the tool's mistake, a tool error.
+fn input_requests(requests: Map<String, Value>) -> Result<InputRequests, String> {
+    requests
+        .into_iter()
+        .map(|(key, request)| match serde_json::from_value::<InputRequest>(request) {
+            Ok(request) => Ok((key, request)),
+            Err(e) => Err(format!("The tool's question “{key}” is not a valid MCP request: {e}")),
+        })
+        .collect()
+}
+
+/// Puts one question to a 2025 session's client and waits for its answer.
+async fn ask_on_session(peer: &Peer<RoleServer>, request: InputRequest) -> Result<Value, McpError> {
+    let request = match request {
+        InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
+        InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
+        InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
+        _ => return Err(McpError::internal_error("a question of a kind this server does not send", None)),
+    };
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(ANSWER_WAIT);
+    let sent = peer.send_request_with_option(request, options).await;
+    let answer: Result<ClientResult, _> = match sent {
+        Ok(handle) => handle.await_response().await,
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(result) => serde_json::to_value(result).map_err(|e| McpError::internal_error(e.to_string(), None)),
+        // The client refused the question or never answered: the call ends with that.
+        Err(e) => Err(McpError::internal_error(format!("the client did not answer the tool's question: {e}"), None)),
+    }
+}

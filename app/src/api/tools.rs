@@ -210,6 +210,9 @@ pub struct RunView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionView {
     pub key: String,
+    /// Which question this is (its fingerprint): an answer goes back with it,
+    /// so it counts only for this question.
+    pub question: String,
     pub message: String,
     pub fields: Vec<QuestionField>,
 }
@@ -220,10 +223,11 @@ pub struct QuestionField {
     pub name: String,
     pub label: String,
     pub description: String,
-    /// `string`, `number`, `integer`, `boolean` or `choice`.
+    /// `string`, `number`, `integer`, `boolean`, `choice` (one of
+    /// `options`) or `choices` (any of them: a multi-select).
     pub kind: String,
     /// A choice's values and what each is called.
-    pub options: Vec<(String, String)>,
+    pub options: Vec<(serde_json::Value, String)>,
     pub required: bool,
     pub default: Option<serde_json::Value>,
 }
@@ -439,7 +443,7 @@ mod convert {
                 ("content", text, Some(toolshed_domain::markdown::content_html(&blocks)), None)
             }
             Err(RunError::NeedsInput { requests }) if requests.values().all(|r| r["method"] == "elicitation/create") => {
-                questions = requests.iter().map(|(key, r)| question(key, &r["params"])).collect();
+                questions = requests.iter().map(|(key, r)| question(key, r)).collect();
                 ("asked", String::new(), None, None)
             }
             Err(e) => {
@@ -471,32 +475,32 @@ mod convert {
     }
 
     /// An elicitation as a form: its schema is flat (strings, numbers,
-    /// booleans, choices), so each property is one field.
-    fn question(key: &str, params: &serde_json::Value) -> QuestionView {
+    /// booleans, choices, multi-selects), so each property is one field.
+    fn question(key: &str, request: &serde_json::Value) -> QuestionView {
+        let params = &request["params"];
         let schema = &params["requestedSchema"];
         let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
         let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+        // `enum` (with `enumNames`, the legacy titles), or `oneOf`/`anyOf` of `{const, title}`.
+        let options = |p: &serde_json::Value| -> Vec<(serde_json::Value, String)> {
+            let label = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+            if let Some(values) = p["enum"].as_array() {
+                let names = p["enumNames"].as_array();
+                return values.iter().enumerate().map(|(i, v)| (v.clone(), names.and_then(|n| n.get(i)).map_or_else(|| label(v), text))).collect();
+            }
+            let titled = p["oneOf"].as_array().or_else(|| p["anyOf"].as_array()).into_iter().flatten();
+            titled.map(|c| (c["const"].clone(), c["title"].as_str().map_or_else(|| label(&c["const"]), str::to_owned))).collect()
+        };
         let fields = schema["properties"]
             .as_object()
             .into_iter()
             .flatten()
             .map(|(name, p)| {
-                let options: Vec<(String, String)> = match (p["enum"].as_array(), p["oneOf"].as_array()) {
-                    (Some(values), _) => {
-                        let names = p["enumNames"].as_array();
-                        values
-                            .iter()
-                            .enumerate()
-                            .map(|(i, v)| (text(v), names.and_then(|n| n.get(i)).map_or_else(|| text(v), text)))
-                            .collect()
-                    }
-                    (None, Some(choices)) => choices.iter().map(|c| (text(&c["const"]), text(&c["title"]))).collect(),
-                    _ => Vec::new(),
-                };
-                let kind = match p["type"].as_str() {
-                    _ if !options.is_empty() => "choice",
-                    Some(kind @ ("number" | "integer" | "boolean")) => kind,
-                    _ => "string",
+                let (kind, options) = match (p["type"].as_str(), options(p)) {
+                    (Some("array"), _) => ("choices", options(&p["items"])),
+                    (_, options) if !options.is_empty() => ("choice", options),
+                    (Some(kind @ ("number" | "integer" | "boolean")), _) => (kind, Vec::new()),
+                    _ => ("string", Vec::new()),
                 };
                 QuestionField {
                     name: name.clone(),
@@ -509,7 +513,12 @@ mod convert {
                 }
             })
             .collect();
-        QuestionView { key: key.to_owned(), message: text(&params["message"]), fields }
+        QuestionView {
+            key: key.to_owned(),
+            question: toolshed_domain::sandbox::fingerprint(request),
+            message: text(&params["message"]),
+            fields,
+        }
     }
 
     fn console_line(c: toolshed_domain::sandbox::ConsoleLine) -> ConsoleView {
@@ -742,21 +751,20 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
 
 /// Runs the tool; `input` is the arguments as JSON text, `answers` the
 /// person's answers to what the tool asked so far (a JSON object by question
-/// key; empty for a first run). The page answers elicitations only.
+/// key of `{question, answer}`, `question` being the [`QuestionView`]'s;
+/// empty for a first run). The page answers elicitations only.
 #[server(endpoint = "tools/run", input = crate::api::JsonArgs)]
 pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(default)] answers: String) -> Result<RunView, AppError> {
     use toolshed_domain::tools::{Live, Via};
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
     let answers = match answers.trim() {
-        "" => serde_json::Map::new(),
-        text => match convert::parse_json("Answers", text)? {
-            serde_json::Value::Object(answers) => answers,
-            _ => return Err(AppError::BadRequest("Answers must be a JSON object".into())),
-        },
+        "" => toolshed_domain::sandbox::Input::default(),
+        text => serde_json::from_value(convert::parse_json("Answers", text)?)
+            .map_err(|e| AppError::BadRequest(format!("Answers must be an object of {{question, answer}} by key: {e}")))?,
     };
     let capabilities = serde_json::json!({ "elicitation": {} }).as_object().cloned().unwrap_or_default();
-    let live = Live { events: None, input: toolshed_domain::sandbox::Input { answers }, capabilities };
+    let live = Live { events: None, input: answers, capabilities };
     let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()

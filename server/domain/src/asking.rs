@@ -4,7 +4,11 @@
 //! `requestState`: sealed under the deployment's key (so any replica opens it,
 //! and the client can read nothing and change nothing), bound to the caller,
 //! the endpoint, the tool and its arguments (so it cannot be carried to
-//! another call), and expiring.
+//! another call), and expiring. The state also names the questions its
+//! round asked, so the client's `inputResponses` are taken as the answers to
+//! those questions only.
+
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -12,6 +16,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ids::UserId;
+use crate::sandbox::{canonical_json, fingerprint, Answer, Input};
 use crate::secrets::SecretBox;
 
 /// How long a round's state may wait for the client's next round.
@@ -44,25 +49,54 @@ pub enum StateError {
 struct Sealed {
     expires_ms: i64,
     round: usize,
-    answers: Map<String, Value>,
+    input: Input,
+    /// The questions this round asked: key → fingerprint.
+    asked: BTreeMap<String, String>,
+}
+
+/// A round's state, opened: where the call stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// Rounds taken so far.
+    pub number: usize,
+    /// Every answer so far.
+    pub input: Input,
+    asked: BTreeMap<String, String>,
+}
+
+impl Round {
+    /// Takes the client's `inputResponses` as the answers to the questions
+    /// this round asked. A response under any other key answers nothing.
+    pub fn answered(mut self, responses: impl IntoIterator<Item = (String, Value)>) -> Input {
+        for (key, answer) in responses {
+            if let Some(question) = self.asked.get(&key) {
+                self.input.give(key, Answer { question: question.clone(), answer });
+            }
+        }
+        self.input
+    }
 }
 
 impl AskedCall<'_> {
-    /// Binds a state to this call: what is sealed for one call opens for no other.
+    /// Binds a state to this call: what is sealed for one call opens for no
+    /// other. The arguments are hashed with their keys sorted, so a client
+    /// that sends them back in another order is the same call.
     fn purpose(&self) -> String {
-        let arguments = Sha256::digest(serde_json::to_vec(self.arguments).unwrap_or_default());
+        let arguments = Sha256::digest(canonical_json(&Value::Object(self.arguments.clone())));
         format!("mcp.request-state:{}:{}:{}:{}", self.user.0, self.endpoint, self.tool, hex::encode(arguments))
     }
 
-    /// The state for round `round` (from 1) with `answers` so far.
-    pub fn seal(&self, secrets: &SecretBox, round: usize, answers: &Map<String, Value>) -> String {
-        let sealed = Sealed { expires_ms: crate::now_ms() + STATE_TTL_MS, round, answers: answers.clone() };
-        let json = serde_json::to_string(&sealed).expect("a map of JSON values serializes");
+    /// The state after round `round` (from 1), which asked `asked`, with
+    /// the answers so far.
+    pub fn seal(&self, secrets: &SecretBox, round: usize, input: &Input, asked: &Map<String, Value>) -> String {
+        let asked = asked.iter().map(|(key, question)| (key.clone(), fingerprint(question))).collect();
+        let sealed = Sealed { expires_ms: crate::now_ms() + STATE_TTL_MS, round, input: input.clone(), asked };
+        let json = serde_json::to_string(&sealed).expect("answers and fingerprints serialize");
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secrets.seal(&self.purpose(), &json))
     }
 
-    /// The round a state was sealed for, and its answers.
-    pub fn open(&self, secrets: &SecretBox, state: &str) -> Result<(usize, Map<String, Value>), StateError> {
+    /// The round a state was sealed after.
+    pub fn open(&self, secrets: &SecretBox, state: &str) -> Result<Round, StateError> {
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(state).map_err(|_| StateError::NotOurs)?;
         let json = secrets.open(&self.purpose(), &bytes).map_err(|_| StateError::NotOurs)?;
         let sealed: Sealed = serde_json::from_str(&json).map_err(|_| StateError::NotOurs)?;
@@ -72,7 +106,7 @@ impl AskedCall<'_> {
         if sealed.round >= MAX_ROUNDS {
             return Err(StateError::TooManyRounds);
         }
-        Ok((sealed.round, sealed.answers))
+        Ok(Round { number: sealed.round, input: sealed.input, asked: sealed.asked })
     }
 }
 
@@ -85,13 +119,20 @@ mod tests {
         AskedCall { user: UserId(user), endpoint: "ops/deploy", tool, arguments }
     }
 
+    fn question(message: &str) -> Value {
+        json!({"method": "elicitation/create", "params": {"message": message, "requestedSchema": {"type": "object", "properties": {}}}})
+    }
+
     #[test]
     fn a_state_opens_only_for_the_call_it_was_sealed_for() {
         let secrets = SecretBox::ephemeral();
-        let args = json!({"service": "api"}).as_object().cloned().unwrap();
-        let answers = json!({"ask1": {"action": "accept"}}).as_object().cloned().unwrap();
-        let state = call(1, "deploy", &args).seal(&secrets, 1, &answers);
-        assert_eq!(call(1, "deploy", &args).open(&secrets, &state), Ok((1, answers)));
+        let args = json!({"service": "api", "region": "eu"}).as_object().cloned().unwrap();
+        let asked = json!({"ask1": question("Deploy?")}).as_object().cloned().unwrap();
+        let state = call(1, "deploy", &args).seal(&secrets, 1, &Input::default(), &asked);
+        assert_eq!(call(1, "deploy", &args).open(&secrets, &state).unwrap().number, 1);
+        // The same arguments in another key order are the same call.
+        let reordered: Map<String, Value> = serde_json::from_str(r#"{"region": "eu", "service": "api"}"#).unwrap();
+        assert!(call(1, "deploy", &reordered).open(&secrets, &state).is_ok());
 
         let other_args = json!({"service": "db"}).as_object().cloned().unwrap();
         assert_eq!(call(2, "deploy", &args).open(&secrets, &state), Err(StateError::NotOurs), "another caller");
@@ -105,10 +146,27 @@ mod tests {
     }
 
     #[test]
+    fn responses_answer_only_the_questions_the_round_asked() {
+        let secrets = SecretBox::ephemeral();
+        let args = Map::new();
+        let asked = json!({"ask1": question("Deploy?")}).as_object().cloned().unwrap();
+        let state = call(1, "t", &args).seal(&secrets, 1, &Input::default(), &asked);
+        let responses = json!({"ask1": {"action": "accept"}, "ask2": {"action": "accept"}}).as_object().cloned().unwrap();
+        let input = call(1, "t", &args).open(&secrets, &state).unwrap().answered(responses);
+        let keys: Vec<&String> = input.answers().keys().collect();
+        assert_eq!(keys, ["ask1"], "ask2 was never asked");
+        assert_eq!(input.answers()["ask1"], Answer::to(&asked["ask1"], json!({"action": "accept"})));
+
+        // The next round's state carries that answer, bound to its question.
+        let state = call(1, "t", &args).seal(&secrets, 2, &input, &Map::new());
+        assert_eq!(call(1, "t", &args).open(&secrets, &state).unwrap().input, input);
+    }
+
+    #[test]
     fn a_call_cannot_ask_forever() {
         let secrets = SecretBox::ephemeral();
         let args = Map::new();
-        let state = call(1, "t", &args).seal(&secrets, MAX_ROUNDS, &Map::new());
+        let state = call(1, "t", &args).seal(&secrets, MAX_ROUNDS, &Input::default(), &Map::new());
         assert_eq!(call(1, "t", &args).open(&secrets, &state), Err(StateError::TooManyRounds));
     }
 }

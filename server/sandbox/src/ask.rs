@@ -5,13 +5,17 @@
 //! A run never waits for a person. When a question has no answer yet the run
 //! stops at once ([`super::RunError::NeedsInput`]); the caller puts the
 //! questions to the client and runs the tool again from the start with every
-//! answer so far ([`Input::answers`]). Code before a question so runs once per
+//! answer so far ([`Input`]). Code before a question so runs once per
 //! round (ask first, act after), and no worker is held while someone thinks.
 //! Whether the client can answer is the caller's to check: a question its
 //! client did not declare it can answer is a protocol error there, and code
 //! that wants another way reads `$context.client.capabilities` first.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 /// The questions a client may be put, by the capability it must have declared.
 pub const METHODS: [(&str, &str); 3] =
@@ -22,22 +26,100 @@ const MAX_REQUESTS: usize = 8;
 const MAX_REQUEST_BYTES: usize = 64 * 1024;
 const MAX_KEY: usize = 64;
 
-/// The answers a run has been given so far, by the key it asked under.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The answers a run has been given so far, by the key it asked under, each
+/// with the question it answers: code that asks something else under a key
+/// (its question built from an earlier answer, or a tool changed between
+/// rounds) is asked again, never handed an answer to another question.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Input {
-    pub answers: Map<String, Value>,
+    answers: BTreeMap<String, Answer>,
+}
+
+/// One answer, and the [`fingerprint`] of the question it was given to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub question: String,
+    pub answer: Value,
+}
+
+impl Answer {
+    /// `answer`, given to `question` (as the run asked it).
+    pub fn to(question: &Value, answer: Value) -> Self {
+        Self { question: fingerprint(question), answer }
+    }
+}
+
+/// What identifies a question (as the run asked it, in `NeedsInput`): a hash
+/// of its JSON with keys sorted, so no serializer's key order changes it.
+pub fn fingerprint(question: &Value) -> String {
+    let digest = Sha256::digest(canonical_json(question));
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `value` as JSON text with every object's keys sorted: the same value
+/// gives the same text whatever order its keys arrived in.
+pub fn canonical_json(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (key, value)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    write(value, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
 }
 
 impl Input {
+    /// Records `answer` as the answer to the question asked under `key`.
+    pub fn give(&mut self, key: String, answer: Answer) {
+        self.answers.insert(key, answer);
+    }
+
+    /// Every answer so far, by key.
+    pub fn answers(&self) -> &BTreeMap<String, Answer> {
+        &self.answers
+    }
+
+    /// Takes `other`'s answers over these.
+    pub fn extend(&mut self, other: Input) {
+        self.answers.extend(other.answers);
+    }
+
     /// The answers to `requests` if every one is given (answers that do not
     /// fit their question count as not given); else the unanswered questions.
     pub(super) fn answer(&self, requests: &Map<String, Value>) -> Result<Map<String, Value>, Map<String, Value>> {
         let mut missing = Map::new();
         let mut found = Map::new();
         for (key, request) in requests {
-            match self.answers.get(key).filter(|answer| fits(request, answer)) {
-                Some(answer) => {
-                    found.insert(key.clone(), answer.clone());
+            let given = self.answers.get(key).filter(|a| a.question == fingerprint(request) && fits(request, &a.answer));
+            match given {
+                Some(given) => {
+                    found.insert(key.clone(), given.answer.clone());
                 }
                 None => {
                     missing.insert(key.clone(), request.clone());
@@ -142,7 +224,8 @@ fn fits(request: &Value, answer: &Value) -> bool {
 }
 
 /// Elicitation schemas are flat: every required property present, every
-/// property given of its declared type (and among its `enum`, if any).
+/// property given of its declared type, and among its choices if it has
+/// them (`enum`, `oneOf`, or for a multi-select its items' `enum`/`anyOf`).
 fn content_fits(schema: &Value, content: &Map<String, Value>) -> bool {
     let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
     if required.into_iter().any(|name| !content.contains_key(name)) {
@@ -154,17 +237,25 @@ fn content_fits(schema: &Value, content: &Map<String, Value>) -> bool {
         let typed = match property["type"].as_str() {
             Some("string") => value.is_string(),
             Some("number") => value.is_number(),
-            Some("integer") => value.is_i64() || value.is_u64(),
+            // 3.0 is an integer: clients whose numbers are floats send it so.
+            Some("integer") => value.as_f64().is_some_and(|n| n.fract() == 0.0),
             Some("boolean") => value.is_boolean(),
-            Some("array") => value.as_array().is_some_and(|items| items.iter().all(Value::is_string)),
+            Some("array") => value.as_array().is_some_and(|items| items.iter().all(|item| item.is_string() && chosen(&property["items"], item))),
             _ => true,
         };
-        let listed = match property["enum"].as_array() {
-            Some(options) => options.contains(value),
-            None => true,
-        };
-        typed && listed
+        typed && chosen(property, value)
     })
+}
+
+/// Whether `value` is among `schema`'s choices, if it lists any.
+fn chosen(schema: &Value, value: &Value) -> bool {
+    if let Some(options) = schema["enum"].as_array() {
+        return options.contains(value);
+    }
+    match schema["oneOf"].as_array().or_else(|| schema["anyOf"].as_array()) {
+        Some(options) => options.iter().any(|option| option["const"] == *value),
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -211,13 +302,38 @@ mod tests {
             json!({"action": "accept", "content": {}}),
             json!({"action": "maybe"}),
         ] {
-            input.answers.insert("who".into(), wrong.clone());
+            input.give("who".into(), Answer::to(&questions["who"], wrong.clone()));
             assert!(input.answer(&questions).is_err(), "{wrong} taken as an answer");
         }
         for right in [json!({"action": "accept", "content": {"name": "Ada"}}), json!({"action": "decline"})] {
-            input.answers.insert("who".into(), right.clone());
+            input.give("who".into(), Answer::to(&questions["who"], right.clone()));
             assert_eq!(input.answer(&questions).unwrap()["who"], right);
         }
+    }
+
+    #[test]
+    fn an_answer_counts_only_for_the_question_it_was_given_to() {
+        let mut input = Input::default();
+        let asked = input.requests(name_question()).unwrap();
+        input.give("who".into(), Answer::to(&asked["who"], json!({"action": "accept", "content": {"name": "Ada"}})));
+        assert!(input.answer(&asked).is_ok());
+        // The same key, another question (say, built from an earlier answer): asked anew.
+        let mut changed = name_question();
+        changed["who"]["params"]["message"] = json!("Who approves the payment of 10,000 EUR?");
+        let changed = input.requests(changed).unwrap();
+        assert_eq!(input.answer(&changed).unwrap_err().len(), 1);
+    }
+
+    #[test]
+    fn a_question_is_the_same_whatever_order_its_keys_come_in() {
+        let a = json!({"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+        let b: Value = serde_json::from_str(
+            r#"{"params": {"requestedSchema": {"properties": {}, "type": "object"}, "message": "m"}, "method": "elicitation/create"}"#,
+        )
+        .unwrap();
+        assert_ne!(a.to_string(), b.to_string(), "key order is kept (preserve_order)");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_eq!(canonical_json(&json!({"b": [1, {"d": 2, "c": "x\"y"}], "a": null})), r#"{"a":null,"b":[1,{"c":"x\"y","d":2}]}"#);
     }
 
     #[test]
@@ -228,5 +344,17 @@ mod tests {
         assert!(content_fits(&schema, json!({"size": "M", "tags": ["a"]}).as_object().unwrap()));
         assert!(!content_fits(&schema, json!({"size": "XL"}).as_object().unwrap()));
         assert!(!content_fits(&schema, json!({"tags": [1]}).as_object().unwrap()));
+
+        let titled = json!({"type": "object", "properties": {
+            "plan": {"type": "string", "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}]},
+            "days": {"type": "array", "items": {"anyOf": [{"const": "mon", "title": "Monday"}, {"const": "tue", "title": "Tuesday"}]}},
+            "picked": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+            "count": {"type": "integer"}}});
+        let fits = |content: Value| content_fits(&titled, content.as_object().unwrap());
+        assert!(fits(json!({"plan": "pro", "days": ["mon", "tue"], "picked": ["y"], "count": 3.0})));
+        assert!(!fits(json!({"plan": "enterprise"})), "not one of oneOf");
+        assert!(!fits(json!({"days": ["sun"]})), "not one of the items' anyOf");
+        assert!(!fits(json!({"picked": ["z"]})), "not in the items' enum");
+        assert!(!fits(json!({"count": 3.5})), "not an integer");
     }
 }

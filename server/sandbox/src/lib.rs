@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-pub use ask::{Input, METHODS as INPUT_METHODS};
+pub use ask::{canonical_json, fingerprint, Answer, Input, METHODS as INPUT_METHODS};
 pub use calls::{CodeTools, PreparedCall, ToolCall, ToolHost};
 pub use engine::{run_blocking, run_reporting};
 pub use fetch::{FetchExchange, FetchResponse, REDACTED};

@@ -713,10 +713,27 @@ fn a_recording_keeps_bodies_within_its_budget() {
     assert_eq!(recorded.response.as_ref().unwrap().as_ref().unwrap().body.len(), fetch::RECORDED_BODY_BYTES);
 }
 
+/// Runs `code` as a caller would: each round gives the answers from
+/// `answers` to the questions the run stopped for (by key), and runs again,
+/// until the run ends or asks what `answers` has no answer for.
 fn asking(code: &str, answers: serde_json::Value) -> RunOutcome {
-    let mut req = RunRequest::new(code);
-    req.input = Input { answers: args(answers) };
-    run_blocking(req)
+    let answers = args(answers);
+    let mut input = Input::default();
+    loop {
+        let mut req = RunRequest::new(code);
+        req.input = input.clone();
+        let outcome = run_blocking(req);
+        let Err(RunError::NeedsInput { requests }) = &outcome.result else { return outcome };
+        let before = input.clone();
+        for (key, question) in requests {
+            if let Some(answer) = answers.get(key) {
+                input.give(key.clone(), Answer::to(question, answer.clone()));
+            }
+        }
+        if input == before {
+            return outcome;
+        }
+    }
 }
 
 fn questions(outcome: &RunOutcome) -> serde_json::Map<String, serde_json::Value> {

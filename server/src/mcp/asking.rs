@@ -17,7 +17,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value};
 use toolshed_domain::asking::{AskedCall, MAX_ROUNDS};
 use toolshed_domain::ids::UserId;
-use toolshed_domain::sandbox::{Input, INPUT_METHODS};
+use toolshed_domain::sandbox::{Answer, Input, INPUT_METHODS};
 use toolshed_domain::Toolshed;
 
 use super::handler::Transport;
@@ -87,13 +87,12 @@ impl Asking {
             capabilities,
             asks,
         };
-        if let Some(state) = &request.request_state {
-            let (round, answers) =
-                asking.call().open(toolshed.secrets(), state).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-            asking.round = round;
-            asking.input.answers = answers;
+        // Only 2026-07-28 answers in the request; a 2025 client is asked on its session.
+        if let (Asks::InResult, Some(state)) = (asks, &request.request_state) {
+            let round = asking.call().open(toolshed.secrets(), state).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+            asking.round = round.number;
+            asking.input = round.answered(request.input_responses.clone().unwrap_or_default());
         }
-        asking.input.answers.extend(request.input_responses.clone().unwrap_or_default());
         Ok(asking)
     }
 
@@ -143,17 +142,17 @@ impl Asking {
         if self.round >= MAX_ROUNDS {
             return tool_error(format!("{why} (the tool has asked in {MAX_ROUNDS} rounds; a call may take no more)"));
         }
-        let requests = match input_requests(requests) {
-            Ok(requests) => requests,
+        let typed = match input_requests(requests.clone()) {
+            Ok(typed) => typed,
             Err(text) => return tool_error(text),
         };
         if self.asks == Asks::InResult {
-            let state = self.call().seal(toolshed.secrets(), self.round, &self.input.answers);
-            return Ok(Some(InputRequiredResult::new(Some(requests), Some(state)).into()));
+            let state = self.call().seal(toolshed.secrets(), self.round, &self.input, &requests);
+            return Ok(Some(InputRequiredResult::new(Some(typed), Some(state)).into()));
         }
-        for (key, request) in requests {
+        for (key, request) in typed {
             let answer = ask_on_session(peer, request).await?;
-            self.input.answers.insert(key, answer);
+            self.input.give(key.clone(), Answer::to(&requests[&key], answer));
         }
         Ok(None)
     }

@@ -193,15 +193,15 @@ pub fn ConsoleLines(console: Vec<ConsoleView>) -> impl IntoView {
 }
 
 /// What the tool asked, as forms: one per question, answered (accept with the
-/// fields, or decline) into `answers` under its key; `answered` then runs the
-/// tool again with every answer so far.
+/// fields, or decline) into `answers` under its key, with the question it
+/// answers; `answered` then runs the tool again with every answer so far.
 #[component]
 fn Questions(questions: Vec<QuestionView>, answers: RwSignal<Map<String, Value>>, answered: Callback<()>) -> impl IntoView {
     let count = questions.len();
     let given = RwSignal::new(0usize);
-    let reply = move |key: String, answer: Value| {
+    let reply = move |(key, question): (String, String), answer: Value| {
         answers.update(|a| {
-            a.insert(key, answer);
+            a.insert(key, serde_json::json!({"question": question, "answer": answer}));
         });
         given.update(|n| *n += 1);
         if given.get_untracked() >= count {
@@ -213,12 +213,15 @@ fn Questions(questions: Vec<QuestionView>, answers: RwSignal<Map<String, Value>>
             {questions.into_iter().map(|q| {
                 let values = RwSignal::new(Map::<String, Value>::new());
                 for f in &q.fields {
-                    if let Some(default) = f.default.clone() {
-                        values.update(|v| { v.insert(f.name.clone(), default); });
+                    // An unticked box is an answer too: `false`.
+                    let start = f.default.clone().or_else(|| (f.kind == "boolean").then_some(Value::Bool(false)));
+                    if let Some(start) = start {
+                        values.update(|v| { v.insert(f.name.clone(), start); });
                     }
                 }
                 let done = RwSignal::new(false);
-                let (accept_key, decline_key) = (q.key.clone(), q.key.clone());
+                let accept_key = (q.key.clone(), q.question.clone());
+                let decline_key = accept_key.clone();
                 view! {
                     <form class="question card" data-key=q.key.clone()
                         on:submit=move |ev| {
@@ -264,12 +267,44 @@ fn QuestionInput(field: QuestionField, values: RwSignal<Map<String, Value>>) -> 
                 on:change=move |ev| set(Some(Value::Bool(event_target_checked(&ev)))) />
         }
         .into_any(),
-        "choice" => view! {
-            <select required=field.required prop:value=move || current().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-                on:change=move |ev| set(Some(Value::String(event_target_value(&ev))))>
-                <option value="">"Choose…"</option>
-                {field.options.iter().map(|(value, label)| view! { <option value=value.clone()>{label.clone()}</option> }).collect_view()}
-            </select>
+        // Options go by position: their values may be numbers, not only text.
+        "choice" => {
+            let options = field.options.clone();
+            let position = {
+                let options = options.clone();
+                move || current().and_then(|v| options.iter().position(|(o, _)| *o == v)).map(|i| i.to_string()).unwrap_or_default()
+            };
+            view! {
+                <select required=field.required prop:value=position
+                    on:change=move |ev| set(event_target_value(&ev).parse::<usize>().ok().and_then(|i| options.get(i)).map(|(v, _)| v.clone()))>
+                    <option value="">"Choose…"</option>
+                    {field.options.iter().enumerate().map(|(i, (_, label))| view! { <option value=i.to_string()>{label.clone()}</option> }).collect_view()}
+                </select>
+            }
+            .into_any()
+        }
+        "choices" => view! {
+            <span class="choices">
+                {field.options.iter().map(|(value, label)| {
+                    let (value, toggled) = (value.clone(), value.clone());
+                    let (current, set) = (current.clone(), set.clone());
+                    let picked = move || current().and_then(|v| v.as_array().cloned()).unwrap_or_default();
+                    let now = picked.clone();
+                    view! {
+                        <label class="choice inline">
+                            <input type="checkbox" prop:checked=move || picked().contains(&value)
+                                on:change=move |ev| {
+                                    let mut items: Vec<Value> = now().into_iter().filter(|v| *v != toggled).collect();
+                                    if event_target_checked(&ev) {
+                                        items.push(toggled.clone());
+                                    }
+                                    set(Some(Value::Array(items)));
+                                } />
+                            " " {label.clone()}
+                        </label>
+                    }
+                }).collect_view()}
+            </span>
         }
         .into_any(),
         kind @ ("number" | "integer") => {
@@ -287,11 +322,14 @@ fn QuestionInput(field: QuestionField, values: RwSignal<Map<String, Value>>) -> 
         }
         .into_any(),
     };
-    view! {
-        <label class="arg-field">
-            <span>{format!("{}{}", field.label, if field.required { " *" } else { "" })} " " <small class="muted">{field.description.clone()}</small></span>
-            {input}
-        </label>
+    let caption = view! {
+        <span>{format!("{}{}", field.label, if field.required { " *" } else { "" })} " " <small class="muted">{field.description.clone()}</small></span>
+    };
+    // A multi-select is a group of labelled boxes; a label may not hold labels.
+    if field.kind == "choices" {
+        view! { <fieldset class="arg-field"><legend>{caption}</legend>{input}</fieldset> }.into_any()
+    } else {
+        view! { <label class="arg-field">{caption}{input}</label> }.into_any()
     }
 }
 

@@ -553,9 +553,14 @@ mod convert {
         }
     }
 
-    pub fn target(t: RunTarget) -> Result<tools::RunSource, AppError> {
+    /// The domain's run source; a draft keeps the output schema the tool has
+    /// (the editor edits code and arguments only).
+    pub async fn target(user: &User, tool: i64, t: RunTarget) -> Result<tools::RunSource, AppError> {
         Ok(match t {
-            RunTarget::Draft { code, args } => tools::RunSource::Draft { code, args },
+            RunTarget::Draft { code, args } => {
+                let output_schema = server::toolshed()?.tools().draft(user, tool_id(tool)).await.map_err(server::fail)?.output_schema;
+                tools::RunSource::Draft { code, args, output_schema }
+            }
             RunTarget::Version(n) => tools::RunSource::Version(n),
             RunTarget::Published => tools::RunSource::Published,
         })
@@ -650,15 +655,18 @@ fn tool_id(id: i64) -> toolshed_domain::ids::ToolId {
 }
 
 #[cfg(feature = "ssr")]
-fn source(code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Source, AppError> {
-    toolshed_domain::tools::Source::parse(&code, args, None).map_err(server::fail)
+/// What the editor saves: its code and arguments, and the output schema the
+/// tool already has (set by a push or a fork; the editor does not edit it).
+async fn source(user: &toolshed_domain::User, tool: i64, code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Source, AppError> {
+    let kept = server::toolshed()?.tools().draft(user, tool_id(tool)).await.map_err(server::fail)?.output_schema;
+    toolshed_domain::tools::Source::parse(&code, args, kept).map_err(server::fail)
 }
 
 /// Autosave; returns the time it was saved (Unix ms).
 #[server(endpoint = "tools/draft", input = crate::api::JsonArgs)]
 pub async fn save_draft(tool: i64, code: String, args: Vec<ArgDef>) -> Result<i64, AppError> {
     let user = server::require_user().await?;
-    let src = source(code, args)?;
+    let src = source(&user, tool, code, args).await?;
     server::toolshed()?.tools().save_draft(&user, tool_id(tool), src).await.map_err(server::fail)
 }
 
@@ -672,7 +680,7 @@ pub async fn discard_draft(tool: i64) -> Result<(), AppError> {
 #[server(endpoint = "tools/save_version", input = crate::api::JsonArgs)]
 pub async fn save_version(tool: i64, code: String, args: Vec<ArgDef>, changelog: String) -> Result<i64, AppError> {
     let user = server::require_user().await?;
-    let src = source(code, args)?;
+    let src = source(&user, tool, code, args).await?;
     server::toolshed()?.tools().save_version(&user, tool_id(tool), src, &changelog).await.map_err(server::fail)
 }
 
@@ -768,7 +776,7 @@ pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(defa
     let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()
-        .run_tool_via(&user, tool_id(tool), convert::target(target)?, input, via, live)
+        .run_tool_via(&user, tool_id(tool), convert::target(&user, tool, target).await?, input, via, live)
         .await
         .map_err(server::fail)?;
     Ok(convert::run_view(report))
@@ -844,7 +852,7 @@ pub async fn replay_failed_call(tool: i64, call: i64, target: RunTarget, input: 
     let input = convert::parse_json("Arguments", &input)?;
     let report = server::toolshed()?
         .tools()
-        .replay_failed_call(&user, tool_id(tool), call, convert::target(target)?, input)
+        .replay_failed_call(&user, tool_id(tool), call, convert::target(&user, tool, target).await?, input)
         .await
         .map_err(server::fail)?;
     Ok(convert::run_view(report))
@@ -866,7 +874,7 @@ pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
 #[server(endpoint = "tools/test_cases/run", input = crate::api::JsonArgs)]
 pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
     let user = server::require_user().await?;
-    let results = server::toolshed()?.tools().run_test_cases(&user, tool_id(tool), convert::target(target)?).await.map_err(server::fail)?;
+    let results = server::toolshed()?.tools().run_test_cases(&user, tool_id(tool), convert::target(&user, tool, target).await?).await.map_err(server::fail)?;
     Ok(results.into_iter().map(convert::test_result).collect())
 }
 

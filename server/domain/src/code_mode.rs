@@ -181,6 +181,7 @@ pub(crate) async fn prepare_member(
     let run_span = span.clone();
     let finish = move |mut outcome: RunOutcome| {
         core.count_run(Ok(&outcome), allow.as_deref(), crate::Waited::Nested, &run_span);
+        runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };

@@ -247,6 +247,10 @@ pub enum RunError {
     Internal {
         message: String,
     },
+    /// The tool declares an output schema and its result does not match it.
+    OutputMismatch {
+        message: String,
+    },
     /// The code asked questions (`$input`, `$ask`) that have no answer yet:
     /// the run stopped there. `requests` are MCP's `inputRequests`, by key.
     NeedsInput {
@@ -285,6 +289,7 @@ impl fmt::Display for RunError {
             }
             Self::NeverSettled => f.write_str("The tool never finished: it awaits a promise that nothing can resolve"),
             Self::Internal { message } => write!(f, "Sandbox error: {message}"),
+            Self::OutputMismatch { message } => write!(f, "The result does not match the tool's output schema: {message}"),
             Self::NeedsInput { requests } => {
                 let asked: Vec<&str> =
                     requests.values().map(|r| r["params"]["message"].as_str().or(r["method"].as_str()).unwrap_or_default()).collect();

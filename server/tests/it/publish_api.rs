@@ -301,3 +301,58 @@ server_test!(where_a_department_requires_tests_a_push_publishes_only_with_passin
     assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_file")), "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("more than one check"), "{body}");
 });
+
+/// A counter tool declaring `{count: integer}` as its output, returning what `code` does.
+fn counter(code: &str, test_cases: Value) -> String {
+    json!({
+        "name": "counter",
+        "visibility": "everyone",
+        "code": code,
+        "output_schema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+        "test_cases": test_cases,
+    })
+    .to_string()
+}
+
+server_test!(a_result_that_does_not_match_the_declared_output_schema_is_the_tools_error, |srv: TestServer| async move {
+    let carol = srv.member("carol", "research").await;
+    let token = srv.publish_token("carol").await;
+    // Its test cases run against the schema too: a mismatch is not published.
+    let (status, body) = push(&srv, Some(&token), &counter("return {count: 'three'};", json!([{"name": "runs"}]))).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["test_results"][0]["reason"], "the run failed", "{body}");
+    let said = body["test_results"][0]["actual"].as_str().unwrap_or_default();
+    assert!(said.contains(r#"does not match the tool's output schema: at /count: "three" is not of type "integer""#), "{body}");
+
+    let (status, body) = push(&srv, Some(&token), &counter("return {count: 3};", json!([]))).await;
+    assert_eq!(status, 200, "{body}");
+    let session = crate::mcp::Session::open(srv.url("/mcp/tools/research/counter"), &srv.token("carol").await).await;
+    let listed = session.request(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    assert_eq!(listed[0]["result"]["tools"][0]["outputSchema"]["required"], json!(["count"]));
+    let ok = session.request(&crate::mcp::call(2, "counter", json!({}))).await;
+    assert_eq!(ok[0]["result"]["structuredContent"], json!({"count": 3}), "{ok:?}");
+    // A version that returns text: the session follows the publish.
+    let (status, body) = push(&srv, Some(&token), &counter("return '3';", json!([]))).await;
+    assert_eq!(status, 200, "{body}");
+    let text = session.request(&crate::mcp::call(3, "counter", json!({}))).await;
+    let result = &text[0]["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result.get("structuredContent").is_none());
+    let message = result["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("does not match the tool's output schema: it returned text; return an object"), "{message}");
+
+    // The editor edits code and arguments: a version saved there keeps the schema, and its runs are checked.
+    let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "counter")]).await;
+    let id = detail["id"].as_i64().unwrap();
+    let (status, saved) =
+        srv.server_fn(&carol, "tools/save_version", json!({"tool": id, "code": "return {count: 1.5};", "args": [], "changelog": "ui"})).await;
+    assert_eq!(status, 200, "{saved}");
+    srv.publish_version(&carol, id, saved.as_i64().unwrap()).await;
+    let (_, ran) = srv.server_fn(&carol, "tools/run", json!({"tool": id, "target": "Published", "input": "{}"})).await;
+    assert_eq!(ran["error"]["kind"], "output_mismatch", "{ran}");
+    let draft = |code: &str| json!({"tool": id, "target": {"Draft": {"code": code, "args": []}}, "input": "{}"});
+    let (_, ran) = srv.server_fn(&carol, "tools/run", draft("return {count: 2};")).await;
+    assert_eq!(serde_json::from_str::<Value>(ran["result"].as_str().unwrap()).unwrap(), json!({"count": 2}), "{ran}");
+    let (_, ran) = srv.server_fn(&carol, "tools/run", draft("return {total: 2};")).await;
+    assert_eq!(ran["error"]["kind"], "output_mismatch", "{ran}");
+});

@@ -248,7 +248,7 @@ impl Tools<'_> {
             .chain(file_cases.iter().copied())
             .collect();
         cases.sort_by(|a, b| a.name.cmp(b.name));
-        let draft = RunSource::Draft { code: source.code.as_str().to_owned(), args: source.args.clone() };
+        let draft = RunSource::Draft { code: source.code.as_str().to_owned(), args: source.args.clone(), output_schema: source.output_schema.clone() };
         let mut test_results = Vec::with_capacity(cases.len());
         for case in cases {
             test_results.push(self.run_case(user, &after, &draft, case).await);

@@ -12,7 +12,7 @@ use super::{Tool, ToolError};
 use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::policy::Policy;
-use crate::sandbox::{FetchExchange, Input, Limits, RunError, RunEvent, RunOutcome, RunRequest};
+use crate::sandbox::{FetchExchange, Input, Limits, RunError, RunEvent, RunOutcome, RunRequest, ToolValue};
 use crate::schema::{ArgDef, CompiledSchema};
 use crate::usage::{Outcome, UsageRecord};
 
@@ -23,6 +23,8 @@ pub enum RunSource {
     Draft {
         code: String,
         args: Vec<ArgDef>,
+        /// The output schema its results are checked against, if any.
+        output_schema: Option<serde_json::Value>,
     },
     Version(i64),
     Published,
@@ -83,6 +85,8 @@ pub(crate) struct Runnable {
     code: String,
     schema: CompiledSchema,
     args: Vec<ArgDef>,
+    /// The declared output schema, compiled.
+    output: Option<CompiledSchema>,
 }
 
 impl Runnable {
@@ -90,9 +94,35 @@ impl Runnable {
         &self.args
     }
 
-    fn new(code: String, args: &[ArgDef]) -> Result<Self, ToolError> {
+    fn new(code: String, args: &[ArgDef], output: Option<&serde_json::Value>) -> Result<Self, ToolError> {
         let schema = CompiledSchema::new(&crate::schema::to_json_schema(args)).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-        Ok(Self { code, schema, args: args.to_vec() })
+        let output = output.map(CompiledSchema::new).transpose().map_err(|e| super::Invalid { field: "Output schema", reason: e.to_string() })?;
+        Ok(Self { code, schema, args: args.to_vec(), output })
+    }
+
+    /// A tool that declares an output schema promises its clients structured
+    /// content of that shape (MCP's SDKs reject a result without it, or not
+    /// matching it): a result that is not such an object is the tool's error.
+    pub(crate) fn check_output(&self, result: &mut Result<ToolValue, RunError>) {
+        let Some(schema) = &self.output else { return };
+        let message = match &*result {
+            Ok(ToolValue::Json(value)) if value.is_object() => match schema.validate(value) {
+                Ok(()) => return,
+                Err(violations) => {
+                    let said: Vec<String> = violations
+                        .iter()
+                        .take(3)
+                        .map(|v| if v.path.is_empty() { v.message.clone() } else { format!("at {}: {}", v.path, v.message) })
+                        .collect();
+                    said.join("; ")
+                }
+            },
+            Ok(ToolValue::Json(_)) => "it returned JSON that is not an object; return an object".into(),
+            Ok(ToolValue::Text(_)) => "it returned text; return an object".into(),
+            Ok(ToolValue::Content(_)) => "it returned content blocks ($content); return an object".into(),
+            Err(_) => return,
+        };
+        *result = Err(RunError::OutputMismatch { message });
     }
 
     /// The call's arguments checked against the schema, with every declared
@@ -332,7 +362,7 @@ impl Tools<'_> {
             return Ok(r);
         }
         let v = self.version_row(id, n).await?;
-        let r = Arc::new(Runnable::new(v.code, &v.args)?);
+        let r = Arc::new(Runnable::new(v.code, &v.args, v.output_schema.as_ref())?);
         self.core.runnables().insert(id, n, r.clone());
         Ok(r)
     }
@@ -348,7 +378,7 @@ impl Tools<'_> {
         live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, span, .. } = self.prepare_run(user, tool, source, input, transport).await?;
+        let PreparedRun { version, mut request, env, span, runnable } = self.prepare_run(user, tool, source, input, transport).await?;
         let client = serde_json::json!({ "capabilities": live.capabilities });
         request.context.insert("client".into(), client);
         request.events = live.events;
@@ -356,6 +386,7 @@ impl Tools<'_> {
         request.replay = replay;
         let lane = crate::sandbox::Lane { tool: tool.id, caller: user.id };
         let mut outcome = self.core.run_sandboxed(request, lane, span).await?;
+        runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
         Ok(RunReport { version, outcome })
     }
@@ -376,9 +407,9 @@ impl Tools<'_> {
             return Err(ToolError::NotFound);
         }
         let (version, runnable) = match source {
-            RunSource::Draft { code, args } => {
+            RunSource::Draft { code, args, output_schema } => {
                 crate::schema::check_defs(&args).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-                (None, Arc::new(Runnable::new(code, &args)?))
+                (None, Arc::new(Runnable::new(code, &args, output_schema.as_ref())?))
             }
             RunSource::Version(n) => (Some(n), self.runnable(id, n).await?),
             RunSource::Published => {

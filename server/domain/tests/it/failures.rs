@@ -118,7 +118,7 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
     let other = ts.tools().create_tool(&alice, NewTool::parse("other", "Other", "", "", "everyone").unwrap()).await.unwrap();
     assert!(matches!(ts.tools().failed_call(&alice, other.id, id).await, Err(ToolError::NotFound)));
     let fixed = source(FIXED, port);
-    let draft = || RunSource::Draft { code: fixed.code.to_string(), args: fixed.args.clone() };
+    let draft = || RunSource::Draft { code: fixed.code.to_string(), args: fixed.args.clone(), output_schema: None };
     assert!(matches!(ts.tools().replay_failed_call(&carol, tool.id, id, draft(), input.clone()).await, Err(ToolError::Forbidden)));
 
     // The replay reproduces the failure, then the fix passes, and the API hears nothing.

@@ -92,7 +92,7 @@ store_test!(arguments_are_validated_before_the_code_runs, |db: Db| async move {
 store_test!(drafts_run_with_their_own_code_and_report_errors_with_lines, |db: Db| async move {
     let (ts, alice, _, carol) = world(db).await;
     let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
-    let draft = RunSource::Draft { code: "const a = 1;\nthrow new TypeError('nope');".into(), args: text_arg() };
+    let draft = RunSource::Draft { code: "const a = 1;\nthrow new TypeError('nope');".into(), args: text_arg(), output_schema: None };
     let run = ts.tools().run_tool(&alice, tool.id, draft.clone(), json!({"text": "x"}), "ui", None).await.unwrap();
     match run.outcome.result {
         Err(RunError::Thrown { name, message, line, .. }) => {
@@ -108,10 +108,10 @@ store_test!(test_cases_run_against_the_draft_and_compare_results, |db: Db| async
     let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
     ts.tools().save_test_case(&alice, tool.id, "upper", json!({"text": "a"}), Check::Equals { expected: "A".into() }).await.unwrap();
     ts.tools().save_test_case(&alice, tool.id, "any", json!({"text": "b"}), Check::Succeeds).await.unwrap();
-    let draft = RunSource::Draft { code: "return $text.toUpperCase();".into(), args: text_arg() };
+    let draft = RunSource::Draft { code: "return $text.toUpperCase();".into(), args: text_arg(), output_schema: None };
     let results = ts.tools().run_test_cases(&alice, tool.id, draft).await.unwrap();
     assert_eq!(results.iter().map(|r| (r.name.as_str(), r.passed)).collect::<Vec<_>>(), [("any", true), ("upper", true)]);
-    let wrong = RunSource::Draft { code: "return $text;".into(), args: text_arg() };
+    let wrong = RunSource::Draft { code: "return $text;".into(), args: text_arg(), output_schema: None };
     let results = ts.tools().run_test_cases(&alice, tool.id, wrong).await.unwrap();
     assert!(!results.iter().find(|r| r.name == "upper").unwrap().passed);
     let case = ts.tools().test_cases(&alice, tool.id).await.unwrap().remove(0);
@@ -188,10 +188,10 @@ store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_o
 
     // Neither the code nor its output ever holds the value, whatever it does with $env.
     let code = "const k = $env.API_KEY; console.log(k, k.split('').join(' ')); throw new Error([...k].reverse().join(''));";
-    let run = ts.tools().run_tool(&carol, tool.id, RunSource::Draft { code: code.into(), args: vec![] }, json!({}), "test", None).await;
+    let run = ts.tools().run_tool(&carol, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None).await;
     assert!(matches!(run, Err(ToolError::Forbidden) | Err(ToolError::NotFound)), "drafts are for editors");
     let run =
-        ts.tools().run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![] }, json!({}), "test", None).await.unwrap();
+        ts.tools().run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None).await.unwrap();
     assert_eq!(run.outcome.console[0].message, "{{secret:API_KEY}} { { s e c r e t : A P I _ K E Y } }");
     assert!(
         matches!(&run.outcome.result, Err(RunError::Thrown { message, .. }) if message == "}}YEK_IPA:terces{{"),
@@ -208,7 +208,7 @@ store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_o
     ts.tools().set_env_var(&alice, tool.id, "API_KEY", "sk-readable-value", EnvKind::Secret).await.unwrap();
     let run = ts
         .tools()
-        .run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![] }, json!({}), "test", None)
+        .run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![], output_schema: None }, json!({}), "test", None)
         .await
         .unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Json(json!(17))), "the call cache let go of the old kind");

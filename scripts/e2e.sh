@@ -64,7 +64,7 @@ admin_password=$(sed -n 's/^ *password: //p' "$data/stdout.log")
 # A token for the MCP client tests, made the way an operator would.
 token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
     target/toolshed admin create-token --username admin --name e2e --expires-in-days 1 | tail -n 1)
-# And one that may publish, for the Python tests that change a listing while a client listens.
+# And one that may publish, for the SDK tests that publish the tools they call.
 publish_token=$(DATABASE_URL="sqlite://$data/toolshed.db" TOOLSHED_DATA_DIR="$data" \
     target/toolshed admin create-token --username admin --name e2e-publish --expires-in-days 1 --publish | tail -n 1)
 
@@ -75,8 +75,8 @@ files=(tests/)
 # E2E_ONLY='words': only the tests whose names match (node's --test-name-pattern).
 only=()
 [ -z "${E2E_ONLY:-}" ] || only=("--test-name-pattern=$E2E_ONLY")
-TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_TEST_TLS="$tls" \
-    node --test --test-concurrency=1 "${only[@]}" "${files[@]}"
+TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" \
+    TOOLSHED_TEST_TLS="$tls" node --test --test-concurrency=1 "${only[@]}" "${files[@]}"
 cd ..
 [ $# -eq 0 ] || exit 0
 

@@ -178,6 +178,27 @@ def test_json_results_come_back_as_structured_content(mode: str) -> None:
 
 
 @protocol_modes
+def test_a_list_result_comes_back_as_text_without_structured_content(mode: str) -> None:
+    """Structured content is an object; the SDK refuses a result whose
+    structuredContent is an array, so a tool returning a list sends it as text."""
+    publish_token = os.environ.get("TOOLSHED_PUBLISH_TOKEN", "")
+    assert publish_token, "scripts/e2e.sh makes a token with the publish scope"
+    name = f"listing_{mode}_{os.getpid()}"
+    tool = {"name": name, "visibility": "everyone", "code": "return [1, 2, 3];", "arguments": []}
+    res = httpx2.post(f"{BASE}/api/v1/tools", json=tool, headers=auth(publish_token), timeout=30)
+    assert res.status_code == 200, res.text
+
+    async def scenario() -> None:
+        async with connect(f"/mcp/tools/{res.json()['tool']}", mode=mode) as client:
+            result = await client.call_tool(name, {})
+            assert not result.is_error, result
+            assert result.structured_content is None
+            assert json.loads(text_of(result)) == [1, 2, 3]
+
+    run(scenario())
+
+
+@protocol_modes
 def test_bad_arguments_are_a_tool_error_the_model_can_read(mode: str) -> None:
     async def scenario() -> None:
         async with connect("/mcp/tools/demo/echo", mode=mode) as client:

@@ -9,6 +9,18 @@ import { BASE } from './browser.mjs';
 
 const TOKEN = process.env.TOOLSHED_TOKEN;
 
+/** Publishes a tool file through the publish API (POST /api/v1/tools); returns its `department/name`. */
+async function push(tool) {
+  const res = await fetch(`${BASE}/api/v1/tools`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${process.env.TOOLSHED_PUBLISH_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ visibility: 'everyone', ...tool }),
+  });
+  const body = await res.text();
+  assert.equal(res.status, 200, body);
+  return JSON.parse(body).tool;
+}
+
 async function connect(path, token = TOKEN) {
   const client = new Client({ name: 'toolshed-e2e', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), {
@@ -54,6 +66,40 @@ test('a tool that asks puts its question to a 2025 session on its own stream and
   assert.deepEqual(asked, ['Who is calling?']);
   assert.equal(result.content[0].text, 'User response: action=accept, content={"username":"ada","email":"ada@example.com"}');
   await client.close();
+});
+
+test('results of every JSON shape reach the SDK, and a declared output schema holds', async () => {
+  const name = `shapes_${process.pid}`;
+  const slug = await push({
+    name,
+    code: "return {list: [1, 2], number: 42, object: {ok: true}}[$shape];",
+    arguments: [{ name: 'shape', type: { kind: 'string' }, description: 'Which result', required: true }],
+  });
+  const client = await connect(`/mcp/tools/${slug}`);
+  // Structured content is an object: an array or a number goes as text only, or the SDK would reject the result.
+  for (const [shape, value] of [['list', [1, 2]], ['number', 42]]) {
+    const result = await client.callTool({ name, arguments: { shape } });
+    assert.ok(!result.isError, JSON.stringify(result));
+    assert.deepEqual(JSON.parse(result.content[0].text), value);
+    assert.equal(result.structuredContent, undefined);
+  }
+  const object = await client.callTool({ name, arguments: { shape: 'object' } });
+  assert.deepEqual(object.structuredContent, { ok: true });
+  await client.close();
+
+  // The SDK checks structuredContent against the listed outputSchema; the server checks first.
+  const typed = `typed_${process.pid}`;
+  const outputSchema = { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] };
+  const typedSlug = await push({ name: typed, code: 'return {count: 3};', output_schema: outputSchema });
+  const typedClient = await connect(`/mcp/tools/${typedSlug}`);
+  const { tools } = await typedClient.listTools();
+  assert.deepEqual(tools[0].outputSchema, outputSchema);
+  assert.deepEqual((await typedClient.callTool({ name: typed, arguments: {} })).structuredContent, { count: 3 });
+  await push({ name: typed, code: "return 'three';", output_schema: outputSchema });
+  const wrong = await typedClient.callTool({ name: typed, arguments: {} });
+  assert.equal(wrong.isError, true);
+  assert.match(wrong.content[0].text, /does not match the tool's output schema: it returned text/);
+  await typedClient.close();
 });
 
 test('JSON results come back as text and structuredContent', async () => {

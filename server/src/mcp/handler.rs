@@ -616,9 +616,11 @@ impl ListingHandler {
 fn value_result(value: ToolValue) -> CallToolResult {
     match value {
         ToolValue::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        // MCP's structured content is an object: the SDKs reject an array or a
+        // number there (the whole result with it), so those travel as text only.
         ToolValue::Json(value) => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-            result.structured_content = Some(value);
+            result.structured_content = value.is_object().then_some(value);
             result
         }
         ToolValue::Content(blocks) => match serde_json::from_value::<Vec<ContentBlock>>(serde_json::Value::Array(blocks)) {

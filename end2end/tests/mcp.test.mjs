@@ -98,7 +98,7 @@ test('results of every JSON shape reach the SDK, and a declared output schema ho
   await push({ name: typed, code: "return 'three';", output_schema: outputSchema });
   const wrong = await typedClient.callTool({ name: typed, arguments: {} });
   assert.equal(wrong.isError, true);
-  assert.match(wrong.content[0].text, /does not match the tool's output schema: it returned text/);
+  assert.match(wrong.content[0].text, /does not match the tool's output schema: "three" is not of type "object"/);
   await typedClient.close();
 });
 

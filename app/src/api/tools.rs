@@ -496,11 +496,13 @@ mod convert {
             .into_iter()
             .flatten()
             .map(|(name, p)| {
-                let (kind, options) = match (p["type"].as_str(), options(p)) {
-                    (Some("array"), _) => ("choices", options(&p["items"])),
-                    (_, options) if !options.is_empty() => ("choice", options),
-                    (Some(kind @ ("number" | "integer" | "boolean")), _) => (kind, Vec::new()),
-                    _ => ("string", Vec::new()),
+                let (kind, options) = match p["type"].as_str() {
+                    Some("array") => ("choices", options(&p["items"])),
+                    kind => match (kind, options(p)) {
+                        (_, options) if !options.is_empty() => ("choice", options),
+                        (Some(kind @ ("number" | "integer" | "boolean")), _) => (kind, Vec::new()),
+                        _ => ("string", Vec::new()),
+                    },
                 };
                 QuestionField {
                     name: name.clone(),
@@ -558,7 +560,7 @@ mod convert {
     pub async fn target(user: &User, tool: i64, t: RunTarget) -> Result<tools::RunSource, AppError> {
         Ok(match t {
             RunTarget::Draft { code, args } => {
-                let output_schema = server::toolshed()?.tools().draft(user, tool_id(tool)).await.map_err(server::fail)?.output_schema;
+                let output_schema = server::toolshed()?.tools().kept_output_schema(user, tool_id(tool)).await.map_err(server::fail)?;
                 tools::RunSource::Draft { code, args, output_schema }
             }
             RunTarget::Version(n) => tools::RunSource::Version(n),
@@ -658,7 +660,7 @@ fn tool_id(id: i64) -> toolshed_domain::ids::ToolId {
 /// What the editor saves: its code and arguments, and the output schema the
 /// tool already has (set by a push or a fork; the editor does not edit it).
 async fn source(user: &toolshed_domain::User, tool: i64, code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Source, AppError> {
-    let kept = server::toolshed()?.tools().draft(user, tool_id(tool)).await.map_err(server::fail)?.output_schema;
+    let kept = server::toolshed()?.tools().kept_output_schema(user, tool_id(tool)).await.map_err(server::fail)?;
     toolshed_domain::tools::Source::parse(&code, args, kept).map_err(server::fail)
 }
 

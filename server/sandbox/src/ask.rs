@@ -105,11 +105,6 @@ impl Input {
         &self.answers
     }
 
-    /// Takes `other`'s answers over these.
-    pub fn extend(&mut self, other: Input) {
-        self.answers.extend(other.answers);
-    }
-
     /// The answers to `requests` if every one is given (answers that do not
     /// fit their question count as not given); else the unanswered questions.
     pub(super) fn answer(&self, requests: &Map<String, Value>) -> Result<Map<String, Value>, Map<String, Value>> {
@@ -249,11 +244,16 @@ fn content_fits(schema: &Value, content: &Map<String, Value>) -> bool {
 
 /// Whether `value` is among `schema`'s choices, if it lists any.
 fn chosen(schema: &Value, value: &Value) -> bool {
+    // 3 and 3.0 are one number.
+    let same = |option: &Value| match (option.as_f64(), value.as_f64()) {
+        (Some(a), Some(b)) => a == b,
+        _ => option == value,
+    };
     if let Some(options) = schema["enum"].as_array() {
-        return options.contains(value);
+        return options.iter().any(same);
     }
     match schema["oneOf"].as_array().or_else(|| schema["anyOf"].as_array()) {
-        Some(options) => options.iter().any(|option| option["const"] == *value),
+        Some(options) => options.iter().any(|option| same(&option["const"])),
         None => true,
     }
 }
@@ -352,6 +352,8 @@ mod tests {
             "count": {"type": "integer"}}});
         let fits = |content: Value| content_fits(&titled, content.as_object().unwrap());
         assert!(fits(json!({"plan": "pro", "days": ["mon", "tue"], "picked": ["y"], "count": 3.0})));
+        let sizes = json!({"type": "object", "properties": {"size": {"type": "integer", "enum": [1, 2, 3]}}});
+        assert!(content_fits(&sizes, json!({"size": 3.0}).as_object().unwrap()), "3.0 is the enum's 3");
         assert!(!fits(json!({"plan": "enterprise"})), "not one of oneOf");
         assert!(!fits(json!({"days": ["sun"]})), "not one of the items' anyOf");
         assert!(!fits(json!({"picked": ["z"]})), "not in the items' enum");

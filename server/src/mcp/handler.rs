@@ -116,10 +116,13 @@ impl ListingHandler {
 /// it (content, structuredContent, isError); every failure an `isError` result
 /// (the domain says what went wrong).
 fn external_result(name: &str, answer: serde_json::Value) -> CallToolResult {
-    serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
+    let mut result = serde_json::from_value::<CallToolResult>(answer.clone()).unwrap_or_else(|e| {
         let text = format!("The external tool “{name}” sent a result that is not a valid MCP tool result ({e}): {answer}");
         CallToolResult::error(vec![ContentBlock::text(text)])
-    })
+    });
+    // As for our own results: structured content that is not an object would make the SDKs refuse the whole result.
+    result.structured_content = result.structured_content.filter(serde_json::Value::is_object);
+    result
 }
 
 /// Calls `notify` whenever what `caller`'s endpoint serves changes (publish,

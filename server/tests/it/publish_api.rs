@@ -339,7 +339,7 @@ server_test!(a_result_that_does_not_match_the_declared_output_schema_is_the_tool
     assert_eq!(result["isError"], true, "{result}");
     assert!(result.get("structuredContent").is_none());
     let message = result["content"][0]["text"].as_str().unwrap();
-    assert!(message.contains("does not match the tool's output schema: it returned text; return an object"), "{message}");
+    assert!(message.contains(r#"does not match the tool's output schema: "3" is not of type "object""#), "{message}");
 
     // The editor edits code and arguments: a version saved there keeps the schema, and its runs are checked.
     let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "counter")]).await;
@@ -355,4 +355,20 @@ server_test!(a_result_that_does_not_match_the_declared_output_schema_is_the_tool
     assert_eq!(serde_json::from_str::<Value>(ran["result"].as_str().unwrap()).unwrap(), json!({"count": 2}), "{ran}");
     let (_, ran) = srv.server_fn(&carol, "tools/run", draft("return {total: 2};")).await;
     assert_eq!(ran["error"]["kind"], "output_mismatch", "{ran}");
+
+    // The message may quote the value: a secret in it is blanked like anywhere in a result.
+    let set = [("tool", id.to_string()), ("name", "API_KEY".into()), ("value", "sk-live-0123456789".into()), ("kind", "secret".into()), ("hosts", "".into())];
+    let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(srv.call(&carol, "tools/env/set", &set).await.0, 200);
+    let (_, ran) = srv.server_fn(&carol, "tools/run", draft("return {count: $env.API_KEY};")).await;
+    assert_eq!(ran["error"]["kind"], "output_mismatch", "{ran}");
+    let said = ran["error"]["message"].as_str().unwrap();
+    assert!(!said.contains("sk-live-0123456789") && said.contains("/count"), "{said}");
+
+    // A new schema must describe an object, as MCP's do.
+    let mut listed: Value = serde_json::from_str(&counter("return 3;", json!([]))).unwrap();
+    listed["output_schema"] = json!({"type": "integer"});
+    let (status, body) = push(&srv, Some(&token), &listed.to_string()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("describes an object"), "{body}");
 });

@@ -150,15 +150,28 @@ impl Env {
             Ok(ToolValue::Text(text)) => clean(text),
             Ok(ToolValue::Json(value)) => clean_json(value, clean),
             Ok(ToolValue::Content(blocks)) => blocks.iter_mut().for_each(|block| clean_json(block, clean)),
-            Err(RunError::Syntax { message, .. } | RunError::NotSerializable { message } | RunError::Internal { message }) => {
-                clean(message)
-            }
+            Err(
+                RunError::Syntax { message, .. }
+                | RunError::NotSerializable { message }
+                | RunError::Internal { message }
+                | RunError::OutputMismatch { message },
+            ) => clean(message),
             Err(RunError::Thrown { name, message, stack, .. }) => {
                 clean(name);
                 clean(message);
                 stack.iter_mut().for_each(clean);
             }
-            Err(_) => {}
+            // Questions go out as the code asked them: their answers are bound
+            // to that wording (a fingerprint), so blanking here would make them
+            // unanswerable. (A secret in a question reaches the client.)
+            Err(
+                RunError::Timeout { .. }
+                | RunError::OutOfMemory { .. }
+                | RunError::StackOverflow { .. }
+                | RunError::OutputTooLarge { .. }
+                | RunError::NeverSettled
+                | RunError::NeedsInput { .. },
+            ) => {}
         }
     }
 }

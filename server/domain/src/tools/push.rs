@@ -186,6 +186,10 @@ impl Tools<'_> {
     /// review request) are written in one transaction. A refused push changes
     /// nothing (a hold for hidden instructions is recorded for an admin).
     pub async fn push_tool(self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
+        // MCP's output schemas describe an object (the SDKs refuse a tool list with another).
+        if file.output_schema.as_ref().is_some_and(|schema| schema["type"] != "object") {
+            return Err(super::Invalid { field: "Output schema", reason: "an MCP output schema describes an object: give it \"type\": \"object\"".into() }.into());
+        }
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
         let changelog = parse_changelog(&file.changelog)?;
         let checks = file.test_cases.iter().map(FileTestCase::check).collect::<Result<Vec<_>, _>>()?;

@@ -100,13 +100,14 @@ impl Runnable {
         Ok(Self { code, schema, args: args.to_vec(), output })
     }
 
-    /// A tool that declares an output schema promises its clients structured
-    /// content of that shape (MCP's SDKs reject a result without it, or not
-    /// matching it): a result that is not such an object is the tool's error.
+    /// A tool that declares an output schema promises its clients results
+    /// of that shape (MCP's SDKs reject a result that does not match it): a
+    /// result that does not is the tool's error. The message names where, and
+    /// may quote the value (the caller redacts `$env` secrets after this).
     pub(crate) fn check_output(&self, result: &mut Result<ToolValue, RunError>) {
         let Some(schema) = &self.output else { return };
         let message = match &*result {
-            Ok(ToolValue::Json(value)) if value.is_object() => match schema.validate(value) {
+            Ok(value @ (ToolValue::Json(_) | ToolValue::Text(_))) => match schema.validate(&value.to_json()) {
                 Ok(()) => return,
                 Err(violations) => {
                     let said: Vec<String> = violations
@@ -117,9 +118,7 @@ impl Runnable {
                     said.join("; ")
                 }
             },
-            Ok(ToolValue::Json(_)) => "it returned JSON that is not an object; return an object".into(),
-            Ok(ToolValue::Text(_)) => "it returned text; return an object".into(),
-            Ok(ToolValue::Content(_)) => "it returned content blocks ($content); return an object".into(),
+            Ok(ToolValue::Content(_)) => "it returned content blocks ($content), not a value of the schema".into(),
             Err(_) => return,
         };
         *result = Err(RunError::OutputMismatch { message });

@@ -149,6 +149,16 @@ impl Tools<'_> {
     }
 
     /// Autosave: keeps the author's work in progress; returns when it was saved.
+    /// The output schema the editor keeps: the latest version's. Only a push
+    /// or a fork sets one; the editor edits code and arguments.
+    pub async fn kept_output_schema(self, user: &User, id: ToolId) -> Result<Option<serde_json::Value>, ToolError> {
+        let tool = self.code_tool_for_edit(user, id).await?;
+        match tool.latest_version {
+            Some(n) => Ok(self.version_row(id, n).await?.output_schema),
+            None => Ok(None),
+        }
+    }
+
     pub async fn save_draft(self, user: &User, id: ToolId, source: Source) -> Result<i64, ToolError> {
         let tool = self.code_tool_for_edit(user, id).await?;
         let now = now_ms();

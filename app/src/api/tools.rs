@@ -486,7 +486,11 @@ mod convert {
             let label = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
             if let Some(values) = p["enum"].as_array() {
                 let names = p["enumNames"].as_array();
-                return values.iter().enumerate().map(|(i, v)| (v.clone(), names.and_then(|n| n.get(i)).map_or_else(|| label(v), text))).collect();
+                return values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v.clone(), names.and_then(|n| n.get(i)).map_or_else(|| label(v), text)))
+                    .collect();
             }
             let titled = p["oneOf"].as_array().or_else(|| p["anyOf"].as_array()).into_iter().flatten();
             titled.map(|c| (c["const"].clone(), c["title"].as_str().map_or_else(|| label(&c["const"]), str::to_owned))).collect()
@@ -659,7 +663,12 @@ fn tool_id(id: i64) -> toolshed_domain::ids::ToolId {
 #[cfg(feature = "ssr")]
 /// What the editor saves: its code and arguments, and the output schema the
 /// tool already has (set by a push or a fork; the editor does not edit it).
-async fn source(user: &toolshed_domain::User, tool: i64, code: String, args: Vec<ArgDef>) -> Result<toolshed_domain::tools::Source, AppError> {
+async fn source(
+    user: &toolshed_domain::User,
+    tool: i64,
+    code: String,
+    args: Vec<ArgDef>,
+) -> Result<toolshed_domain::tools::Source, AppError> {
     let kept = server::toolshed()?.tools().kept_output_schema(user, tool_id(tool)).await.map_err(server::fail)?;
     toolshed_domain::tools::Source::parse(&code, args, kept).map_err(server::fail)
 }
@@ -876,7 +885,11 @@ pub async fn test_cases(tool: i64) -> Result<Vec<TestCaseView>, AppError> {
 #[server(endpoint = "tools/test_cases/run", input = crate::api::JsonArgs)]
 pub async fn run_test_cases(tool: i64, target: RunTarget) -> Result<Vec<TestResultView>, AppError> {
     let user = server::require_user().await?;
-    let results = server::toolshed()?.tools().run_test_cases(&user, tool_id(tool), convert::target(&user, tool, target).await?).await.map_err(server::fail)?;
+    let results = server::toolshed()?
+        .tools()
+        .run_test_cases(&user, tool_id(tool), convert::target(&user, tool, target).await?)
+        .await
+        .map_err(server::fail)?;
     Ok(results.into_iter().map(convert::test_result).collect())
 }
 

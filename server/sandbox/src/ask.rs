@@ -235,7 +235,9 @@ fn content_fits(schema: &Value, content: &Map<String, Value>) -> bool {
             // 3.0 is an integer: clients whose numbers are floats send it so.
             Some("integer") => value.as_f64().is_some_and(|n| n.fract() == 0.0),
             Some("boolean") => value.is_boolean(),
-            Some("array") => value.as_array().is_some_and(|items| items.iter().all(|item| item.is_string() && chosen(&property["items"], item))),
+            Some("array") => {
+                value.as_array().is_some_and(|items| items.iter().all(|item| item.is_string() && chosen(&property["items"], item)))
+            }
             _ => true,
         };
         typed && chosen(property, value)
@@ -326,7 +328,8 @@ mod tests {
 
     #[test]
     fn a_question_is_the_same_whatever_order_its_keys_come_in() {
-        let a = json!({"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+        let a =
+            json!({"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
         let b: Value = serde_json::from_str(
             r#"{"params": {"requestedSchema": {"properties": {}, "type": "object"}, "message": "m"}, "method": "elicitation/create"}"#,
         )

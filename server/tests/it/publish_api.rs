@@ -344,8 +344,9 @@ server_test!(a_result_that_does_not_match_the_declared_output_schema_is_the_tool
     // The editor edits code and arguments: a version saved there keeps the schema, and its runs are checked.
     let (_, detail) = srv.call(&carol, "tools/detail", &[("department", "research"), ("name", "counter")]).await;
     let id = detail["id"].as_i64().unwrap();
-    let (status, saved) =
-        srv.server_fn(&carol, "tools/save_version", json!({"tool": id, "code": "return {count: 1.5};", "args": [], "changelog": "ui"})).await;
+    let (status, saved) = srv
+        .server_fn(&carol, "tools/save_version", json!({"tool": id, "code": "return {count: 1.5};", "args": [], "changelog": "ui"}))
+        .await;
     assert_eq!(status, 200, "{saved}");
     srv.publish_version(&carol, id, saved.as_i64().unwrap()).await;
     let (_, ran) = srv.server_fn(&carol, "tools/run", json!({"tool": id, "target": "Published", "input": "{}"})).await;
@@ -357,7 +358,13 @@ server_test!(a_result_that_does_not_match_the_declared_output_schema_is_the_tool
     assert_eq!(ran["error"]["kind"], "output_mismatch", "{ran}");
 
     // The message may quote the value: a secret in it is blanked like anywhere in a result.
-    let set = [("tool", id.to_string()), ("name", "API_KEY".into()), ("value", "sk-live-0123456789".into()), ("kind", "secret".into()), ("hosts", "".into())];
+    let set = [
+        ("tool", id.to_string()),
+        ("name", "API_KEY".into()),
+        ("value", "sk-live-0123456789".into()),
+        ("kind", "secret".into()),
+        ("hosts", "".into()),
+    ];
     let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (*k, v.as_str())).collect();
     assert_eq!(srv.call(&carol, "tools/env/set", &set).await.0, 200);
     let (_, ran) = srv.server_fn(&carol, "tools/run", draft("return {count: $env.API_KEY};")).await;

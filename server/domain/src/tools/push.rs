@@ -188,7 +188,11 @@ impl Tools<'_> {
     pub async fn push_tool(self, user: &User, file: ToolFile, breaking_confirmed: bool) -> Result<PushReport, ToolError> {
         // MCP's output schemas describe an object (the SDKs refuse a tool list with another).
         if file.output_schema.as_ref().is_some_and(|schema| schema["type"] != "object") {
-            return Err(super::Invalid { field: "Output schema", reason: "an MCP output schema describes an object: give it \"type\": \"object\"".into() }.into());
+            return Err(super::Invalid {
+                field: "Output schema",
+                reason: "an MCP output schema describes an object: give it \"type\": \"object\"".into(),
+            }
+            .into());
         }
         let source = Source::parse(&file.code, parse_arguments(file.arguments.clone())?, file.output_schema.clone())?;
         let changelog = parse_changelog(&file.changelog)?;
@@ -252,7 +256,11 @@ impl Tools<'_> {
             .chain(file_cases.iter().copied())
             .collect();
         cases.sort_by(|a, b| a.name.cmp(b.name));
-        let draft = RunSource::Draft { code: source.code.as_str().to_owned(), args: source.args.clone(), output_schema: source.output_schema.clone() };
+        let draft = RunSource::Draft {
+            code: source.code.as_str().to_owned(),
+            args: source.args.clone(),
+            output_schema: source.output_schema.clone(),
+        };
         let mut test_results = Vec::with_capacity(cases.len());
         for case in cases {
             test_results.push(self.run_case(user, &after, &draft, case).await);

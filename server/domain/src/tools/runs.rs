@@ -96,7 +96,8 @@ impl Runnable {
 
     fn new(code: String, args: &[ArgDef], output: Option<&serde_json::Value>) -> Result<Self, ToolError> {
         let schema = CompiledSchema::new(&crate::schema::to_json_schema(args)).map_err(|e| ToolError::BadArguments(e.to_string()))?;
-        let output = output.map(CompiledSchema::new).transpose().map_err(|e| super::Invalid { field: "Output schema", reason: e.to_string() })?;
+        let output =
+            output.map(CompiledSchema::new).transpose().map_err(|e| super::Invalid { field: "Output schema", reason: e.to_string() })?;
         Ok(Self { code, schema, args: args.to_vec(), output })
     }
 

@@ -188,10 +188,16 @@ store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_o
 
     // Neither the code nor its output ever holds the value, whatever it does with $env.
     let code = "const k = $env.API_KEY; console.log(k, k.split('').join(' ')); throw new Error([...k].reverse().join(''));";
-    let run = ts.tools().run_tool(&carol, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None).await;
+    let run = ts
+        .tools()
+        .run_tool(&carol, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None)
+        .await;
     assert!(matches!(run, Err(ToolError::Forbidden) | Err(ToolError::NotFound)), "drafts are for editors");
-    let run =
-        ts.tools().run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None).await.unwrap();
+    let run = ts
+        .tools()
+        .run_tool(&alice, tool.id, RunSource::Draft { code: code.into(), args: vec![], output_schema: None }, json!({}), "test", None)
+        .await
+        .unwrap();
     assert_eq!(run.outcome.console[0].message, "{{secret:API_KEY}} { { s e c r e t : A P I _ K E Y } }");
     assert!(
         matches!(&run.outcome.result, Err(RunError::Thrown { message, .. }) if message == "}}YEK_IPA:terces{{"),
@@ -208,7 +214,14 @@ store_test!(an_outbound_only_secret_is_stored_with_its_hosts_and_the_code_sees_o
     ts.tools().set_env_var(&alice, tool.id, "API_KEY", "sk-readable-value", EnvKind::Secret).await.unwrap();
     let run = ts
         .tools()
-        .run_tool(&alice, tool.id, RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![], output_schema: None }, json!({}), "test", None)
+        .run_tool(
+            &alice,
+            tool.id,
+            RunSource::Draft { code: "return $env.API_KEY.length".into(), args: vec![], output_schema: None },
+            json!({}),
+            "test",
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(run.outcome.result, Ok(ToolValue::Json(json!(17))), "the call cache let go of the old kind");

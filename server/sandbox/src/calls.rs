@@ -74,6 +74,8 @@ pub(super) enum Reply {
     Fetch(Result<FetchResponse, String>),
     /// Boxed: a prepared run is large, and replies travel by value.
     Tool(Result<Box<ToolCall>, String>),
+    /// A `$sleep` is over.
+    Slept,
     /// The host's task panicked.
     Failed(String),
 }
@@ -82,6 +84,8 @@ pub(super) enum Reply {
 pub(super) enum Settled {
     Response(FetchResponse),
     Value(ToolValue),
+    /// `undefined`.
+    Nothing,
 }
 
 /// The run's in-flight host calls and the JS promises waiting for them.
@@ -124,6 +128,7 @@ pub(super) enum Wait<'js> {
     /// Nothing is in flight.
     Idle,
     TimedOut,
+    Cancelled,
 }
 
 impl<'js> HostCalls<'js> {
@@ -276,8 +281,29 @@ impl<'js> HostCalls<'js> {
         Ok(())
     }
 
-    /// Blocks until one call finishes or the deadline passes.
-    pub(super) fn wait(&mut self, deadline: Instant) -> Wait<'js> {
+    /// `$sleep(ms)`: settles after `ms` on the host, taking no core meanwhile
+    /// (a tool polling a slow job waits between requests). The run's deadline
+    /// still holds.
+    pub(super) fn start_sleep(&mut self, ms: f64, settle: Settle<'js>) -> Result<(), String> {
+        self.refuse_when_asking()?;
+        if !(ms >= 0.0) {
+            return Err(format!("$sleep takes a number of milliseconds, not {ms}"));
+        }
+        let io = io()?;
+        let duration = std::time::Duration::from_millis(ms.min(u32::MAX.into()) as u64);
+        let task = self.tasks.spawn_on(
+            async move {
+                tokio::time::sleep(duration).await;
+                Reply::Slept
+            },
+            io.runtime.handle(),
+        );
+        self.waiting.insert(task.id(), settle);
+        Ok(())
+    }
+
+    /// Blocks until one call finishes, the deadline passes or the run is cancelled.
+    pub(super) fn wait(&mut self, deadline: Instant, cancel: Option<&tokio_util::sync::CancellationToken>) -> Wait<'js> {
         if self.tasks.is_empty() {
             return Wait::Idle;
         }
@@ -285,7 +311,19 @@ impl<'js> HostCalls<'js> {
             return Wait::Idle;
         };
         loop {
-            let next = io.runtime.block_on(async { tokio::time::timeout_at(deadline.into(), self.tasks.join_next_with_id()).await });
+            let next = io.runtime.block_on(async {
+                let cancelled = async {
+                    match cancel {
+                        Some(c) => c.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    next = tokio::time::timeout_at(deadline.into(), self.tasks.join_next_with_id()) => Some(next),
+                    () = cancelled => None,
+                }
+            });
+            let Some(next) = next else { return Wait::Cancelled };
             let (id, reply) = match next {
                 Err(_) => return Wait::TimedOut,
                 Ok(None) => return Wait::Idle,
@@ -319,6 +357,7 @@ pub(super) fn settle<'js>(ctx: &Ctx<'js>, (resolve, reject): Settle<'js>, result
         Ok(Settled::Value(ToolValue::Text(text))) => text.into_js(ctx)?,
         // A member's content reaches the calling code as plain data: `{content: [...]}`.
         Ok(Settled::Value(ToolValue::Content(blocks))) => json_to_js(ctx, &serde_json::json!({ "content": blocks }))?,
+        Ok(Settled::Nothing) => Value::new_undefined(ctx.clone()),
         Err(message) => return reject.call((Exception::from_message(ctx.clone(), &message)?,)),
     };
     resolve.call((value,))

@@ -78,6 +78,7 @@ fn run(mut req: RunRequest, runner: &Rc<Runner>) -> (RunOutcome, Option<Finished
         },
         timed_out: Rc::new(Cell::new(false)),
         asking: Rc::new(Cell::new(false)),
+        cancel: req.cancel.clone(),
         stats: stats.clone(),
     };
     let needs = Needs::of(&req.code, req.tools.is_some());
@@ -112,6 +113,7 @@ fn ended_cleanly(result: &Result<ToolValue, RunError>) -> bool {
             | RunError::OutOfMemory { .. }
             | RunError::StackOverflow { .. }
             | RunError::NeverSettled
+            | RunError::Cancelled
             | RunError::NeedsInput { .. }
             | RunError::Internal { .. })
     )
@@ -203,6 +205,8 @@ struct Guard {
     timed_out: Rc<Cell<bool>>,
     /// The code asked a question without an answer: the run stops.
     asking: Rc<Cell<bool>>,
+    /// Cancelled from outside: the run stops.
+    cancel: Option<tokio_util::sync::CancellationToken>,
     stats: Rc<MemoryStats>,
 }
 
@@ -230,7 +234,7 @@ impl Guard {
     fn start(&self, runtime: &Runtime, needs: &Needs) -> Result<Context, RunError> {
         // Zero would switch QuickJS's check off and let recursion crash the thread.
         runtime.set_max_stack_size(self.limits.stack_bytes.clamp(64 * KIB, MAX_STACK_BYTES));
-        let (clock, timed_out, asking) = (self.clock.clone(), self.timed_out.clone(), self.asking.clone());
+        let (clock, timed_out, asking, cancel) = (self.clock.clone(), self.timed_out.clone(), self.asking.clone(), self.cancel.clone());
         runtime.set_interrupt_handler(Some(Box::new(move || {
             // First: a run's turn may end here, and its waiting moves its deadline.
             clock.runner.checkpoint();
@@ -238,7 +242,7 @@ impl Guard {
             if late {
                 timed_out.set(true);
             }
-            late || asking.get()
+            late || asking.get() || cancel.as_ref().is_some_and(|c| c.is_cancelled())
         })));
         let context = match (needs.date, needs.regexp, needs.map_set) {
             (false, false, false) => Context::custom::<Core>(runtime),
@@ -274,9 +278,15 @@ impl Guard {
         RunError::Timeout { limit_ms: self.limits.wall_clock_ms }
     }
 
-    /// A limit that tripped explains any error that follows it.
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+
+    /// A limit that tripped (or a cancel) explains any error that follows it.
     fn tripped(&self) -> Option<RunError> {
-        if self.timed_out.get() {
+        if self.cancelled() {
+            Some(RunError::Cancelled)
+        } else if self.timed_out.get() {
             Some(self.timeout())
         } else if self.stats.exhausted() {
             Some(self.out_of_memory())
@@ -422,8 +432,8 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
                 return Err(guard.timeout());
             }
         }
-        if guard.timed_out.get() {
-            return Err(guard.timeout());
+        if let Some(stopped) = guard.tripped().filter(|_| guard.cancelled() || guard.timed_out.get()) {
+            return Err(stopped);
         }
         // A rejection comes back as a pending exception holding the reason.
         match promise.result::<Value>() {
@@ -438,18 +448,20 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
         }
         // Awaiting host calls counts against the time limit, but needs no core.
         let deadline = guard.clock.deadline();
-        let next = guard.clock.runner.outside(|| calls.borrow_mut().wait(deadline));
+        let next = guard.clock.runner.outside(|| calls.borrow_mut().wait(deadline, guard.cancel.as_ref()));
         match next {
             Wait::Done(resolvers, reply) => {
                 let result = match reply {
                     Reply::Fetch(response) => response.map(Settled::Response),
                     Reply::Tool(Ok(call)) => run_member(*call, guard).map(Settled::Value),
+                    Reply::Slept => Ok(Settled::Nothing),
                     Reply::Tool(Err(message)) | Reply::Failed(message) => Err(message),
                 };
                 settle(ctx, resolvers, result).map_err(|e| guard.failure(ctx, e))?
             }
             Wait::Idle => return Err(RunError::NeverSettled),
             Wait::TimedOut => return Err(guard.timeout()),
+            Wait::Cancelled => return Err(RunError::Cancelled),
         }
     }
 }
@@ -477,6 +489,8 @@ fn run_member(call: ToolCall, guard: &Guard) -> Result<ToolValue, String> {
     }
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
     request.limits.wall_clock_ms = request.limits.wall_clock_ms.min(left_ms);
+    // A cancelled caller stops its member too.
+    request.cancel = request.cancel.take().or_else(|| guard.cancel.clone());
     finish(run_reporting_on(*request, &guard.clock.runner))
 }
 

@@ -305,6 +305,9 @@ pub(super) fn install<'js>(
         globals.set("$input", input)?;
         globals.set("$ask", ask)?;
     }
+    if needs.names("$sleep") {
+        globals.set("$sleep", sleep_function(ctx, calls.clone())?)?;
+    }
     if needs.tools {
         let names: Vec<String> = req.tools.iter().flat_map(|t| t.names.iter().cloned()).collect();
         globals.set("tools", tools_object(ctx, names, calls)?)?;
@@ -481,6 +484,18 @@ fn fetch_function<'js>(ctx: &Ctx<'js>, calls: std::rc::Rc<std::cell::RefCell<Hos
         Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
     })?
     .with_name("$fetch")
+}
+
+/// The JS `$sleep(ms)` function: a promise that settles after `ms`.
+fn sleep_function<'js>(ctx: &Ctx<'js>, calls: std::rc::Rc<std::cell::RefCell<HostCalls<'js>>>) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |ctx: Ctx<'js>, ms: Coerced<f64>| {
+        let (promise, resolve, reject) = ctx.promise()?;
+        if let Err(message) = calls.borrow_mut().start_sleep(ms.0, (resolve, reject.clone())) {
+            reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+        }
+        Ok::<rquickjs::Promise<'js>, rquickjs::Error>(promise)
+    })?
+    .with_name("$sleep")
 }
 
 #[cfg(test)]

@@ -129,6 +129,10 @@ pub struct RunRequest {
     /// The answers `$input` and `$ask` have been given so far.
     #[serde(skip)]
     pub input: Input,
+    /// Stops the run from outside (a task's `tasks/cancel`): it ends with
+    /// [`RunError::Cancelled`], out of any wait at once.
+    #[serde(skip)]
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl RunRequest {
@@ -243,6 +247,8 @@ pub enum RunError {
     },
     /// The code awaits a promise that nothing can ever settle.
     NeverSettled,
+    /// Stopped from outside before it finished (a task cancelled).
+    Cancelled,
     /// The sandbox itself failed; not the tool's fault.
     Internal {
         message: String,
@@ -288,6 +294,7 @@ impl fmt::Display for RunError {
                 write!(f, "The result is not JSON-serializable: {message}")
             }
             Self::NeverSettled => f.write_str("The tool never finished: it awaits a promise that nothing can resolve"),
+            Self::Cancelled => f.write_str("The call was cancelled before it finished"),
             Self::Internal { message } => write!(f, "Sandbox error: {message}"),
             Self::OutputMismatch { message } => write!(f, "The result does not match the tool's output schema: {message}"),
             Self::NeedsInput { requests } => {

@@ -829,3 +829,49 @@ fn a_malformed_content_block_is_a_type_error_at_its_line() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn sleep_settles_after_its_time_without_holding_the_run() {
+    let outcome = run("const t = Date.now(); await $sleep(50); return Date.now() - t >= 45 ? 'slept' : 'woke early'");
+    assert_eq!(outcome.result, Ok(ToolValue::Text("slept".into())));
+    let refused = run("try { await $sleep(-1) } catch (e) { return e.message }");
+    assert_eq!(refused.result, Ok(ToolValue::Text("$sleep takes a number of milliseconds, not -1".into())));
+}
+
+#[test]
+fn a_sleep_past_the_time_limit_times_out() {
+    let outcome = with_limits("await $sleep(60000); return 'late'", |l| l.wall_clock_ms = 100);
+    assert_eq!(outcome.result, Err(RunError::Timeout { limit_ms: 100 }));
+    assert!(outcome.duration < Duration::from_secs(5), "{:?}", outcome.duration);
+}
+
+/// Runs `code` (which logs once it is under way) and cancels it when that line arrives.
+fn cancelled_once_started(code: &str) -> RunOutcome {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut req = RunRequest::new(code);
+    req.limits.wall_clock_ms = 60_000;
+    req.events = Some(tx);
+    req.cancel = Some(cancel.clone());
+    let canceller = thread::spawn(move || {
+        if rx.blocking_recv().is_some() {
+            cancel.cancel();
+        }
+    });
+    let outcome = run_blocking(req);
+    canceller.join().unwrap();
+    outcome
+}
+
+#[test]
+fn a_cancelled_run_stops_at_once_whether_computing_or_waiting() {
+    for code in ["console.log('under way'); while (true) {}", "console.log('under way'); await $sleep(60000); return 'late'"] {
+        let outcome = cancelled_once_started(code);
+        assert_eq!(outcome.result, Err(RunError::Cancelled), "{code}");
+        assert!(outcome.duration < Duration::from_secs(10), "{code}: {:?}", outcome.duration);
+    }
+    // A cancel cannot be caught by the tool either.
+    let caught = cancelled_once_started("console.log('under way'); try { while (true) {} } catch (e) { return 'caught' }");
+    assert_eq!(caught.result, Err(RunError::Cancelled));
+    assert_eq!(run("return 'fine'").result, Ok(ToolValue::Text("fine".into())));
+}

@@ -170,6 +170,7 @@ impl Env {
                 | RunError::StackOverflow { .. }
                 | RunError::OutputTooLarge { .. }
                 | RunError::NeverSettled
+                | RunError::Cancelled
                 | RunError::NeedsInput { .. },
             ) => {}
         }

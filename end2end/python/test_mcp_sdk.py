@@ -20,10 +20,13 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from typing import Any, Literal
+
 import httpx2
 import mcp_types
 import pytest
 from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -64,6 +67,55 @@ async def connect(
         transport = streamable_http_client(f"{BASE}{path}", http_client=http)
         async with Client(transport, mode=mode, read_timeout_seconds=10, **options) as client:
             yield client
+
+
+class CreateTaskResult(mcp_types.Result):
+    """A call answered with a task (the tasks extension, `resultType: "task"`)."""
+
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+class GetTaskParams(mcp_types.RequestParams):
+    task_id: str
+
+
+class GetTaskRequest(mcp_types.Request[GetTaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param = "taskId"
+
+
+class GetTaskResult(mcp_types.Result):
+    task_id: str
+    status: str
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class Tasks(ClientExtension):
+    """The tasks extension as an application adds it to SDK 2.3, which ships
+    none: a call answered with a task is polled with `tasks/get` until it ends,
+    and the caller gets its result as from any call."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=self.resolve)]
+
+    async def resolve(self, created: CreateTaskResult, ctx: ClaimContext) -> mcp_types.CallToolResult:
+        self.created.append(created.task_id)
+        while True:
+            got = await ctx.session.send_request(GetTaskRequest(params=GetTaskParams(task_id=created.task_id)), GetTaskResult)
+            if got.status in ("completed", "failed", "cancelled"):
+                break
+            await asyncio.sleep((created.poll_interval_ms or 500) / 1000)
+        assert got.status == "completed", got
+        return mcp_types.CallToolResult.model_validate(got.result)
 
 
 def run(coro):
@@ -406,3 +458,29 @@ def test_the_personal_endpoint_finds_describes_calls_and_runs_code_over_any_tool
             assert hidden.is_error and "There is no tool named" in text_of(hidden)
 
     run(scenario())
+
+
+def test_a_task_outlives_the_clients_request_timeout() -> None:
+    """A long call of a tool that may run as a task: the client declares the
+    tasks extension, is answered with a task at once, and polls it to its
+    result, though the call takes longer than the client waits for any answer."""
+
+    async def go() -> None:
+        tasks = Tasks()
+        async with httpx2.AsyncClient(headers=auth(), timeout=httpx2.Timeout(10.0)) as http:
+            for extensions in ([tasks], []):
+                transport = streamable_http_client(f"{BASE}/mcp/bundles/demo/conformance", http_client=http)
+                async with Client(transport, read_timeout_seconds=2, extensions=extensions) as client:
+                    assert client.protocol_version == "2026-07-28"
+                    call = client.call_tool("slow_compute", {"seconds": 4, "label": "the report"})
+                    if not extensions:
+                        # Without the extension the call runs in the request, and the client gives up on it.
+                        with pytest.raises(MCPError, match="[Tt]imed out|[Tt]imeout"):
+                            await call
+                        continue
+                    started = asyncio.get_running_loop().time()
+                    assert text_of(await call) == "Computed the report in 4 s."
+                    assert asyncio.get_running_loop().time() - started >= 4
+                    assert len(tasks.created) == 1
+
+    run(go())

@@ -13,6 +13,7 @@ mod asking;
 mod handler;
 mod sessions;
 mod sse;
+mod tasks;
 
 use std::sync::Arc;
 

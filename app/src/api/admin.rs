@@ -231,6 +231,7 @@ pub async fn set_department_tests(name: String, tests: String) -> Result<(), App
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyView {
     pub max_timeout_ms: i64,
+    pub max_task_timeout_ms: i64,
     pub max_memory_mib: i64,
     pub fetch_hosts: Vec<String>,
     pub tests_required: bool,
@@ -245,6 +246,7 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
     })?;
     Ok(PolicyView {
         max_timeout_ms: p.max_timeout_ms,
+        max_task_timeout_ms: p.max_task_timeout_ms,
         max_memory_mib: p.max_memory_mib,
         fetch_hosts: p.fetch_hosts,
         tests_required: p.tests_required,
@@ -255,6 +257,7 @@ pub async fn admin_policy() -> Result<PolicyView, AppError> {
 #[server(endpoint = "admin/policy/set")]
 pub async fn set_admin_policy(
     max_timeout_ms: i64,
+    max_task_timeout_ms: i64,
     max_memory_mib: i64,
     fetch_hosts: String,
     tests_required: Option<bool>,
@@ -263,7 +266,7 @@ pub async fn set_admin_policy(
     let fetch_hosts =
         toolshed_domain::tools::parse_fetch_allow(&fetch_hosts).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     let tests_required = tests_required.unwrap_or(false);
-    let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_memory_mib, fetch_hosts, tests_required };
+    let policy = toolshed_domain::policy::Policy { max_timeout_ms, max_task_timeout_ms, max_memory_mib, fetch_hosts, tests_required };
     server::toolshed()?.policies().set_policy(&user, policy).await.map_err(server::fail)
 }
 

@@ -12,6 +12,7 @@ mod oauth;
 mod people;
 mod playground;
 mod servers;
+mod tasks;
 mod tools;
 
 pub use accounts::*;
@@ -25,6 +26,7 @@ pub use oauth::*;
 pub use people::*;
 pub use playground::*;
 pub use servers::*;
+pub use tasks::*;
 pub use tools::*;
 
 use serde::{Deserialize, Serialize};

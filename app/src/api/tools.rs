@@ -91,6 +91,8 @@ pub struct ToolInfo {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    /// Whether calls may run as tasks: `forbidden`, `optional` or `required`.
+    pub task_support: String,
     /// A bundle's code mode: `off`, `instead` or `beside`.
     pub code_mode: String,
     pub can_edit: bool,
@@ -392,6 +394,7 @@ mod convert {
             fetch_allow: t.fetch_allow.clone(),
             timeout_ms: t.timeout_ms,
             memory_mib: t.memory_mib,
+            task_support: t.task_support.as_str().to_owned(),
             code_mode: t.code_mode.as_str().to_owned(),
             can_edit: tools::can_edit(user, &t),
             can_moderate: user.is_admin,
@@ -783,7 +786,7 @@ pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(defa
             .map_err(|e| AppError::BadRequest(format!("Answers must be an object of {{question, answer}} by key: {e}")))?,
     };
     let capabilities = serde_json::json!({ "elicitation": {} }).as_object().cloned().unwrap_or_default();
-    let live = Live { events: None, input: answers, capabilities };
+    let live = Live { events: None, input: answers, capabilities, task: None };
     let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()
@@ -907,8 +910,10 @@ pub async fn update_tool_settings(
     fetch_allow: String,
     read_only_hint: Option<bool>,
     destructive_hint: Option<bool>,
+    task_support: Option<String>,
 ) -> Result<ToolInfo, AppError> {
     use toolshed_domain::names::{Description, Tags, Title};
+    use toolshed_domain::tasks::TaskSupport;
     use toolshed_domain::tools::{parse_fetch_allow, ToolSettings, Visibility};
     let user = server::require_user().await?;
     let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
@@ -922,6 +927,10 @@ pub async fn update_tool_settings(
         fetch_allow: parse_fetch_allow(&fetch_allow).map_err(invalid)?,
         timeout_ms,
         memory_mib,
+        task_support: match task_support.as_deref() {
+            None => TaskSupport::Forbidden,
+            Some(s) => TaskSupport::parse(s).ok_or_else(|| server::fail(AppError::Invalid(format!("Unknown task setting “{s}”"))))?,
+        },
     };
     let ts = server::toolshed()?;
     let t = ts.tools().update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;

@@ -3,7 +3,9 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{my_grants, my_tokens, personal_endpoint, ChangePassword, CreateToken, RevokeGrant, RevokeToken};
+use crate::api::{
+    my_grants, my_tasks, my_tokens, personal_endpoint, CancelMyTask, ChangePassword, CreateToken, RevokeGrant, RevokeToken, TaskView,
+};
 use crate::components::FormError;
 use crate::pages::tools::ConnectPanel;
 use crate::Auth;
@@ -59,8 +61,82 @@ pub fn Account() -> impl IntoView {
         </Transition>
         // Outside the Transition, so its resource is created at once (see `RequireUser`).
         <PersonalEndpointCard />
+        <TasksCard />
         <TokensCard />
         <GrantsCard />
+    }
+}
+
+/// Long MCP calls running on as tasks, newest first: refreshed every second
+/// while one runs; a running one can be cancelled (a plain form).
+#[component]
+fn TasksCard() -> impl IntoView {
+    let cancel = ServerAction::<CancelMyTask>::new();
+    let tick = RwSignal::new(0u32);
+    let tasks = Resource::new(move || (cancel.version().get(), tick.get()), |_| my_tasks());
+    Effect::new(move |_| {
+        if tasks.get().and_then(Result::ok).is_some_and(|list| list.iter().any(TaskView::running)) {
+            set_timeout(move || tick.update(|n| *n += 1), std::time::Duration::from_secs(1));
+        }
+    });
+    view! {
+        <section class="narrow-wide card tasks">
+            <h2>"Tasks"</h2>
+            <p class="muted">"Long calls your MCP clients started as tasks: they run on here while the client checks back for the result. Kept for a day."</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let list = tasks.await.unwrap_or_default();
+                    if list.is_empty() {
+                        return view! { <p class="muted small">"None in the last day."</p> }.into_any();
+                    }
+                    let now = crate::pages::tools::now_ms();
+                    view! {
+                        <table class="tokens-table tasks-table">
+                            <tbody>
+                                {list.into_iter().map(|t| view! { <TaskRow task=t now cancel /> }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn TaskRow(task: TaskView, now: i64, cancel: ServerAction<CancelMyTask>) -> impl IntoView {
+    let label = match task.status.as_str() {
+        "working" => "Working…",
+        "input_required" => "Waiting for answers",
+        "completed" if task.is_error => "Ended with an error",
+        "completed" => "Done",
+        "failed" => "Failed",
+        _ => "Cancelled",
+    };
+    let bad = task.is_error || task.status == "failed";
+    let running = task.running();
+    let id = task.id.clone();
+    view! {
+        <tr data-task=task.id.clone()>
+            <td>
+                <strong class="mono">{task.tool.clone()}</strong>
+                {task.listing.clone().map(|(href, slug)| view! { <br /><a class="small" href=href>{slug}</a> })}
+            </td>
+            <td>
+                <span class=format!("badge task-status task-{}", task.status)>{running.then(|| view! { <span class="spinner" aria-hidden="true"></span> })}{label}</span>
+                {task.status_message.clone().map(|m| view! { <br /><span class="small muted">{m}</span> })}
+                {task.outcome.clone().map(|o| view! { <div class=if bad { "task-outcome small mono error" } else { "task-outcome small mono" }>{o}</div> })}
+            </td>
+            <td class="small muted">"started " {crate::pages::tools::ago(task.created_at, now.max(task.created_at))}</td>
+            <td>
+                {running.then(|| view! {
+                    <ActionForm action=cancel>
+                        <input type="hidden" name="id" value=id.clone() />
+                        <button type="submit" class="link-button danger">"Cancel"</button>
+                    </ActionForm>
+                })}
+            </td>
+        </tr>
     }
 }
 

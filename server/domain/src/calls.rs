@@ -101,6 +101,15 @@ impl Callables {
         self.entries.iter().map(|(name, _)| name.as_str())
     }
 
+    /// Whether a call of `name` may run as a task: only a Toolshed tool's may,
+    /// as its author set it.
+    pub fn task_support(&self, name: &str) -> crate::tasks::TaskSupport {
+        match self.get(name) {
+            Some(Callable::Tool { tool, .. }) => tool.task_support,
+            _ => crate::tasks::TaskSupport::Forbidden,
+        }
+    }
+
     /// Who answers `name`, as log lines name it: a tool's `department/name`,
     /// an external tool's `server__tool`.
     pub fn origin(&self, name: &str) -> Option<String> {

@@ -167,7 +167,7 @@ pub(crate) async fn prepare_member(
     let (core, user) = (callables.core(), callables.user());
     let started = Instant::now();
     let given = input.clone();
-    let PreparedRun { version, request, env, runnable, span } =
+    let PreparedRun { version, request, env, runnable, span, .. } =
         match Tools::new(core).prepare_run(user, &tool, source, input, &transport).await {
             Ok(p) => p,
             Err(e) => {

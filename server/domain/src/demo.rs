@@ -12,6 +12,7 @@ use crate::bundles::MemberSpec;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::passwords;
 use crate::schema::ArgDef;
+use crate::tasks::TaskSupport;
 use crate::tools::Tools;
 use crate::tools::{Check, NewTool, Source, Tool, ToolError, ToolSettings, Visibility};
 
@@ -28,6 +29,11 @@ struct DemoTool {
     args: serde_json::Value,
     code: String,
     test_cases: &'static [(&'static str, &'static str, Option<&'static str>)],
+    /// Whether calls run as tasks, and the time limit if not the default.
+    tasks: TaskSupport,
+    timeout_ms: Option<i64>,
+    /// The output schema its results must match, if any.
+    output: Option<serde_json::Value>,
 }
 
 fn demo_tools() -> Vec<DemoTool> {
@@ -40,6 +46,9 @@ fn demo_tools() -> Vec<DemoTool> {
             args: json!([{ "name": "text", "type": { "kind": "string" }, "description": "The text to send back", "required": true, "example": "Hello, Toolshed" }]),
             code: "return $text;\n".into(),
             test_cases: &[("hello", r#"{"text":"hello"}"#, Some("hello"))],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
         },
         DemoTool {
             name: "table",
@@ -57,6 +66,9 @@ fn demo_tools() -> Vec<DemoTool> {
             ]),
             code: "console.log(`formatting ${$rows.length} rows`);\nif ($rows.length === 0) console.warn('no rows given');\nreturn $json2MarkdownTable($rows, args.columns);\n".into(),
             test_cases: &[("two fruits", r#"{"rows":[{"name":"apples","value":3},{"name":"pears","value":5}]}"#, None)],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
         },
         DemoTool {
             name: "word_stats",
@@ -70,6 +82,9 @@ fn demo_tools() -> Vec<DemoTool> {
             ]),
             code: "const words = $text.toLowerCase().match(/[\\p{L}\\p{N}']+/gu) ?? [];\nconst counts = {};\nfor (const w of words) counts[w] = (counts[w] ?? 0) + 1;\nconst top = Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, args.top ?? 3)\n  .map(([word, count]) => ({ word, count }));\nreturn { words: words.length, characters: $text.length, top };\n".into(),
             test_cases: &[("three words", r#"{"text":"a b a"}"#, Some(r#"{"words":3,"characters":5,"top":[{"word":"a","count":2},{"word":"b","count":1}]}"#))],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
         },
         DemoTool {
             name: "convert_units",
@@ -83,6 +98,9 @@ fn demo_tools() -> Vec<DemoTool> {
             ]),
             code: "const metres = { m: 1, ft: 0.3048, in: 0.0254, km: 1000 };\nconst result = $value * metres[$from] / metres[$to];\nreturn `${$value} ${$from} = ${Number(result.toFixed(4))} ${$to}`;\n".into(),
             test_cases: &[("1 km in m", r#"{"value":1,"from":"km","to":"m"}"#, Some("1 km = 1000 m"))],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
         },
         DemoTool {
             name: "countdown",
@@ -95,6 +113,9 @@ fn demo_tools() -> Vec<DemoTool> {
             ]),
             code: "const from = args.from ?? 3;\nfor (let i = from; i > 0; i--) {\n  console.info(`${i}…`);\n  $progress(from - i + 1, from, `${i} to go`);\n}\nconsole.warn('liftoff');\nreturn `Counted down from ${from}.`;\n".into(),
             test_cases: &[("from three", r#"{"from":3}"#, Some("Counted down from 3."))],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
         },
     ]
 }
@@ -121,9 +142,53 @@ fn conformance_tools() -> Vec<DemoTool> {
     ];
     let tool = |name, description, args: serde_json::Value, code: &str| {
         let declared: String = constants.iter().filter(|(k, _)| code.contains(k)).map(|(k, v)| format!("const {k} = {v};\n")).collect();
-        DemoTool { name, title: name, description, tags: "conformance", args, code: declared + code, test_cases: &[] }
+        DemoTool {
+            name,
+            title: name,
+            description,
+            tags: "conformance",
+            args,
+            code: declared + code,
+            test_cases: &[],
+            tasks: TaskSupport::Forbidden,
+            timeout_ms: None,
+            output: None,
+        }
     };
+    // The tasks extension's fixtures: calls that may outlive their request.
+    let task = |name, description, args, code, tasks, output| DemoTool {
+        tasks,
+        timeout_ms: Some(120_000),
+        output,
+        ..tool(name, description, args, code)
+    };
+    let confirm = "{ method: 'elicitation/create', params: { message: `Delete ${$filename}?`,\n  \
+                   requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] } } }";
     vec![
+        tool("greet", "Conformance fixture: greets at once, never as a task.",
+            json!([{ "name": "name", "type": { "kind": "string" }, "description": "Who to greet", "required": true }]),
+            "return `Hello, ${$name}!`;\n"),
+        task("slow_compute", "Conformance fixture: computes for the given number of seconds; a task once it runs long.",
+            json!([{ "name": "seconds", "type": { "kind": "number" }, "description": "How long to compute", "required": true },
+                   { "name": "label", "type": { "kind": "string" }, "description": "What the result is called" }]),
+            "$progress(0, $seconds, `Computing ${$label ?? 'the result'}`);\nawait $sleep($seconds * 1000);\nreturn `Computed ${$label ?? 'the result'} in ${$seconds} s.`;\n",
+            TaskSupport::Optional, None),
+        task("failing_job", "Conformance fixture: a job that fails after a second, run as a task.", json!([]),
+            "await $sleep(1000);\nthrow new Error('The job failed, as this fixture always does.');\n",
+            TaskSupport::Required, None),
+        task("protocol_error_job", "Conformance fixture: a job whose result breaks its own output schema, which no client may be given, run as a task.", json!([]),
+            "await $sleep(200);\nreturn { count: 'not a number' };\n",
+            TaskSupport::Required, Some(json!({ "type": "object", "properties": { "count": { "type": "number" } }, "required": ["count"] }))),
+        task("confirm_delete", "Conformance fixture: asks before it deletes a file, run as a task.",
+            json!([{ "name": "filename", "type": { "kind": "string" }, "description": "The file to delete", "required": true }]),
+            &format!("const {{ confirm }} = await $input({{ confirm: {confirm} }});\nreturn confirm.action === 'accept' && confirm.content?.confirm ? `Deleted ${{$filename}}.` : `Kept ${{$filename}}.`;\n"),
+            TaskSupport::Required, None),
+        task("multi_input", "Conformance fixture: asks two things at once, run as a task.", json!([]),
+            "const { name, confirm } = await $input({\n  name: NAME,\n  confirm: { method: 'elicitation/create', params: { message: 'Go ahead?',\n    requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] } } },\n});\nreturn `${name.content?.name} said ${confirm.action}.`;\n",
+            TaskSupport::Required, None),
+        task("test_tool_with_task", "Conformance fixture: asks for a name at once, then works long enough to become a task.", json!([]),
+            "const { user_name } = await $input({ user_name: NAME });\nawait $sleep(1500);\nreturn `Hello, ${user_name.content?.name ?? 'stranger'}! The task is done.`;\n",
+            TaskSupport::Optional, None),
         tool("test_simple_text", "Conformance fixture: answers with one text block.", json!([]),
             "return 'This is a simple text response for testing.';\n"),
         tool("test_image_content", "Conformance fixture: answers with a one-pixel PNG image.", json!([]),
@@ -235,12 +300,14 @@ impl Demo<'_> {
             read_only_hint: true,
             destructive_hint: false,
             fetch_allow: Vec::new(),
-            timeout_ms: tool.timeout_ms,
+            timeout_ms: t.timeout_ms.unwrap_or(tool.timeout_ms),
             memory_mib: tool.memory_mib,
+            task_support: t.tasks,
         };
         let tool = Tools::new(self.core).update_tool_settings(owner, tool.id, settings).await?;
         let args: Vec<ArgDef> = serde_json::from_value(t.args.clone()).expect("demo arguments are well-formed");
-        let version = Tools::new(self.core).save_version(owner, tool.id, Source::parse(&t.code, args, None)?, "First version").await?;
+        let version =
+            Tools::new(self.core).save_version(owner, tool.id, Source::parse(&t.code, args, t.output.clone())?, "First version").await?;
         for (name, args, expected) in t.test_cases {
             let args = serde_json::from_str(args).expect("demo test cases are JSON");
             let check = match expected {

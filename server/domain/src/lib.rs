@@ -59,6 +59,7 @@ pub mod sessions;
 pub mod signin;
 pub mod sso;
 pub mod store;
+pub mod tasks;
 pub mod tokens;
 pub mod tools;
 pub mod upstream;
@@ -308,6 +309,10 @@ impl Toolshed {
 
     pub fn tokens(&self) -> tokens::Tokens<'_> {
         tokens::Tokens::new(&self.core)
+    }
+
+    pub fn tasks(&self) -> tasks::Tasks<'_> {
+        tasks::Tasks::new(&self.core)
     }
 
     pub fn tools(&self) -> tools::Tools<'_> {

@@ -16,6 +16,10 @@ handle! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     pub max_timeout_ms: i64,
+    /// The most time a tool whose calls may run as tasks may ask for: such a
+    /// call outlives its request, so it may run far longer.
+    #[serde(default = "default_max_task_timeout_ms")]
+    pub max_task_timeout_ms: i64,
     pub max_memory_mib: i64,
     /// Host patterns any tool's allow-list must stay within; empty: no restriction.
     pub fetch_hosts: Vec<String>,
@@ -27,10 +31,21 @@ pub struct Policy {
 /// Hard ceilings, whatever an admin sets.
 pub const CEILING_TIMEOUT_MS: i64 = 120_000;
 pub const CEILING_MEMORY_MIB: i64 = 1024;
+pub const CEILING_TASK_TIMEOUT_MS: i64 = 3_600_000;
+
+fn default_max_task_timeout_ms() -> i64 {
+    600_000
+}
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { max_timeout_ms: 30_000, max_memory_mib: 256, fetch_hosts: Vec::new(), tests_required: false }
+        Self {
+            max_timeout_ms: 30_000,
+            max_task_timeout_ms: default_max_task_timeout_ms(),
+            max_memory_mib: 256,
+            fetch_hosts: Vec::new(),
+            tests_required: false,
+        }
     }
 }
 
@@ -42,10 +57,20 @@ impl Policy {
     pub(crate) fn apply(&mut self, key: &str, value: String) {
         match key {
             "policy.max_timeout_ms" => self.max_timeout_ms = value.parse().unwrap_or(self.max_timeout_ms),
+            "policy.max_task_timeout_ms" => self.max_task_timeout_ms = value.parse().unwrap_or(self.max_task_timeout_ms),
             "policy.max_memory_mib" => self.max_memory_mib = value.parse().unwrap_or(self.max_memory_mib),
             "policy.fetch_hosts" => self.fetch_hosts = value.lines().map(str::to_owned).collect(),
             "policy.tests_required" => self.tests_required = value == "1",
             _ => {}
+        }
+    }
+
+    /// The most time a tool with `support` may ask for. A call that runs in
+    /// its request keeps the usual limit, whatever its tool asks.
+    pub fn max_timeout_for(&self, support: crate::tasks::TaskSupport) -> i64 {
+        match support {
+            crate::tasks::TaskSupport::Forbidden => self.max_timeout_ms,
+            _ => self.max_task_timeout_ms.max(self.max_timeout_ms),
         }
     }
 
@@ -83,6 +108,10 @@ impl Policies<'_> {
         if !(100..=CEILING_TIMEOUT_MS).contains(&p.max_timeout_ms) {
             return Err(Invalid { field: "Maximum time limit", reason: format!("must be between 100 and {CEILING_TIMEOUT_MS} ms") }.into());
         }
+        if !(p.max_timeout_ms..=CEILING_TASK_TIMEOUT_MS).contains(&p.max_task_timeout_ms) {
+            let reason = format!("must be between the maximum time limit and {CEILING_TASK_TIMEOUT_MS} ms");
+            return Err(Invalid { field: "Maximum time limit of tasks", reason }.into());
+        }
         if !(1..=CEILING_MEMORY_MIB).contains(&p.max_memory_mib) {
             return Err(Invalid { field: "Maximum memory limit", reason: format!("must be between 1 and {CEILING_MEMORY_MIB} MiB") }.into());
         }
@@ -90,6 +119,7 @@ impl Policies<'_> {
         let mut tx = self.core.begin().await?;
         for (key, value) in [
             ("policy.max_timeout_ms", p.max_timeout_ms.to_string()),
+            ("policy.max_task_timeout_ms", p.max_task_timeout_ms.to_string()),
             ("policy.max_memory_mib", p.max_memory_mib.to_string()),
             ("policy.fetch_hosts", p.fetch_hosts.join("\n")),
             ("policy.tests_required", if p.tests_required { "1" } else { "0" }.to_owned()),

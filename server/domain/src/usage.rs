@@ -31,6 +31,8 @@ pub enum Outcome {
     Busy,
     /// Stopped to ask the client something (in the metrics only: usage counts the round that ends the call).
     Asked,
+    /// Stopped by its caller (a task cancelled): not the tool's error.
+    Cancelled,
 }
 
 impl Outcome {
@@ -42,6 +44,7 @@ impl Outcome {
             Err(RunError::Timeout { .. }) => Outcome::Timeout,
             Err(RunError::OutOfMemory { .. }) => Outcome::Oom,
             Err(RunError::NeedsInput { .. }) => Outcome::Asked,
+            Err(RunError::Cancelled) => Outcome::Cancelled,
             Err(_) => Outcome::ToolError,
         }
     }
@@ -55,6 +58,7 @@ impl Outcome {
             Outcome::InvalidArguments => "invalid_arguments",
             Outcome::Busy => "busy",
             Outcome::Asked => "asked",
+            Outcome::Cancelled => "cancelled",
         }
     }
 }

@@ -286,7 +286,7 @@ impl<'js> HostCalls<'js> {
     /// still holds.
     pub(super) fn start_sleep(&mut self, ms: f64, settle: Settle<'js>) -> Result<(), String> {
         self.refuse_when_asking()?;
-        if !(ms >= 0.0) {
+        if ms.is_nan() || ms < 0.0 {
             return Err(format!("$sleep takes a number of milliseconds, not {ms}"));
         }
         let io = io()?;

@@ -432,8 +432,11 @@ fn drive<'js>(ctx: &Ctx<'js>, code: &str, calls: &RefCell<HostCalls<'js>>, guard
                 return Err(guard.timeout());
             }
         }
-        if let Some(stopped) = guard.tripped().filter(|_| guard.cancelled() || guard.timed_out.get()) {
-            return Err(stopped);
+        if guard.cancelled() {
+            return Err(RunError::Cancelled);
+        }
+        if guard.timed_out.get() {
+            return Err(guard.timeout());
         }
         // A rejection comes back as a pending exception holding the reason.
         match promise.result::<Value>() {

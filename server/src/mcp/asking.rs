@@ -17,7 +17,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value};
 use toolshed_domain::asking::{AskedCall, MAX_ROUNDS};
 use toolshed_domain::ids::UserId;
-use toolshed_domain::sandbox::{Answer, Input, INPUT_METHODS};
+use toolshed_domain::sandbox::{Answer, Input, RunError, INPUT_METHODS};
 use toolshed_domain::Toolshed;
 
 use super::handler::Transport;
@@ -44,7 +44,7 @@ pub(super) struct Asking {
     tool: String,
     arguments: JsonObject,
     /// Rounds taken before this one.
-    round: usize,
+    pub round: usize,
     /// The answers so far.
     pub input: Input,
     /// What the client declared it can answer.
@@ -96,26 +96,6 @@ impl Asking {
         Ok(asking)
     }
 
-    /// A question of a kind the client did not declare it can answer: a
-    /// protocol error (MCP's MissingRequiredClientCapability), whichever way
-    /// questions would travel. Code that has another way checks
-    /// `$context.client.capabilities` before asking.
-    fn undeclared(&self, requests: &Map<String, Value>) -> Option<McpError> {
-        let missing: Map<String, Value> = requests
-            .values()
-            .filter_map(|r| INPUT_METHODS.iter().find(|(method, _)| r["method"] == *method))
-            .filter(|(_, capability)| !self.capabilities.contains_key(*capability))
-            .map(|(_, capability)| ((*capability).to_owned(), Value::Object(Map::new())))
-            .collect();
-        if missing.is_empty() {
-            return None;
-        }
-        let names: Vec<&str> = missing.keys().map(String::as_str).collect();
-        let message = format!("The tool asks what this client did not declare it can answer (capabilities: {})", names.join(", "));
-        let data = serde_json::json!({ "requiredCapabilities": missing });
-        Some(McpError::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message, Some(data)))
-    }
-
     fn call(&self) -> AskedCall<'_> {
         AskedCall { user: self.user, endpoint: &self.endpoint, tool: &self.tool, arguments: &self.arguments }
     }
@@ -127,15 +107,15 @@ impl Asking {
         toolshed: &Toolshed,
         peer: &Peer<RoleServer>,
         requests: Map<String, Value>,
-        why: String,
     ) -> Result<Option<CallToolResponse>, McpError> {
+        let why = RunError::NeedsInput { requests: requests.clone() }.to_string();
         let tool_error = |text: String| Ok(Some(CallToolResult::error(vec![ContentBlock::text(text)]).into()));
         if self.asks == Asks::Nowhere {
             return tool_error(format!(
                 "{why}. Without a session this client cannot be asked: connect with a session, or with MCP 2026-07-28."
             ));
         }
-        if let Some(refused) = self.undeclared(&requests) {
+        if let Some(refused) = undeclared(&self.capabilities, &requests) {
             return Err(refused);
         }
         self.round += 1;
@@ -158,9 +138,29 @@ impl Asking {
     }
 }
 
+/// A question of a kind the client did not declare it can answer: a
+/// protocol error (MCP's MissingRequiredClientCapability), whichever way
+/// questions would travel. Code that has another way checks
+/// `$context.client.capabilities` before asking.
+pub(super) fn undeclared(capabilities: &Map<String, Value>, requests: &Map<String, Value>) -> Option<McpError> {
+    let missing: Map<String, Value> = requests
+        .values()
+        .filter_map(|r| INPUT_METHODS.iter().find(|(method, _)| r["method"] == *method))
+        .filter(|(_, capability)| !capabilities.contains_key(*capability))
+        .map(|(_, capability)| ((*capability).to_owned(), Value::Object(Map::new())))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+    let message = format!("The tool asks what this client did not declare it can answer (capabilities: {})", names.join(", "));
+    let data = serde_json::json!({ "requiredCapabilities": missing });
+    Some(McpError::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message, Some(data)))
+}
+
 /// The questions as MCP types; one that does not fit its method's type is
 /// the tool's mistake, a tool error.
-fn input_requests(requests: Map<String, Value>) -> Result<InputRequests, String> {
+pub(super) fn input_requests(requests: Map<String, Value>) -> Result<InputRequests, String> {
     requests
         .into_iter()
         .map(|(key, request)| match serde_json::from_value::<InputRequest>(request) {

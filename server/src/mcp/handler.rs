@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
-    Tool as McpTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, Tool as McpTool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
@@ -32,6 +32,7 @@ use toolshed_domain::tools::{ListingKind, Live, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
 use super::asking::Asking;
+use super::tasks::{as_task, AsTask, TaskCall, ESCALATE_AFTER};
 use super::{Caller, Served};
 
 /// How a request reached the handler; recorded with each call's usage.
@@ -339,9 +340,41 @@ impl ServerHandler for ListingHandler {
 
     fn get_info(&self) -> InitializeResult {
         // Prompts: none yet, but `prompts/list` is answered (empty), so declared.
-        let capabilities =
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_prompts().enable_logging().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_logging()
+            .enable_tasks()
+            .build();
         InitializeResult::new(capabilities)
+    }
+
+    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, McpError> {
+        let c = self.caller(&context.extensions)?;
+        let task = super::tasks::task_of(&self.toolshed, &c, &request.task_id).await?;
+        Ok(GetTaskResult::new(super::tasks::detailed(&task)))
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let c = self.caller(&context.extensions)?;
+        super::tasks::task_of(&self.toolshed, &c, &request.task_id).await?;
+        let responses = request.input_responses.into_iter().collect();
+        match self.toolshed.tasks().answer(&c.user, &request.task_id, responses).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(super::tasks::unknown_task(&request.task_id)),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let c = self.caller(&context.extensions)?;
+        super::tasks::task_of(&self.toolshed, &c, &request.task_id).await?;
+        match self.toolshed.tasks().cancel(&c.user, &request.task_id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(super::tasks::unknown_task(&request.task_id)),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
     }
 
     async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
@@ -461,6 +494,20 @@ impl ListingHandler {
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
         let via = self.via(&c, None);
+        let takes_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        let when = as_task(callables.task_support(&request.name), takes_tasks)?;
+        if !matches!(when, AsTask::No) {
+            let call = TaskCall {
+                toolshed: self.toolshed.clone(),
+                callables: Arc::new(callables),
+                name: request.name.to_string(),
+                input,
+                via,
+                capabilities: asking.capabilities.clone(),
+                cancel: Default::default(),
+            };
+            return self.call_as_task(&c, &context, asking, call, when).await;
+        }
         self.answer(&context, asking, &request.name, origin, |live| callables.call(&request.name, input.clone(), via, live)).await
     }
 }
@@ -504,29 +551,59 @@ impl ListingHandler {
             } else {
                 (None, None)
             };
-            let live = Live { events, input: asking.input.clone(), capabilities: asking.capabilities.clone() };
+            let live = Live { events, input: asking.input.clone(), capabilities: asking.capabilities.clone(), task: None };
             let answer = call(live).await;
             if let Some(forwarder) = forwarder {
                 // Log lines and progress go out before the result they belong to.
                 let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
             }
-            let result = match answer {
-                Ok(Answer::External(result)) => external_result(name, result),
-                Ok(Answer::Ran(r)) => match r.outcome.result {
-                    Ok(value) => value_result(value),
-                    Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
-                    Err(RunError::NeedsInput { requests }) => {
-                        let why = RunError::NeedsInput { requests: requests.clone() }.to_string();
-                        match asking.next_round(&self.toolshed, &context.peer, requests, why).await? {
-                            Some(response) => return Ok(response),
-                            None => continue,
+            match step(name, answer)? {
+                Step::Done(result) => return Ok(result.into()),
+                Step::Asks(requests) => match asking.next_round(&self.toolshed, &context.peer, requests).await? {
+                    Some(response) => return Ok(response),
+                    None => continue,
+                },
+            }
+        }
+    }
+
+    /// A call that is (or may become) a task: an `optional` tool's runs go on
+    /// in the request until one takes [`ESCALATE_AFTER`], asking as any call
+    /// would; then (or at once, for a `required` tool) the call becomes a task.
+    async fn call_as_task(
+        &self,
+        c: &Caller,
+        context: &RequestContext<RoleServer>,
+        mut asking: Asking,
+        call: TaskCall,
+        when: AsTask,
+    ) -> Result<CallToolResponse, McpError> {
+        // A call that fails or is cancelled before it is a task stops its run.
+        let stop_unless_task = call.cancel.clone().drop_guard();
+        loop {
+            let mut run = call.round(asking.input.clone());
+            if let AsTask::Later = when {
+                tokio::select! {
+                    done = run.finished() => {
+                        let answer = done.map_err(|e| McpError::internal_error(format!("the run stopped: {e}"), None))?;
+                        match step(&call.name, answer)? {
+                            Step::Done(result) => return Ok(result.into()),
+                            Step::Asks(requests) => match asking.next_round(&self.toolshed, &context.peer, requests).await? {
+                                Some(response) => return Ok(response),
+                                None => continue,
+                            },
                         }
                     }
-                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-                },
-                Err(e) => refused(e)?,
-            };
-            return Ok(result.into());
+                    () = tokio::time::sleep(ESCALATE_AFTER) => {}
+                    // rmcp does not drop a cancelled request's handler: it cancels this.
+                    () = context.ct.cancelled() => return Err(McpError::invalid_request("The client cancelled the call.", None)),
+                }
+            }
+            if context.ct.is_cancelled() {
+                return Err(McpError::invalid_request("The client cancelled the call.", None));
+            }
+            stop_unless_task.disarm();
+            return call.become_task(c.served.listing_id(), &c.user, run, (asking.input, asking.round)).await;
         }
     }
 
@@ -612,6 +689,29 @@ impl ListingHandler {
         };
         Ok(result.into())
     }
+}
+
+/// Where a call stands after one run.
+pub(super) enum Step {
+    /// It ended with this result.
+    Done(CallToolResult),
+    /// It stopped to ask these questions, by key.
+    Asks(serde_json::Map<String, serde_json::Value>),
+}
+
+/// What one run of a call of `name` comes to; a failure of the server's own
+/// (not the tool's) is a protocol error.
+pub(super) fn step(name: &str, answer: Result<Answer, ToolError>) -> Result<Step, McpError> {
+    Ok(match answer {
+        Ok(Answer::External(result)) => Step::Done(external_result(name, result)),
+        Ok(Answer::Ran(r)) => match r.outcome.result {
+            Ok(value) => Step::Done(value_result(value)),
+            Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
+            Err(RunError::NeedsInput { requests }) => Step::Asks(requests),
+            Err(e) => Step::Done(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        },
+        Err(e) => Step::Done(refused(e)?),
+    })
 }
 
 /// A tool's value as MCP carries it: text, JSON as text and as

@@ -4,7 +4,7 @@
 //! `demo/conformance` bundle. (A 2025 session asked on its stream: the
 //! TypeScript SDK in end2end/tests/mcp.test.mjs and the conformance suite.)
 
-use crate::common::TestServer;
+use crate::common::{last_message, rpc_2026, TestServer};
 use serde_json::{json, Value};
 
 const CONFORMANCE: &str = "/mcp/bundles/demo/conformance";
@@ -16,30 +16,7 @@ async fn call_2026(srv: &TestServer, token: &str, capabilities: Value, params: V
 }
 
 async fn call_2026_at(srv: &TestServer, path: &str, token: &str, capabilities: Value, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let res = reqwest::Client::new()
-        .post(srv.url(path))
-        .bearer_auth(token)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", params["name"].as_str().unwrap())
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    last_message(&res.text().await.unwrap())
-}
-
-/// The JSON-RPC answer of a JSON or SSE response body (the stream's last message).
-fn last_message(text: &str) -> Value {
-    let json = text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().map(str::trim).unwrap_or(text);
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"))
+    rpc_2026(&srv.url(path), token, "tools/call", params, capabilities).await
 }
 
 /// A member of another department than the fixtures': the bundle is for everyone.

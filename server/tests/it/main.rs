@@ -26,6 +26,7 @@ mod secrets;
 mod server_fns;
 mod shutdown;
 mod site;
+mod tasks;
 mod tools;
 mod traces;
 mod upstream;

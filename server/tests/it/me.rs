@@ -213,7 +213,7 @@ server_test!(run_code_on_the_personal_endpoint_calls_any_tool_by_department_and_
     assert_eq!(r["isError"], true);
     assert!(r["content"][0]["text"].as_str().unwrap().ends_with("(line 2)"), "{r}");
     // Below code mode's own 30 s, the admin's ceiling is a program's limit.
-    let ceiling = [("max_timeout_ms", "1000"), ("max_memory_mib", "1024"), ("fetch_hosts", "")];
+    let ceiling = [("max_timeout_ms", "1000"), ("max_task_timeout_ms", "600000"), ("max_memory_mib", "1024"), ("fetch_hosts", "")];
     assert_eq!(srv.call(&srv.admin().await, "admin/policy/set", &ceiling).await.0, 200);
     let r = result(&session, "run_code", json!({"code": "while (true) {}"})).await;
     assert!(r["content"][0]["text"].as_str().unwrap().starts_with("Timed out after 1000 ms"), "{r}");

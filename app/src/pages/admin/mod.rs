@@ -59,6 +59,7 @@ fn PolicyCard() -> impl IntoView {
                         <ActionForm action=set attr:class="stack">
                             <div class="row">
                                 <label>"Most time a tool may ask for (ms)" <input name="max_timeout_ms" type="number" min="100" value=p.max_timeout_ms /></label>
+                                <label>"… when its calls run as tasks (ms)" <input name="max_task_timeout_ms" type="number" min="100" value=p.max_task_timeout_ms /></label>
                                 <label>"Most memory a tool may ask for (MiB)" <input name="max_memory_mib" type="number" min="1" value=p.max_memory_mib /></label>
                             </div>
                             <label>"Hosts tools may reach with $fetch (one per line, *.example.com allowed; empty: any host a tool lists)"

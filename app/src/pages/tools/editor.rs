@@ -218,10 +218,18 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                     view! {
                         <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="run_code (code mode): " />
                         <input type="hidden" name="fetch_allow" value=t.fetch_allow.join("\n") />
+                        <input type="hidden" name="task_support" value="forbidden" />
                     }.into_any()
                 } else {
                     view! {
                         <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="" />
+                        <label>"Long calls as tasks (clients that take tasks get a task id at once and poll for the result; the time limit may then go up to the administrator's maximum for tasks)"
+                            <select name="task_support">
+                                <option value="forbidden" selected=t.task_support == "forbidden">"Never: every call answers in its request"</option>
+                                <option value="optional" selected=t.task_support == "optional">"When a call runs longer than half a second"</option>
+                                <option value="required" selected=t.task_support == "required">"Always (clients that do not take tasks cannot call it)"</option>
+                            </select>
+                        </label>
                         <label>"Hosts $fetch may reach: one per line, *.example.com allowed; ports 80 and 443 unless you add one (api.example.com:8443). Internal addresses are always refused."
                             <textarea name="fetch_allow" rows="3" class="mono">{t.fetch_allow.join("\n")}</textarea>
                         </label>
@@ -246,7 +254,7 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
 fn LimitInputs(timeout_ms: i64, memory_mib: i64, what: &'static str) -> impl IntoView {
     view! {
         <div class="row">
-            <label>{format!("{what}Time limit (ms)")} <input name="timeout_ms" type="number" min="100" max="30000" value=timeout_ms /></label>
+            <label>{format!("{what}Time limit (ms)")} <input name="timeout_ms" type="number" min="100" value=timeout_ms /></label>
             <label>{format!("{what}Memory limit (MiB)")} <input name="memory_mib" type="number" min="1" max="256" value=memory_mib /></label>
         </div>
     }

@@ -50,7 +50,7 @@ impl Market<'_> {
         Tools::new(self.core).code_tool_for_edit(user, id).await?;
         let since = now_ms() - DAY_MS;
         let rows = sqlx::query(
-            "SELECT version, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors \
+            "SELECT version, COUNT(*) AS calls, SUM(CASE WHEN outcome IN ('ok', 'cancelled') THEN 0 ELSE 1 END) AS errors \
              FROM usage_records WHERE tool_id = $1 AND at_ms >= $2 GROUP BY version",
         )
         .bind(id.0)
@@ -106,7 +106,7 @@ impl Market<'_> {
                         COUNT(*) OVER (PARTITION BY tool_id) AS n, \
                         SUM(CASE WHEN version IS NULL THEN 0 ELSE 1 END) OVER (PARTITION BY tool_id) AS ran \
                  FROM usage_records WHERE at_ms >= $1) \
-             SELECT r.tool_id, r.n AS calls, SUM(CASE WHEN r.outcome = 'ok' THEN 0 ELSE 1 END) AS errors, \
+             SELECT r.tool_id, r.n AS calls, SUM(CASE WHEN r.outcome IN ('ok', 'cancelled') THEN 0 ELSE 1 END) AS errors, \
                     MAX(CASE WHEN r.version IS NOT NULL AND r.nth = (r.ran * 50 + 99) / 100 THEN r.duration_us END) AS p50_us, \
                     MAX(CASE WHEN r.version IS NOT NULL AND r.nth = (r.ran * 95 + 99) / 100 THEN r.duration_us END) AS p95_us, \
                     t.kind, d.name AS dept, t.name, t.title \
@@ -144,7 +144,7 @@ impl Market<'_> {
         };
         let first_day = (now_ms() / DAY_MS - (DAYS - 1)) * DAY_MS;
         let rows = sqlx::query(&format!(
-            "SELECT (at_ms - $2) / $3 AS day, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors \
+            "SELECT (at_ms - $2) / $3 AS day, COUNT(*) AS calls, SUM(CASE WHEN outcome IN ('ok', 'cancelled') THEN 0 ELSE 1 END) AS errors \
              FROM usage_records WHERE {column} = $1 AND at_ms >= $2 GROUP BY 1"
         ))
         .bind(id.0)

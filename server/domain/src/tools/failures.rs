@@ -148,6 +148,7 @@ impl Tools<'_> {
     pub(crate) fn keep_failure_of(self, user: &User, tool: &Tool, via: Via<'_>, args: Value, report: &RunReport, defs: &[ArgDef]) {
         if report.outcome.result.is_ok()
             || report.asked()
+            || report.outcome.result == Err(crate::sandbox::RunError::Cancelled)
             || via.transport == "test"
             || !self.core.failure_budget().take(tool.id.0, now_ms())
         {

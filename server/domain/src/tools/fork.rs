@@ -59,7 +59,8 @@ impl Tools<'_> {
             Err(e) => return Err(rolled_back(tx, e).await),
         };
         sqlx::query(
-            "UPDATE tools SET read_only_hint = $1, destructive_hint = $2, fetch_allow = $3, timeout_ms = $4, memory_mib = $5 WHERE id = $6",
+            "UPDATE tools SET read_only_hint = $1, destructive_hint = $2, fetch_allow = $3, timeout_ms = $4, memory_mib = $5, \
+             task_support = $7 WHERE id = $6",
         )
         .bind(i64::from(src.read_only_hint))
         .bind(i64::from(src.destructive_hint))
@@ -67,6 +68,8 @@ impl Tools<'_> {
         .bind(src.timeout_ms)
         .bind(src.memory_mib)
         .bind(id.0)
+        // Its time limit may be a task's: the fork runs as the original does.
+        .bind(src.task_support.as_str())
         .execute(&mut *tx)
         .await?;
         let copy = Source::parse(&version.code, version.args, version.output_schema)?;

@@ -42,6 +42,7 @@ use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::policy::Policies;
 use crate::store::StoreError;
 use crate::store::Tx;
+use crate::tasks::TaskSupport;
 use crate::words::cjk_pairs;
 use crate::{audit, now_ms};
 
@@ -190,6 +191,8 @@ pub struct Tool {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    /// Whether calls may run as tasks (and so past the usual time limit).
+    pub task_support: TaskSupport,
     /// A bundle's code mode; always `Off` for a tool.
     pub code_mode: CodeMode,
     pub forked_from: Option<ForkedFrom>,
@@ -352,6 +355,7 @@ pub struct ToolSettings {
     pub fetch_allow: Vec<String>,
     pub timeout_ms: i64,
     pub memory_mib: i64,
+    pub task_support: TaskSupport,
 }
 
 /// The first code a new tool starts with: shows the globals at work.
@@ -361,7 +365,7 @@ const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept,
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      t.pending_version, t.pending_title, t.pending_description, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
@@ -399,6 +403,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         fetch_allow: allow.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
         timeout_ms: r.try_get("timeout_ms")?,
         memory_mib: r.try_get("memory_mib")?,
+        task_support: TaskSupport::parse(&r.try_get::<String, _>("task_support")?).unwrap_or_default(),
         code_mode: CodeMode::parse(&r.try_get::<String, _>("code_mode")?).unwrap_or(CodeMode::Off),
         forked_from,
         created_at: r.try_get("created_at")?,
@@ -578,8 +583,15 @@ impl Tools<'_> {
     /// Refuses limits and hosts beyond the admin's policy.
     pub(crate) async fn check_settings(self, s: &ToolSettings) -> Result<(), ToolError> {
         let policy = Policies::new(self.core).policy().await?;
-        if !(100..=policy.max_timeout_ms).contains(&s.timeout_ms) {
-            return Err(Invalid { field: "Time limit", reason: format!("must be between 100 and {} ms", policy.max_timeout_ms) }.into());
+        let most = policy.max_timeout_for(s.task_support);
+        if !(100..=most).contains(&s.timeout_ms) {
+            let reason = match s.task_support {
+                TaskSupport::Forbidden => {
+                    format!("must be between 100 and {most} ms (a tool whose calls may run as tasks may take longer)")
+                }
+                _ => format!("must be between 100 and {most} ms"),
+            };
+            return Err(Invalid { field: "Time limit", reason }.into());
         }
         if !(1..=policy.max_memory_mib).contains(&s.memory_mib) {
             return Err(Invalid { field: "Memory limit", reason: format!("must be between 1 and {} MiB", policy.max_memory_mib) }.into());
@@ -626,6 +638,7 @@ impl ToolSettings {
             fetch_allow: self.fetch_allow.clone(),
             timeout_ms: self.timeout_ms,
             memory_mib: self.memory_mib,
+            task_support: self.task_support,
             ..tool.clone()
         }
     }
@@ -648,7 +661,7 @@ pub(crate) async fn write_settings(
     sqlx::query(
         "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
          fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13, \
-         cjk_pairs = $14 WHERE id = $11",
+         cjk_pairs = $14, task_support = $15 WHERE id = $11",
     )
     .bind(title)
     .bind(description)
@@ -664,6 +677,7 @@ pub(crate) async fn write_settings(
     .bind(held.map(|p| p.title.as_str()))
     .bind(held.map(|p| p.description.as_str()))
     .bind(cjk_pairs(title, description))
+    .bind(s.task_support.as_str())
     .execute(&mut **tx)
     .await?;
     audit::record(

@@ -27,6 +27,7 @@ use crate::membership::may_author;
 use crate::names::CodeMode;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
+use crate::tasks::TaskSupport;
 use crate::{audit, now_ms};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo
@@ -394,6 +395,7 @@ fn settings_from_file(tool: &Tool, file: &ToolFile, tags: Option<Tags>) -> Resul
         fetch_allow: tool.fetch_allow.clone(),
         timeout_ms: tool.timeout_ms,
         memory_mib: tool.memory_mib,
+        task_support: tool.task_support,
     }))
 }
 
@@ -427,6 +429,7 @@ fn unsaved_tool(user: &User, new: &NewTool) -> Tool {
         fetch_allow: Vec::new(),
         timeout_ms: 2_000,
         memory_mib: 32,
+        task_support: TaskSupport::Forbidden,
         code_mode: CodeMode::Off,
         forked_from: None,
         created_at: now,

@@ -50,6 +50,9 @@ pub struct Live {
     /// The client's declared capabilities (MCP `ClientCapabilities`), which the
     /// code reads as `$context.client.capabilities` to know what it may ask.
     pub capabilities: serde_json::Map<String, serde_json::Value>,
+    /// The call runs as a task: it may take the longer time limit its tool
+    /// has for tasks, and stops when this is cancelled.
+    pub task: Option<tokio_util::sync::CancellationToken>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +80,8 @@ pub(crate) struct PreparedRun {
     pub runnable: Arc<Runnable>,
     /// `tool_run`, its `outcome` filled when the run ends.
     pub span: tracing::Span,
+    /// The time limit when the call runs as a task.
+    pub task_limit_ms: u64,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -229,6 +234,7 @@ impl Tools<'_> {
             tools: None,
             replay: None,
             input: Input::default(),
+            cancel: None,
         }
     }
 
@@ -378,7 +384,12 @@ impl Tools<'_> {
         live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, span, runnable } = self.prepare_run(user, tool, source, input, transport).await?;
+        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms } =
+            self.prepare_run(user, tool, source, input, transport).await?;
+        if let Some(cancel) = live.task {
+            request.limits.wall_clock_ms = task_limit_ms;
+            request.cancel = Some(cancel);
+        }
         let client = serde_json::json!({ "capabilities": live.capabilities });
         request.context.insert("client".into(), client);
         request.events = live.events;
@@ -433,6 +444,7 @@ impl Tools<'_> {
             transport,
             outcome = tracing::field::Empty,
         );
-        Ok(PreparedRun { version, request, env, runnable, span })
+        let task_limit_ms = tool.timeout_ms.clamp(100, policy.max_timeout_for(tool.task_support)) as u64;
+        Ok(PreparedRun { version, request, env, runnable, span, task_limit_ms })
     }
 }

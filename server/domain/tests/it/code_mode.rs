@@ -42,6 +42,7 @@ async fn kit(ts: &Toolshed, alice: &User) -> Tool {
         fetch_allow: Vec::new(),
         timeout_ms: 200,
         memory_mib: 32,
+        task_support: Default::default(),
     };
     ts.tools().update_tool_settings(alice, slow.id, limits).await.unwrap();
     let mine = tool(ts, alice, "mine", "private", "return 'private ' + $text;").await;

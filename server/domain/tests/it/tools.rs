@@ -7,6 +7,7 @@ use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::names::DepartmentName;
 use toolshed_domain::sandbox::{RunError, ToolValue};
+use toolshed_domain::tasks::TaskSupport;
 use toolshed_domain::tools::{Check, EnvKind, NewTool, PushOutcome, RunSource, SecretHosts, Source, ToolError, ToolFile, Visibility};
 use toolshed_domain::{Db, User};
 
@@ -258,7 +259,7 @@ store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async
         ts.accounts().register(reg, None).await.unwrap()
     };
     let tool = ts.tools().create_tool(&alice, NewTool::parse("net", "Net", "", "", "everyone").unwrap()).await.unwrap();
-    let settings = |timeout_ms, hosts: &[&str]| ToolSettings {
+    let tasked = |timeout_ms, hosts: &[&str], task_support| ToolSettings {
         title: Title::parse("Net").unwrap(),
         description: Description::parse("").unwrap(),
         tags: Tags::parse("").unwrap(),
@@ -268,10 +269,18 @@ store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async
         fetch_allow: hosts.iter().map(|h| h.to_string()).collect(),
         timeout_ms,
         memory_mib: 32,
+        task_support,
     };
+    let settings = |timeout_ms, hosts: &[&str]| tasked(timeout_ms, hosts, TaskSupport::Forbidden);
     assert!(ts.tools().update_tool_settings(&alice, tool.id, settings(20_000, &["api.example.com"])).await.is_ok());
     assert!(ts.policies().set_policy(&alice, Policy::default()).await.is_err(), "members cannot set the policy");
-    let policy = Policy { max_timeout_ms: 5_000, max_memory_mib: 64, fetch_hosts: vec!["*.internal.corp".into()], tests_required: false };
+    let policy = Policy {
+        max_timeout_ms: 5_000,
+        max_task_timeout_ms: 60_000,
+        max_memory_mib: 64,
+        fetch_hosts: vec!["*.internal.corp".into()],
+        tests_required: false,
+    };
     ts.policies().set_policy(&admin, policy).await.unwrap();
     let err = ts.tools().update_tool_settings(&alice, tool.id, settings(20_000, &[])).await.unwrap_err();
     assert!(err.to_string().contains("5000"), "{err}");
@@ -279,12 +288,23 @@ store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async
     assert!(err.to_string().contains("api.example.com"), "{err}");
     assert!(ts.tools().update_tool_settings(&alice, tool.id, settings(1_000, &["hr.internal.corp"])).await.is_ok());
     assert_eq!(ts.policies().policy().await.unwrap().max_memory_mib, 64);
+    // A tool whose calls may run as tasks may take longer, up to the policy's limit for tasks.
+    let hosts = ["hr.internal.corp"];
+    assert!(ts.tools().update_tool_settings(&alice, tool.id, tasked(20_000, &hosts, TaskSupport::Optional)).await.is_ok());
+    let err = ts.tools().update_tool_settings(&alice, tool.id, tasked(70_000, &hosts, TaskSupport::Required)).await.unwrap_err();
+    assert!(err.to_string().contains("60000"), "{err}");
+    assert_eq!(ts.tools().tool(&alice, tool.id).await.unwrap().task_support, TaskSupport::Optional);
+    let mut unordered = Policy::default();
+    unordered.max_task_timeout_ms = unordered.max_timeout_ms - 1;
+    assert!(ts.policies().set_policy(&admin, unordered).await.is_err(), "tasks may not get less time than other calls");
 });
 
 store_test!(the_database_refuses_a_status_kind_or_visibility_the_code_does_not_know, |db: Db| async move {
     let (ts, alice, _, _) = world(db).await;
     let tool = ts.tools().create_tool(&alice, NewTool::parse("t", "T", "", "", "everyone").unwrap()).await.unwrap();
-    for (column, value) in [("status", "quarantined"), ("kind", "server"), ("visibility", "public"), ("code_mode", "on")] {
+    for (column, value) in
+        [("status", "quarantined"), ("kind", "server"), ("visibility", "public"), ("code_mode", "on"), ("task_support", "sometimes")]
+    {
         let sql = format!("UPDATE tools SET {column} = $1 WHERE id = $2");
         let refused = sqlx::query(&sql).bind(value).bind(tool.id.0).execute(ts.db().pool()).await;
         assert!(refused.is_err(), "{column} = {value} was stored");
@@ -506,6 +526,7 @@ fn titled(title: &str, description: &str) -> toolshed_domain::tools::ToolSetting
         fetch_allow: Vec::new(),
         timeout_ms: 2_000,
         memory_mib: 32,
+        task_support: Default::default(),
     }
 }
 

@@ -652,3 +652,37 @@ pub fn redirected_error(res: &reqwest::Response) -> Option<serde_json::Value> {
     let bytes = base64::engine::general_purpose::URL_SAFE.decode(err).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
+
+/// One MCP 2026-07-28 request (no session: `_meta` says who the client is and
+/// what it can answer) to `url`, as its JSON-RPC answer, with the routing
+/// headers the revision requires.
+pub async fn rpc_2026(
+    url: &str,
+    token: &str,
+    method: &str,
+    params: serde_json::Value,
+    capabilities: serde_json::Value,
+) -> serde_json::Value {
+    let mut params = params;
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method);
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+        req = req.header("Mcp-Name", name);
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    last_message(&req.json(&body).send().await.unwrap().text().await.unwrap())
+}
+
+/// The JSON-RPC answer of a JSON or SSE response body (the stream's last message).
+pub fn last_message(text: &str) -> serde_json::Value {
+    let json = text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().map(str::trim).unwrap_or(text);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"))
+}

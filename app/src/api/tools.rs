@@ -912,8 +912,8 @@ pub async fn update_tool_settings(
     destructive_hint: Option<bool>,
     task_support: Option<String>,
 ) -> Result<ToolInfo, AppError> {
+    use toolshed_domain::names::TaskSupport;
     use toolshed_domain::names::{Description, Tags, Title};
-    use toolshed_domain::tasks::TaskSupport;
     use toolshed_domain::tools::{parse_fetch_allow, ToolSettings, Visibility};
     let user = server::require_user().await?;
     let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));

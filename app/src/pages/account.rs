@@ -124,7 +124,8 @@ fn TaskRow(task: TaskView, now: i64, cancel: ServerAction<CancelMyTask>) -> impl
             </td>
             <td>
                 <span class=format!("badge task-status task-{}", task.status)>{running.then(|| view! { <span class="spinner" aria-hidden="true"></span> })}{label}</span>
-                {task.status_message.clone().map(|m| view! { <br /><span class="small muted">{m}</span> })}
+                // Progress says where a run is; once it ended, its outcome does.
+                {task.status_message.clone().filter(|_| running).map(|m| view! { <br /><span class="small muted">{m}</span> })}
                 {task.outcome.clone().map(|o| view! { <div class=if bad { "task-outcome small mono error" } else { "task-outcome small mono" }>{o}</div> })}
             </td>
             <td class="small muted">"started " {crate::pages::tools::ago(task.created_at, now.max(task.created_at))}</td>

@@ -103,10 +103,10 @@ impl Callables {
 
     /// Whether a call of `name` may run as a task: only a Toolshed tool's may,
     /// as its author set it.
-    pub fn task_support(&self, name: &str) -> crate::tasks::TaskSupport {
+    pub fn task_support(&self, name: &str) -> crate::names::TaskSupport {
         match self.get(name) {
             Some(Callable::Tool { tool, .. }) => tool.task_support,
-            _ => crate::tasks::TaskSupport::Forbidden,
+            _ => crate::names::TaskSupport::Forbidden,
         }
     }
 

@@ -9,10 +9,10 @@ use crate::accounts::User;
 use crate::accounts::{AccountError, Registration};
 use crate::bundles::Bundles;
 use crate::bundles::MemberSpec;
+use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::passwords;
 use crate::schema::ArgDef;
-use crate::tasks::TaskSupport;
 use crate::tools::Tools;
 use crate::tools::{Check, NewTool, Source, Tool, ToolError, ToolSettings, Visibility};
 

@@ -430,3 +430,36 @@ mod tool_name_tests {
         assert!(Tags::parse(&(0..11).map(|i| format!("t{i}")).collect::<Vec<_>>().join(" ")).is_err());
     }
 }
+
+/// Whether a tool's calls may run as tasks, as its author set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// Every call answers in its request.
+    #[default]
+    Forbidden,
+    /// A call from a client that takes tasks becomes one once it runs long;
+    /// other clients wait for it in the request.
+    Optional,
+    /// Every call is a task; a client that does not take tasks is refused.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "forbidden" => Some(Self::Forbidden),
+            "optional" => Some(Self::Optional),
+            "required" => Some(Self::Required),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
+}

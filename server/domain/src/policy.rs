@@ -67,9 +67,9 @@ impl Policy {
 
     /// The most time a tool with `support` may ask for. A call that runs in
     /// its request keeps the usual limit, whatever its tool asks.
-    pub fn max_timeout_for(&self, support: crate::tasks::TaskSupport) -> i64 {
+    pub fn max_timeout_for(&self, support: crate::names::TaskSupport) -> i64 {
         match support {
-            crate::tasks::TaskSupport::Forbidden => self.max_timeout_ms,
+            crate::names::TaskSupport::Forbidden => self.max_timeout_ms,
             _ => self.max_task_timeout_ms.max(self.max_timeout_ms),
         }
     }

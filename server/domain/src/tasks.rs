@@ -21,39 +21,6 @@ handle! {
     Tasks
 }
 
-/// Whether a tool's calls may run as tasks, as its author set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskSupport {
-    /// Every call answers in its request.
-    #[default]
-    Forbidden,
-    /// A call from a client that takes tasks becomes one once it runs long;
-    /// other clients wait for it in the request.
-    Optional,
-    /// Every call is a task; a client that does not take tasks is refused.
-    Required,
-}
-
-impl TaskSupport {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "forbidden" => Some(Self::Forbidden),
-            "optional" => Some(Self::Optional),
-            "required" => Some(Self::Required),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Forbidden => "forbidden",
-            Self::Optional => "optional",
-            Self::Required => "required",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStatus {
     Working,
@@ -445,7 +412,7 @@ impl Tasks<'_> {
             Ending::Failed(error) => ("failed", None, Some(error.to_string())),
         };
         sqlx::query(
-            "UPDATE tasks SET status = $1, result = $2, error = $3, input_requests = NULL, updated_at = $4 \
+            "UPDATE tasks SET status = $1, result = $2, error = $3, input_requests = NULL, status_message = NULL, updated_at = $4 \
              WHERE id = $5 AND status IN ('working', 'input_required')",
         )
         .bind(status)

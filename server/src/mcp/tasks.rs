@@ -24,8 +24,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolshed_domain::asking::MAX_ROUNDS;
 use toolshed_domain::calls::{Answer, Callables};
+use toolshed_domain::names::TaskSupport;
 use toolshed_domain::sandbox::{Input, RunError, RunEvent};
-use toolshed_domain::tasks::{Ending, Task, TaskError, TaskStatus, TaskSupport, POLL_INTERVAL_MS, TTL_MS};
+use toolshed_domain::tasks::{Ending, Task, TaskError, TaskStatus, POLL_INTERVAL_MS, TTL_MS};
 use toolshed_domain::tools::{Live, ToolError, Via};
 use toolshed_domain::Toolshed;
 

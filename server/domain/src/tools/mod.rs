@@ -38,11 +38,11 @@ use crate::ids::{ToolId, UserId};
 use crate::membership::may_author;
 use crate::names::CodeMode;
 use crate::names::Role;
+use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::policy::Policies;
 use crate::store::StoreError;
 use crate::store::Tx;
-use crate::tasks::TaskSupport;
 use crate::words::cjk_pairs;
 use crate::{audit, now_ms};
 

@@ -25,9 +25,9 @@ use crate::accounts::User;
 use crate::ids::ToolId;
 use crate::membership::may_author;
 use crate::names::CodeMode;
+use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
-use crate::tasks::TaskSupport;
 use crate::{audit, now_ms};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo

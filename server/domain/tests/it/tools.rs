@@ -6,8 +6,8 @@ use toolshed_domain::accounts::Registration;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::market::BrowseQuery;
 use toolshed_domain::names::DepartmentName;
+use toolshed_domain::names::TaskSupport;
 use toolshed_domain::sandbox::{RunError, ToolValue};
-use toolshed_domain::tasks::TaskSupport;
 use toolshed_domain::tools::{Check, EnvKind, NewTool, PushOutcome, RunSource, SecretHosts, Source, ToolError, ToolFile, Visibility};
 use toolshed_domain::{Db, User};
 

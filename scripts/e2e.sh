@@ -85,3 +85,6 @@ echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" TOOLSHED_ADMIN_PASSWORD="$admin_password" \
     PYTHONDONTWRITEBYTECODE=1 \
     "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python
+
+echo "e2e: the official MCP Python SDK, two replicas on PostgreSQL (tasks, approvals)" >&2
+scripts/with-postgres.sh scripts/e2e-replicas.sh

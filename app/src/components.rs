@@ -96,6 +96,7 @@ fn UserMenu(me: Me) -> impl IntoView {
                     {(!me.is_admin).then(|| view! { <span class="badge">{me.role.clone()}</span> })}
                 </div>
                 <a href="/account" role="menuitem">"Account & password"</a>
+                <a href="/approvals" role="menuitem">"Approvals"</a>
                 {me.maintains().then(|| view! { <a href="/people" role="menuitem">"People: invite, approve"</a> })}
                 <ActionForm action=auth.logout>
                     <button type="submit" class="menu-item" role="menuitem">"Sign out"</button>

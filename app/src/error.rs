@@ -79,6 +79,7 @@ mod from_domain {
     use toolshed_domain::moderation::ModerationError;
     use toolshed_domain::playground::PlaygroundError;
     use toolshed_domain::sessions::SessionError;
+    use toolshed_domain::tools::approvals::DecisionError;
     use toolshed_domain::tools::ToolError;
     use toolshed_domain::upstream::UpstreamError;
     use toolshed_domain::AccountError;
@@ -100,8 +101,23 @@ mod from_domain {
                 ToolError::NameTaken(_) | ToolError::NotPublished | ToolError::Conflict(_) => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
                 ToolError::TooManyCalls => AppError::TooManyAttempts(e.to_string()),
-                ToolError::Disabled => AppError::Refused(e.to_string()),
+                ToolError::Disabled | ToolError::Held(_) => AppError::Refused(e.to_string()),
                 ToolError::Store(e) => {
+                    tracing::error!(error = %e, "store failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<DecisionError> for AppError {
+        fn from(e: DecisionError) -> Self {
+            match e {
+                DecisionError::NotFound => AppError::NotFound,
+                DecisionError::OwnRequest => AppError::Refused(e.to_string()),
+                DecisionError::NotPending => AppError::Conflict(e.to_string()),
+                DecisionError::NoteTooLong => AppError::Invalid(e.to_string()),
+                DecisionError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal
                 }
@@ -151,7 +167,9 @@ mod from_domain {
     impl From<AdminError> for AppError {
         fn from(e: AdminError) -> Self {
             match e {
-                AdminError::Invalid(_) | AdminError::UnknownUser(_) | AdminError::UnknownDepartment(_) => AppError::Invalid(e.to_string()),
+                AdminError::Invalid(_) | AdminError::UnknownUser(_) | AdminError::UnknownDepartment(_) | AdminError::NotAMember(..) => {
+                    AppError::Invalid(e.to_string())
+                }
                 AdminError::Forbidden => AppError::Forbidden,
                 AdminError::DepartmentTaken(_) | AdminError::LastAdmin | AdminError::DeactivateSelf | AdminError::AwaitingApproval(_) => {
                     AppError::Conflict(e.to_string())

@@ -23,8 +23,8 @@ use crate::components::Header;
 use crate::pages::market::Browse;
 use crate::pages::tools::{MyTools, NewBundle, NewTool, ToolEditor, ToolListing};
 use crate::pages::{
-    Account, Admin, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People, Playground,
-    RegisterPage, ToolHealth,
+    Account, Admin, Approvals, AuditLog, BundleEditor, BundleListing, Consent, ExternalServers, Home, LoginPage, NotFound, People,
+    Playground, RegisterPage, ToolHealth,
 };
 
 /// The HTML document around the app, rendered on the server only.
@@ -209,6 +209,7 @@ fn Frame() -> impl IntoView {
                 <Route path=path!("/oauth/consent") view={Lazy::<ConsentRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin") view={Lazy::<AdminRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/people") view={Lazy::<PeopleRoute>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/approvals") view={Lazy::<ApprovalsRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin/audit") view={Lazy::<AuditLogRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin/servers") view={Lazy::<ExternalServersRoute>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/admin/health") view={Lazy::<ToolHealthRoute>::new()} ssr=SsrMode::Async />
@@ -297,6 +298,7 @@ lazy_pages! {
     admin_pages: AdminPages {
         AdminRoute => Admin,
         PeopleRoute => People,
+        ApprovalsRoute => Approvals,
         AuditLogRoute => AuditLog,
         ExternalServersRoute => ExternalServers,
         ToolHealthRoute => ToolHealth,

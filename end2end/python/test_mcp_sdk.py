@@ -33,6 +33,8 @@ from mcp.shared.exceptions import MCPError
 
 BASE = os.environ.get("TOOLSHED_URL", "").rstrip("/")
 TOKEN = os.environ.get("TOOLSHED_TOKEN", "")
+# Another replica on the same database, when there is one (scripts/e2e-replicas.sh).
+REPLICA = os.environ.get("TOOLSHED_REPLICA_URL", BASE).rstrip("/")
 HANDSHAKE_VERSION = "2025-06-18"
 
 pytestmark = pytest.mark.skipif(
@@ -392,14 +394,25 @@ def test_legacy_sse_clients_list_and_call_tools() -> None:
     run(scenario())
 
 
-async def _set_code_mode(mode: str) -> None:
-    """Signs in as the administrator and sets the demo bundle's code mode, as the editor's form does."""
+def _browser(base: str = BASE) -> httpx2.AsyncClient:
+    """An HTTP client that posts the pages' forms as a browser on `base` does."""
+    return httpx2.AsyncClient(base_url=base, headers={"Origin": base, "Accept": "application/json"}, timeout=10.0)
+
+
+@asynccontextmanager
+async def _as_admin() -> AsyncIterator[httpx2.AsyncClient]:
+    """The administrator signed in with the sign-in form."""
     password = os.environ.get("TOOLSHED_ADMIN_PASSWORD", "")
     assert password, "scripts/e2e.sh exports TOOLSHED_ADMIN_PASSWORD"
-    headers = {"Origin": BASE, "Accept": "application/json"}
-    async with httpx2.AsyncClient(base_url=BASE, headers=headers, timeout=10.0) as http:
+    async with _browser() as http:
         login = await http.post("/api/login", data={"username": "admin", "password": password})
         assert login.status_code in (200, 302, 303), login.text
+        yield http
+
+
+async def _set_code_mode(mode: str) -> None:
+    """Sets the demo bundle's code mode as the administrator, as the editor's form does."""
+    async with _as_admin() as http:
         detail = await http.post("/api/bundles/detail", data={"department": "demo", "name": "text_kit"})
         assert detail.status_code == 200, detail.text
         bundle = detail.json()["listing"]["id"]
@@ -484,3 +497,117 @@ def test_a_task_outlives_the_clients_request_timeout() -> None:
                     assert len(tasks.created) == 1
 
     run(go())
+
+
+async def _department_requiring_approval(department: str) -> httpx2.AsyncClient:
+    """`department`, whose maintainer has published `restart` (a tool that
+    writes: not held to reading) and requires approval for such calls; the
+    maintainer's signed-in browser session, for deciding as the inbox's form does."""
+    async with _as_admin() as admin:
+        await admin.post("/api/admin/departments/create", data={"name": department, "title": department})
+        invite = await admin.post("/api/people/invite", data={"department": department, "role": "maintainer", "days": "7"})
+        assert invite.status_code == 200, invite.text
+        token = invite.json()["url"].split("invite=")[1]
+    # The maintainer's browser reaches another replica than the caller's client, where there is one.
+    maintainer = _browser(REPLICA)
+    secret = "a-long-enough-password"
+    joined = await maintainer.post(
+        "/api/register",
+        data={"username": f"{department}-lead", "display_name": "Lead", "password": secret, "password_confirm": secret, "invite": token},
+    )
+    assert joined.status_code in (200, 302, 303), joined.text
+    created = await maintainer.post(
+        "/api/tools/create",
+        data={"name": "restart", "title": "Restart", "description": "Restarts a service.", "tags": "", "visibility": "everyone"},
+    )
+    assert created.status_code in (200, 302, 303), created.text
+    tool = (await maintainer.post("/api/tools/detail", data={"department": department, "name": "restart"})).json()["id"]
+    args = [{"name": "service", "type": {"kind": "string"}, "description": "Which service", "required": True}]
+    saved = await maintainer.post(
+        "/api/tools/save_version",
+        json={"tool": tool, "code": "return `Restarted ${$service}.`;", "args": args, "changelog": "v1"},
+    )
+    assert saved.status_code == 200, saved.text
+    published = await maintainer.post("/api/tools/publish", data={"tool": str(tool), "version": str(saved.json())})
+    assert published.status_code == 200, published.text
+    required = await maintainer.post(
+        "/api/approvals/settings/set", data={"department": department, "required": "writes", "approvers": ""}
+    )
+    assert required.status_code == 200, required.text
+    return maintainer
+
+
+@protocol_modes
+def test_a_call_that_needs_approval_runs_once_a_maintainer_approves_it_in_the_browser(mode: str) -> None:
+    """A call of a tool that writes, in a department that requires approval:
+    the person's client is asked to wait (an input-required result in
+    2026-07-28, an elicitation on the session in 2025); meanwhile a maintainer
+    approves the request with the inbox's form, the person accepts, and the
+    call runs with the arguments it was made with."""
+    asked: list[str] = []
+
+    async def scenario() -> None:
+        maintainer = await _department_requiring_approval(f"ops-{mode}")
+
+        async def wait_for_approval(context, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+            asked.append(params.message)
+            request = params.message.split("Request ")[1].split()[0]
+            if len(asked) == 1:
+                # Accepted before anyone decided: asked again.
+                return mcp_types.ElicitResult(action="accept", content={})
+            inbox = (await maintainer.post("/api/approvals", data={})).json()["inbox"]
+            waiting = next(a for a in inbox if a["id"] == request)
+            assert json.loads(waiting["arguments"]) == {"service": "billing"}
+            decided = await maintainer.post("/api/approvals/decide", data={"id": request, "decision": "approve", "note": ""})
+            assert decided.status_code == 200, decided.text
+            return mcp_types.ElicitResult(action="accept", content={})
+
+        try:
+            async with connect(f"/mcp/tools/ops-{mode}/restart", mode=mode, elicitation_callback=wait_for_approval) as client:
+                result = await client.call_tool("restart", {"service": "billing"})
+                assert not result.is_error, result
+                assert text_of(result) == "Restarted billing."
+        finally:
+            await maintainer.aclose()
+
+    run(scenario())
+    assert len(asked) == 2 and all("needs approval" in m for m in asked), asked
+
+
+def test_a_task_held_for_approval_completes_once_a_maintainer_approves_it_in_the_browser() -> None:
+    """The same held call from a client that takes tasks: it is answered with
+    a task at once, which waits (saying for what) while the maintainer
+    decides in the browser, then runs and completes."""
+
+    async def scenario() -> None:
+        maintainer = await _department_requiring_approval("ops-tasks")
+        waited: list[str] = []
+
+        async def approve_when_asked() -> None:
+            while True:
+                inbox = (await maintainer.post("/api/approvals", data={})).json()["inbox"]
+                waiting = [a for a in inbox if a["status"] == "pending"]
+                if waiting:
+                    waited.append(waiting[0]["arguments"])
+                    decided = await maintainer.post(
+                        "/api/approvals/decide", data={"id": waiting[0]["id"], "decision": "approve", "note": ""}
+                    )
+                    assert decided.status_code == 200, decided.text
+                    return
+                await asyncio.sleep(0.1)
+
+        tasks = Tasks()
+        try:
+            async with httpx2.AsyncClient(headers=auth(), timeout=httpx2.Timeout(10.0)) as http:
+                transport = streamable_http_client(f"{BASE}/mcp/tools/ops-tasks/restart", http_client=http)
+                async with Client(transport, read_timeout_seconds=10, extensions=[tasks]) as client:
+                    approver = asyncio.create_task(approve_when_asked())
+                    result = await client.call_tool("restart", {"service": "search"})
+                    await approver
+                    assert text_of(result) == "Restarted search."
+        finally:
+            await maintainer.aclose()
+        assert len(tasks.created) == 1
+        assert [json.loads(w) for w in waited] == [{"service": "search"}]
+
+    run(scenario())

@@ -40,9 +40,31 @@ export const VISITOR_PAGES = ['/', '/browse', '/browse?q=echo', '/login', '/regi
 export const ADMIN_PAGES = [
   '/', '/browse', '/browse?q=text&sort=newest', '/tools/mine', '/tools/new', '/bundles/new',
   '/tools/demo/echo', '/tools/demo/echo/edit', '/tools/demo/table/edit', '/tools/demo/convert_units/edit',
-  '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/people', '/playground', '/admin', '/admin/audit', '/admin/servers',
+  '/bundles/demo/text_kit', '/bundles/demo/text_kit/edit', '/account', '/people', '/approvals', '/playground', '/admin', '/admin/audit', '/admin/servers',
   '/admin/health',
 ];
+
+/**
+ * One MCP 2026-07-28 `tools/call` of tool `name` at endpoint `path`, as a
+ * client with `capabilities` (no session: `_meta` says who it is); its result.
+ */
+export async function mcpCall(token, path, name, args, capabilities = {}) {
+  const params = {
+    name, arguments: args,
+    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': capabilities },
+  };
+  const res = await fetch(`${BASE}${path}`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+  });
+  const text = await res.text();
+  const json = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).pop() ?? text;
+  return JSON.parse(json).result;
+}
 
 export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
 

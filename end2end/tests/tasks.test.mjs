@@ -4,7 +4,7 @@
 // browser, real release server, the demo data's `demo/conformance` fixtures.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, newPage, shot, hydrated, joinByInvite, call } from './browser.mjs';
+import { BASE, launch, newPage, shot, hydrated, joinByInvite, call, mcpCall } from './browser.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -12,25 +12,8 @@ after(async () => { await browser?.close(); });
 
 /** Calls `name` on the conformance bundle as an MCP 2026-07-28 client that takes tasks; the task's id. */
 async function startTask(token, name, args) {
-  const params = {
-    name, arguments: args,
-    _meta: {
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-    },
-  };
-  const res = await fetch(`${BASE}/mcp/bundles/demo/conformance`, {
-    method: 'POST',
-    headers: {
-      Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
-  });
-  const text = await res.text();
-  const json = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).pop() ?? text;
-  const { result } = JSON.parse(json);
-  assert.equal(result?.resultType, 'task', text);
+  const result = await mcpCall(token, '/mcp/bundles/demo/conformance', name, args, { extensions: { 'io.modelcontextprotocol/tasks': {} } });
+  assert.equal(result?.resultType, 'task', JSON.stringify(result));
   return result.taskId;
 }
 

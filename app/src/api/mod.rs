@@ -3,6 +3,7 @@
 
 mod accounts;
 mod admin;
+mod approvals;
 mod bundles;
 mod connect;
 mod json_args;
@@ -17,6 +18,7 @@ mod tools;
 
 pub use accounts::*;
 pub use admin::*;
+pub use approvals::*;
 pub use bundles::*;
 pub use connect::*;
 pub use json_args::JsonArgs;

@@ -786,7 +786,7 @@ pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(defa
             .map_err(|e| AppError::BadRequest(format!("Answers must be an object of {{question, answer}} by key: {e}")))?,
     };
     let capabilities = serde_json::json!({ "elicitation": {} }).as_object().cloned().unwrap_or_default();
-    let live = Live { events: None, input: answers, capabilities, task: None };
+    let live = Live { events: None, input: answers, capabilities, ..Live::default() };
     let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()

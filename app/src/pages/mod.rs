@@ -2,6 +2,7 @@
 
 mod account;
 mod admin;
+mod approvals;
 mod bundles;
 mod consent;
 mod home;
@@ -14,6 +15,7 @@ pub mod tools;
 
 pub use account::Account;
 pub use admin::{Admin, AuditLog, ExternalServers, ToolHealth};
+pub use approvals::Approvals;
 pub use bundles::{BundleEditor, BundleListing};
 pub use consent::Consent;
 pub use home::Home;

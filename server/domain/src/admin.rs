@@ -37,6 +37,8 @@ pub enum AdminError {
     /// Someone must always be able to administer the instance.
     #[error("The last active administrator cannot be demoted or deactivated.")]
     LastAdmin,
+    #[error("“{0}” is not an active member of {1}: only its own people may decide its approvals.")]
+    NotAMember(String, String),
     #[error("You cannot deactivate your own account.")]
     DeactivateSelf,
     /// Activating would skip the maintainers' decision.
@@ -70,6 +72,11 @@ pub struct DepartmentRow {
     pub review_required: bool,
     /// Publishes need test cases, all passing.
     pub tests_required: bool,
+    /// Calls of its tools that write wait for an approver.
+    pub approval_required: bool,
+    /// Who decides its approvals (usernames); empty: its maintainers.
+    #[serde(default)]
+    pub approvers: Vec<String>,
     pub members: i64,
 }
 
@@ -328,7 +335,7 @@ impl Admin<'_> {
     pub async fn admin_departments(self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
         require_admin(admin)?;
         let rows = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d ORDER BY d.name",
         )
         .fetch_all(self.core.db().pool())
@@ -399,6 +406,47 @@ impl Admin<'_> {
         Ok(())
     }
 
+    /// Whether calls of the department's tools that write wait for an
+    /// approver ([`crate::approvals`]), and who decides them instead of its
+    /// maintainers (none: its maintainers do; each an active member of it).
+    /// Its maintainers' decision, or an admin's.
+    pub async fn set_approvals(self, actor: &User, name: &DepartmentName, required: bool, approvers: &[String]) -> Result<(), AdminError> {
+        let before = self.department_row(name).await?;
+        let dept: i64 =
+            sqlx::query_scalar("SELECT id FROM departments WHERE name = $1").bind(name.as_str()).fetch_one(self.core.db().pool()).await?;
+        if !crate::membership::may_maintain(actor, dept) {
+            return Err(AdminError::Forbidden);
+        }
+        let mut named: Vec<&str> = approvers.iter().map(|u| u.trim().trim_start_matches('@')).filter(|u| !u.is_empty()).collect();
+        named.sort_unstable();
+        named.dedup();
+        let mut tx = self.core.begin().await?;
+        sqlx::query("DELETE FROM department_approvers WHERE department_id = $1").bind(dept).execute(&mut *tx).await?;
+        for username in &named {
+            let added = sqlx::query(
+                "INSERT INTO department_approvers (department_id, user_id) \
+                 SELECT $1, id FROM users WHERE username = $2 AND department_id = $1 AND is_active = 1",
+            )
+            .bind(dept)
+            .bind(username)
+            .execute(&mut *tx)
+            .await?;
+            if added.rows_affected() != 1 {
+                return Err(AdminError::NotAMember((*username).to_owned(), name.to_string()));
+            }
+        }
+        sqlx::query("UPDATE departments SET approval_required = $1 WHERE id = $2")
+            .bind(i64::from(required))
+            .bind(dept)
+            .execute(&mut *tx)
+            .await?;
+        let b = serde_json::json!({"approval_required": before.approval_required, "approvers": before.approvers});
+        let a = serde_json::json!({"approval_required": required, "approvers": named});
+        audit::record(&mut tx, Some(actor.id), "department.approvals_changed", &format!("department:{name}"), Some(b), Some(a)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Whether publishes in the department wait for an admin's review.
     pub async fn set_review_required(self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
         require_admin(admin)?;
@@ -417,14 +465,22 @@ impl Admin<'_> {
 
     async fn department_row(self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
         let row = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, d.tests_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d WHERE d.name = $1",
         )
         .bind(name.as_str())
         .fetch_optional(self.core.db().pool())
         .await?;
         let row = row.ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
-        Ok(department_from_row(&row)?)
+        let mut department = department_from_row(&row)?;
+        department.approvers = sqlx::query_scalar(
+            "SELECT u.username FROM department_approvers p JOIN users u ON u.id = p.user_id \
+             JOIN departments d ON d.id = p.department_id WHERE d.name = $1 ORDER BY u.username",
+        )
+        .bind(name.as_str())
+        .fetch_all(self.core.db().pool())
+        .await?;
+        Ok(department)
     }
 }
 
@@ -434,6 +490,8 @@ fn department_from_row(r: &sqlx::any::AnyRow) -> Result<DepartmentRow, sqlx::Err
         title: r.try_get("title")?,
         review_required: r.try_get::<i64, _>("review_required")? != 0,
         tests_required: r.try_get::<i64, _>("tests_required")? != 0,
+        approval_required: r.try_get::<i64, _>("approval_required")? != 0,
+        approvers: Vec::new(),
         members: r.try_get("members")?,
     })
 }

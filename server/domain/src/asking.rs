@@ -52,6 +52,9 @@ struct Sealed {
     input: Input,
     /// The questions this round asked: key → fingerprint.
     asked: BTreeMap<String, String>,
+    /// The approval the call ran under, or the request it waits on ([`crate::tools::approvals`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<String>,
 }
 
 /// A round's state, opened: where the call stands.
@@ -61,6 +64,8 @@ pub struct Round {
     pub number: usize,
     /// Every answer so far.
     pub input: Input,
+    /// The approval the call ran under, or the request it waits on.
+    pub approval: Option<String>,
     asked: BTreeMap<String, String>,
 }
 
@@ -87,10 +92,11 @@ impl AskedCall<'_> {
     }
 
     /// The state after round `round` (from 1), which asked `asked`, with
-    /// the answers so far.
-    pub fn seal(&self, secrets: &SecretBox, round: usize, input: &Input, asked: &Map<String, Value>) -> String {
+    /// the answers so far and the call's approval.
+    pub fn seal(&self, secrets: &SecretBox, round: usize, (input, approval): (&Input, Option<&str>), asked: &Map<String, Value>) -> String {
         let asked = asked.iter().map(|(key, question)| (key.clone(), fingerprint(question))).collect();
-        let sealed = Sealed { expires_ms: crate::now_ms() + STATE_TTL_MS, round, input: input.clone(), asked };
+        let (input, approval) = (input.clone(), approval.map(str::to_owned));
+        let sealed = Sealed { expires_ms: crate::now_ms() + STATE_TTL_MS, round, input, asked, approval };
         let json = serde_json::to_string(&sealed).expect("answers and fingerprints serialize");
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secrets.seal(&self.purpose(), &json))
     }
@@ -106,7 +112,7 @@ impl AskedCall<'_> {
         if sealed.round >= MAX_ROUNDS {
             return Err(StateError::TooManyRounds);
         }
-        Ok(Round { number: sealed.round, input: sealed.input, asked: sealed.asked })
+        Ok(Round { number: sealed.round, input: sealed.input, approval: sealed.approval, asked: sealed.asked })
     }
 }
 
@@ -128,7 +134,7 @@ mod tests {
         let secrets = SecretBox::ephemeral();
         let args = json!({"service": "api", "region": "eu"}).as_object().cloned().unwrap();
         let asked = json!({"ask1": question("Deploy?")}).as_object().cloned().unwrap();
-        let state = call(1, "deploy", &args).seal(&secrets, 1, &Input::default(), &asked);
+        let state = call(1, "deploy", &args).seal(&secrets, 1, (&Input::default(), None), &asked);
         assert_eq!(call(1, "deploy", &args).open(&secrets, &state).unwrap().number, 1);
         // The same arguments in another key order are the same call.
         let reordered: Map<String, Value> = serde_json::from_str(r#"{"region": "eu", "service": "api"}"#).unwrap();
@@ -150,7 +156,7 @@ mod tests {
         let secrets = SecretBox::ephemeral();
         let args = Map::new();
         let asked = json!({"ask1": question("Deploy?")}).as_object().cloned().unwrap();
-        let state = call(1, "t", &args).seal(&secrets, 1, &Input::default(), &asked);
+        let state = call(1, "t", &args).seal(&secrets, 1, (&Input::default(), None), &asked);
         let responses = json!({"ask1": {"action": "accept"}, "ask2": {"action": "accept"}}).as_object().cloned().unwrap();
         let input = call(1, "t", &args).open(&secrets, &state).unwrap().answered(responses);
         let keys: Vec<&String> = input.answers().keys().collect();
@@ -158,15 +164,16 @@ mod tests {
         assert_eq!(input.answers()["ask1"], Answer::to(&asked["ask1"], json!({"action": "accept"})));
 
         // The next round's state carries that answer, bound to its question.
-        let state = call(1, "t", &args).seal(&secrets, 2, &input, &Map::new());
-        assert_eq!(call(1, "t", &args).open(&secrets, &state).unwrap().input, input);
+        let state = call(1, "t", &args).seal(&secrets, 2, (&input, Some("a1")), &Map::new());
+        let opened = call(1, "t", &args).open(&secrets, &state).unwrap();
+        assert_eq!((opened.input, opened.approval.as_deref()), (input, Some("a1")), "and the approval the call runs under");
     }
 
     #[test]
     fn a_call_cannot_ask_forever() {
         let secrets = SecretBox::ephemeral();
         let args = Map::new();
-        let state = call(1, "t", &args).seal(&secrets, MAX_ROUNDS, &Input::default(), &Map::new());
+        let state = call(1, "t", &args).seal(&secrets, MAX_ROUNDS, (&Input::default(), None), &Map::new());
         assert_eq!(call(1, "t", &args).open(&secrets, &state), Err(StateError::TooManyRounds));
     }
 }

@@ -110,6 +110,14 @@ impl Callables {
         }
     }
 
+    /// Whether a call of `name` waits for a person's approval ([`crate::tools::approvals`]).
+    pub async fn needs_approval(&self, name: &str) -> Result<bool, ToolError> {
+        match self.get(name) {
+            Some(Callable::Tool { tool, .. }) => Ok(crate::tools::approvals::Approvals::new(&self.core).required_for(tool).await?),
+            _ => Ok(false),
+        }
+    }
+
     /// Who answers `name`, as log lines name it: a tool's `department/name`,
     /// an external tool's `server__tool`.
     pub fn origin(&self, name: &str) -> Option<String> {

@@ -167,8 +167,8 @@ pub(crate) async fn prepare_member(
     let (core, user) = (callables.core(), callables.user());
     let started = Instant::now();
     let given = input.clone();
-    let PreparedRun { version, request, env, runnable, span, .. } =
-        match Tools::new(core).prepare_run(user, &tool, source, input, &transport).await {
+    let PreparedRun { version, request, env, runnable, span, approval, .. } =
+        match Tools::new(core).prepare_run(user, &tool, source, input, &transport, None).await {
             Ok(p) => p,
             Err(e) => {
                 let message = format!("{name}: {e}");
@@ -185,7 +185,7 @@ pub(crate) async fn prepare_member(
         env.redact(&mut outcome);
         let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
         let via = Via { transport: &transport, token_id, bundle_id };
-        let report = Ok(RunReport { version, outcome });
+        let report = Ok(RunReport { version, outcome, approval });
         Tools::new(&core).record_run(&user, &tool, via, started, &report);
         if let Ok(report) = &report {
             Tools::new(&core).keep_failure_of(&user, &tool, via, given, report, runnable.args());

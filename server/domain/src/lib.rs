@@ -247,6 +247,10 @@ impl Toolshed {
         admin::Admin::new(&self.core)
     }
 
+    pub fn approvals(&self) -> tools::approvals::Approvals<'_> {
+        tools::approvals::Approvals::new(&self.core)
+    }
+
     pub fn bundles(&self) -> bundles::Bundles<'_> {
         bundles::Bundles::new(&self.core)
     }

@@ -49,6 +49,8 @@ pub(super) struct Asking {
     pub input: Input,
     /// What the client declared it can answer.
     pub capabilities: Map<String, Value>,
+    /// The approval the call ran under, or the request it waits on.
+    pub approval: Option<String>,
     asks: Asks,
 }
 
@@ -85,12 +87,14 @@ impl Asking {
             round: 0,
             input: Input::default(),
             capabilities,
+            approval: None,
             asks,
         };
         // Only 2026-07-28 answers in the request; a 2025 client is asked on its session.
         if let (Asks::InResult, Some(state)) = (asks, &request.request_state) {
             let round = asking.call().open(toolshed.secrets(), state).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
             asking.round = round.number;
+            asking.approval = round.approval.clone();
             asking.input = round.answered(request.input_responses.clone().unwrap_or_default());
         }
         Ok(asking)
@@ -127,7 +131,7 @@ impl Asking {
             Err(text) => return tool_error(text),
         };
         if self.asks == Asks::InResult {
-            let state = self.call().seal(toolshed.secrets(), self.round, &self.input, &requests);
+            let state = self.call().seal(toolshed.secrets(), self.round, (&self.input, self.approval.as_deref()), &requests);
             return Ok(Some(InputRequiredResult::new(Some(typed), Some(state)).into()));
         }
         for (key, request) in typed {
@@ -137,6 +141,41 @@ impl Asking {
         Ok(None)
     }
 }
+
+impl Asking {
+    /// The call waits on approval request `id` (`message` says so): a
+    /// question that keeps the person in the loop while it waits, when the
+    /// client can put one to them (accept: look again; decline: withdraw),
+    /// else `None` (the caller answers `message`, and the model calls again).
+    pub(super) fn waits_on(&mut self, id: String, message: &str) -> Option<Map<String, Value>> {
+        if self.asks == Asks::Nowhere || !self.capabilities.contains_key("elicitation") {
+            return None;
+        }
+        self.approval = Some(id);
+        let question = serde_json::json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": format!("{message} Accept once it is approved to run the call; decline to withdraw the request."),
+                "requestedSchema": {"type": "object", "properties": {}},
+            }
+        });
+        Some(Map::from_iter([(APPROVAL_KEY.to_owned(), question)]))
+    }
+
+    /// When the person declined (or dismissed) the question [`Asking::waits_on`]
+    /// put: the request is withdrawn, and this is the call's answer.
+    pub(super) async fn withdrawn(&self, toolshed: &Toolshed) -> Result<Option<CallToolResponse>, McpError> {
+        let declined = self.input.answers().get(APPROVAL_KEY).is_some_and(|a| a.answer["action"] != "accept");
+        let Some(id) = self.approval.as_deref().filter(|_| declined) else { return Ok(None) };
+        toolshed.approvals().withdraw(self.user, id).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let text = format!("You withdrew approval request {id}; the call did not run.");
+        Ok(Some(CallToolResult::error(vec![ContentBlock::text(text)]).into()))
+    }
+}
+
+/// The key of the question a call waiting for approval puts to its client.
+const APPROVAL_KEY: &str = "toolshed_approval";
 
 /// A question of a kind the client did not declare it can answer: a
 /// protocol error (MCP's MissingRequiredClientCapability), whichever way

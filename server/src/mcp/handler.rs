@@ -28,6 +28,7 @@ use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::names::CodeMode;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, RunOutcome, ToolValue};
+use toolshed_domain::tools::approvals::Held;
 use toolshed_domain::tools::{ListingKind, Live, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
@@ -495,7 +496,11 @@ impl ListingHandler {
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
         let via = self.via(&c, None);
         let takes_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
-        let when = as_task(callables.task_support(&request.name), takes_tasks)?;
+        let mut when = as_task(callables.task_support(&request.name), takes_tasks)?;
+        if takes_tasks && callables.needs_approval(&request.name).await.map_err(internal)? {
+            // It may wait hours for a person: a task, which no client's timeout ends.
+            when = AsTask::Now;
+        }
         if !matches!(when, AsTask::No) {
             let call = TaskCall {
                 toolshed: self.toolshed.clone(),
@@ -505,6 +510,7 @@ impl ListingHandler {
                 via,
                 capabilities: asking.capabilities.clone(),
                 cancel: Default::default(),
+                user: c.user.id,
             };
             return self.call_as_task(&c, &context, asking, call, when).await;
         }
@@ -545,26 +551,54 @@ impl ListingHandler {
         };
         let progress = context.meta.get_progress_token();
         loop {
+            if let Some(withdrawn) = asking.withdrawn(&self.toolshed).await? {
+                return Ok(withdrawn);
+            }
             let (events, forwarder) = if level.is_some() || progress.is_some() {
                 let (tx, rx) = mpsc::unbounded_channel();
                 (Some(tx), Some(tokio::spawn(forward_run_events(rx, context.peer.clone(), level, progress.clone(), origin.clone()))))
             } else {
                 (None, None)
             };
-            let live = Live { events, input: asking.input.clone(), capabilities: asking.capabilities.clone(), task: None };
+            let live = Live {
+                events,
+                input: asking.input.clone(),
+                capabilities: asking.capabilities.clone(),
+                task: None,
+                approval: asking.approval.clone(),
+            };
             let answer = call(live).await;
             if let Some(forwarder) = forwarder {
                 // Log lines and progress go out before the result they belong to.
                 let _ = tokio::time::timeout(Duration::from_secs(2), forwarder).await;
             }
-            match step(name, answer)? {
-                Step::Done(result) => return Ok(result.into()),
-                Step::Asks(requests) => match asking.next_round(&self.toolshed, &context.peer, requests).await? {
-                    Some(response) => return Ok(response),
-                    None => continue,
-                },
+            if let Some(response) = self.next(context, &mut asking, step(name, answer)?).await? {
+                return Ok(response);
             }
         }
+    }
+
+    /// After one run: the response to answer with, or `None` to run the
+    /// call again (a session's client answered its questions). A call held
+    /// for approval asks its person to wait where the client can ask them.
+    async fn next(
+        &self,
+        context: &RequestContext<RoleServer>,
+        asking: &mut Asking,
+        step: Step,
+    ) -> Result<Option<CallToolResponse>, McpError> {
+        let requests = match step {
+            Step::Done(result) => return Ok(Some(result.into())),
+            Step::Asks { requests, approval } => {
+                asking.approval = approval;
+                requests
+            }
+            Step::Held { approval, message } => match asking.waits_on(approval, &message) {
+                Some(question) => question,
+                None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(message)]).into())),
+            },
+        };
+        asking.next_round(&self.toolshed, &context.peer, requests).await
     }
 
     /// A call that is (or may become) a task: an `optional` tool's runs go on
@@ -581,14 +615,15 @@ impl ListingHandler {
         // A call that fails or is cancelled before it is a task stops its run.
         let stop_unless_task = call.cancel.clone().drop_guard();
         loop {
-            let mut run = call.round(asking.input.clone());
+            let mut run = call.round(asking.input.clone(), asking.approval.clone());
             if let AsTask::Later = when {
                 tokio::select! {
                     done = run.finished() => {
                         let answer = done.map_err(|e| McpError::internal_error(format!("the run stopped: {e}"), None))?;
                         match step(&call.name, answer)? {
-                            Step::Done(result) => return Ok(result.into()),
-                            Step::Asks(requests) => match asking.next_round(&self.toolshed, &context.peer, requests).await? {
+                            // Held: the task waits for the decision (the department began to require approval).
+                            Step::Held { .. } => run = call.round(asking.input.clone(), None),
+                            step => match self.next(context, &mut asking, step).await? {
                                 Some(response) => return Ok(response),
                                 None => continue,
                             },
@@ -695,8 +730,11 @@ impl ListingHandler {
 pub(super) enum Step {
     /// It ended with this result.
     Done(CallToolResult),
-    /// It stopped to ask these questions, by key.
-    Asks(serde_json::Map<String, serde_json::Value>),
+    /// It stopped to ask these questions, by key; its further rounds run
+    /// under the approval it ran under, if any.
+    Asks { requests: serde_json::Map<String, serde_json::Value>, approval: Option<String> },
+    /// It waits for approval request `approval` (`message` says so) and did not run.
+    Held { approval: String, message: String },
 }
 
 /// What one run of a call of `name` comes to; a failure of the server's own
@@ -707,9 +745,13 @@ pub(super) fn step(name: &str, answer: Result<Answer, ToolError>) -> Result<Step
         Ok(Answer::Ran(r)) => match r.outcome.result {
             Ok(value) => Step::Done(value_result(value)),
             Err(e @ RunError::Internal { .. }) => return Err(McpError::internal_error(e.to_string(), None)),
-            Err(RunError::NeedsInput { requests }) => Step::Asks(requests),
+            Err(RunError::NeedsInput { requests }) => Step::Asks { requests, approval: r.approval },
             Err(e) => Step::Done(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         },
+        Err(ToolError::Held(Held::Waiting { id, department })) => {
+            let message = Held::Waiting { id: id.clone(), department }.to_string();
+            Step::Held { approval: id, message }
+        }
         Err(e) => Step::Done(refused(e)?),
     })
 }
@@ -760,6 +802,8 @@ fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
     match e {
         // Bad arguments are the model's to fix: a tool error it can read, not a protocol error.
         ToolError::BadArguments(m) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
+        // Declined, expired, withdrawn: the caller reads why it did not run.
+        ToolError::Held(held) => Ok(CallToolResult::error(vec![ContentBlock::text(held.to_string())])),
         ToolError::Busy | ToolError::TooManyCalls => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
         ToolError::UnknownTool(name) => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),

@@ -24,9 +24,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolshed_domain::asking::MAX_ROUNDS;
 use toolshed_domain::calls::{Answer, Callables};
+use toolshed_domain::ids::UserId;
 use toolshed_domain::names::TaskSupport;
 use toolshed_domain::sandbox::{Input, RunError, RunEvent};
 use toolshed_domain::tasks::{Ending, Task, TaskError, TaskStatus, POLL_INTERVAL_MS, TTL_MS};
+use toolshed_domain::tools::approvals::ApprovalStatus;
 use toolshed_domain::tools::{Live, ToolError, Via};
 use toolshed_domain::Toolshed;
 
@@ -51,6 +53,8 @@ pub(super) struct TaskCall {
     pub capabilities: Map<String, Value>,
     /// Stops the run; cancelled when the task is.
     pub cancel: CancellationToken,
+    /// Who called (a task waiting for approval withdraws its request when cancelled).
+    pub user: UserId,
 }
 
 /// One run of the call, and its console lines and progress as they happen.
@@ -67,11 +71,12 @@ impl Run {
 }
 
 impl TaskCall {
-    /// Starts one run with the answers so far.
-    pub fn round(&self, input: Input) -> Run {
+    /// Starts one run with the answers so far, under the call's approval if it has one.
+    pub fn round(&self, input: Input, approval: Option<String>) -> Run {
         let (callables, name, arguments, via) = (self.callables.clone(), self.name.clone(), self.input.clone(), self.via);
         let (tx, events) = mpsc::unbounded_channel();
-        let live = Live { events: Some(tx), input, capabilities: self.capabilities.clone(), task: Some(self.cancel.clone()) };
+        let capabilities = self.capabilities.clone();
+        let live = Live { events: Some(tx), input, capabilities, task: Some(self.cancel.clone()), approval };
         let run = async move { callables.call(&name, arguments, via, live).await };
         Run { done: tokio::spawn(tracing::Instrument::in_current_span(run)), events }
     }
@@ -104,16 +109,26 @@ impl TaskCall {
     }
 
     /// Runs task `id` to its end: each run, the questions it stops for and
-    /// the answers the client gives, until it completes, fails or is cancelled.
-    /// `rounds`: those the call took in its request before it became a task.
+    /// the answers the client gives, the approval it waits for, until it
+    /// completes, fails or is cancelled. `rounds`: those the call took in
+    /// its request before it became a task.
     async fn run_on(self, id: String, mut run: Run, mut input: Input, mut rounds: usize) {
         let tasks = self.toolshed.tasks();
         let ending = loop {
-            let asked = match self.await_run(&id, &mut run).await {
+            // The questions, and the approval (if any) the run that asked them was admitted under.
+            let (asked, approval) = match self.await_run(&id, &mut run).await {
                 None => return,
                 Some(Ok(Step::Done(result))) => break Ending::Completed(as_object(&result)),
                 Some(Err(e)) => break Ending::Failed(as_object(&e)),
-                Some(Ok(Step::Asks(requests))) => requests,
+                Some(Ok(Step::Asks { requests, approval })) => (requests, approval),
+                Some(Ok(Step::Held { approval: request, message })) => {
+                    if !self.await_decision(&id, &request, &message).await {
+                        return;
+                    }
+                    // Decided: the gate runs the call under the approval, or says why not.
+                    run = self.round(input.clone(), Some(request));
+                    continue;
+                }
             };
             rounds += 1;
             if let Some(refused) = undeclared(&self.capabilities, &asked) {
@@ -135,7 +150,7 @@ impl TaskCall {
                 Some(answers) => answers,
                 None => return,
             };
-            run = self.round(input.clone());
+            run = self.round(input.clone(), approval);
         };
         if let Err(e) = tasks.settle(&id, ending).await {
             tracing::warn!(error = %e, "could not record a task's end");
@@ -176,6 +191,35 @@ impl TaskCall {
                         said = latest.clone();
                     }
                 }
+            }
+        }
+    }
+
+    /// Waits for approval request `request` to be decided (or to expire),
+    /// saying so as the task's status; `false` once the task was cancelled
+    /// (the request is then withdrawn).
+    async fn await_decision(&self, id: &str, request: &str, message: &str) -> bool {
+        let (tasks, approvals) = (self.toolshed.tasks(), self.toolshed.approvals());
+        if let Err(e) = tasks.say(id, message).await {
+            tracing::warn!(error = %e, "could not record a task's status");
+        }
+        let mut poll = tokio::time::interval(POLL);
+        loop {
+            poll.tick().await;
+            match tasks.beat(id).await {
+                Ok(Some((status, _))) if !status.is_terminal() => {}
+                Ok(_) => {
+                    if let Err(e) = approvals.withdraw(self.user, request).await {
+                        tracing::warn!(error = %e, "could not withdraw a cancelled task's approval request");
+                    }
+                    return false;
+                }
+                Err(e) => tracing::warn!(error = %e, "could not look in on a task"),
+            }
+            match approvals.status(self.user, request).await {
+                Ok(Some(ApprovalStatus::Pending)) => {}
+                Ok(_) => return true,
+                Err(e) => tracing::warn!(error = %e, "could not look in on an approval"),
             }
         }
     }

@@ -6,6 +6,7 @@ mod common;
 
 mod accounts;
 mod admin;
+mod approvals;
 mod asking;
 mod cli;
 mod hardening;

@@ -203,7 +203,10 @@ impl Turn {
                 CallResult { ok, output, console, duration_ms }
             }
             Err(e) => {
-                if !matches!(e, ToolError::BadArguments(_) | ToolError::Busy | ToolError::TooManyCalls | ToolError::Disabled) {
+                if !matches!(
+                    e,
+                    ToolError::BadArguments(_) | ToolError::Busy | ToolError::TooManyCalls | ToolError::Disabled | ToolError::Held(_)
+                ) {
                     tracing::warn!(error = %e, tool = %name, "a playground tool call failed");
                 }
                 failed(format!("Error: {e}"))

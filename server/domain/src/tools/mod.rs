@@ -1,6 +1,7 @@
 //! Tools: a department's JavaScript functions with immutable versions, a draft
 //! per author, publish and roll back, and who may see or change what.
 
+pub mod approvals;
 mod compat;
 mod env;
 mod failures;
@@ -290,6 +291,9 @@ pub enum ToolError {
     #[error("Held for an administrator: what models read of this tool has {}. An administrator has been asked to look; once they accept it, publish again, or change the text.",
         .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     HiddenInstructions(Vec<crate::scan::Finding>),
+    /// The call waits for a person's approval, or was refused it ([`approvals`]).
+    #[error(transparent)]
+    Held(approvals::Held),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -53,6 +53,9 @@ pub struct Live {
     /// The call runs as a task: it may take the longer time limit its tool
     /// has for tasks, and stops when this is cancelled.
     pub task: Option<tokio_util::sync::CancellationToken>,
+    /// The approval (or the request for one) an earlier round of this same
+    /// call was admitted under or held on ([`super::approvals`]).
+    pub approval: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +63,10 @@ pub struct RunReport {
     /// The version that ran; `None` for a draft.
     pub version: Option<i64>,
     pub outcome: RunOutcome,
+    /// The approval the call ran under, if its tool needs one: the call's
+    /// further rounds (when it asks its caller questions) carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 impl RunReport {
@@ -82,6 +89,8 @@ pub(crate) struct PreparedRun {
     pub span: tracing::Span,
     /// The time limit when the call runs as a task.
     pub task_limit_ms: u64,
+    /// The approval the call was admitted under, if its tool needs one.
+    pub approval: Option<String>,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -384,8 +393,8 @@ impl Tools<'_> {
         live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms } =
-            self.prepare_run(user, tool, source, input, transport).await?;
+        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms, approval } =
+            self.prepare_run(user, tool, source, input, transport, live.approval.as_deref()).await?;
         if let Some(cancel) = live.task {
             request.limits.wall_clock_ms = task_limit_ms;
             request.cancel = Some(cancel);
@@ -399,11 +408,18 @@ impl Tools<'_> {
         let mut outcome = self.core.run_sandboxed(request, lane, span).await?;
         runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
-        Ok(RunReport { version, outcome })
+        let report = RunReport { version, outcome, approval };
+        if let Some(id) = report.approval.as_deref().filter(|_| !report.asked()) {
+            // The call is over: its approval admits no further round.
+            super::approvals::Approvals::new(self.core).finish(id).await?;
+        }
+        Ok(report)
     }
 
     /// Everything up to the sandbox: the code (draft, version or published),
-    /// the arguments checked against its schema, `$env`, the policy's limits.
+    /// the arguments checked against its schema, the approval gate (`held`:
+    /// what an earlier round of the same call was admitted under), `$env`,
+    /// the policy's limits.
     pub(crate) async fn prepare_run(
         self,
         user: &User,
@@ -411,6 +427,7 @@ impl Tools<'_> {
         source: RunSource,
         input: serde_json::Value,
         transport: &str,
+        held: Option<&str>,
     ) -> Result<PreparedRun, ToolError> {
         let id = tool.id;
         if tool.kind != super::ListingKind::Tool {
@@ -431,7 +448,15 @@ impl Tools<'_> {
                 (Some(n), self.runnable(id, n).await?)
             }
         };
+        // Editors' own runs (drafts, test cases, replays) need no approval.
+        let gated = version.filter(|_| !matches!(transport, "test" | "replay"));
+        let called = gated.map(|n| (n, input.clone()));
         let (args, absent) = runnable.arguments(input)?;
+        // After the arguments were checked: a call that could not run asks nobody.
+        let approval = match called {
+            Some((n, called)) => super::approvals::Approvals::new(self.core).admit(user, (tool, n), &called, held).await?,
+            None => None,
+        };
         let (env, policy) = self.env_and_policy(id).await?;
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
@@ -445,6 +470,6 @@ impl Tools<'_> {
             outcome = tracing::field::Empty,
         );
         let task_limit_ms = tool.timeout_ms.clamp(100, policy.max_timeout_for(tool.task_support)) as u64;
-        Ok(PreparedRun { version, request, env, runnable, span, task_limit_ms })
+        Ok(PreparedRun { version, request, env, runnable, span, task_limit_ms, approval })
     }
 }

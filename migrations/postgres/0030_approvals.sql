@@ -25,7 +25,7 @@ CREATE TABLE approvals (
     arguments      TEXT NOT NULL,
     arguments_hash TEXT NOT NULL,
     status         TEXT NOT NULL
-                   CHECK (status IN ('pending', 'approved', 'declined', 'withdrawn', 'used')),
+                   CHECK (status IN ('pending', 'approved', 'declined', 'withdrawn', 'used', 'expired')),
     decided_by     BIGINT REFERENCES users(id) ON DELETE SET NULL,
     decided_at     BIGINT,
     note           TEXT,
@@ -33,6 +33,9 @@ CREATE TABLE approvals (
     -- that a call asks afresh.
     reported_at    BIGINT,
     used_at        BIGINT,
+    -- The call it admitted holds this key for its further rounds; each round
+    -- takes a new one, so a key (a replayed requestState) admits one round.
+    call_key       TEXT,
     -- The call it admitted ended: no further round of it is admitted.
     finished_at    BIGINT,
     created_at     BIGINT NOT NULL,

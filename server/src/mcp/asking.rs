@@ -168,8 +168,12 @@ impl Asking {
     pub(super) async fn withdrawn(&self, toolshed: &Toolshed) -> Result<Option<CallToolResponse>, McpError> {
         let declined = self.input.answers().get(APPROVAL_KEY).is_some_and(|a| a.answer["action"] != "accept");
         let Some(id) = self.approval.as_deref().filter(|_| declined) else { return Ok(None) };
-        toolshed.approvals().withdraw(self.user, id).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let text = format!("You withdrew approval request {id}; the call did not run.");
+        let withdrawn = toolshed.approvals().withdraw(self.user, id).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let text = match withdrawn {
+            true => format!("You withdrew approval request {id}; the call did not run."),
+            // Decided meanwhile: an approval left unused expires in an hour.
+            false => "You declined to go on; the call did not run.".to_owned(),
+        };
         Ok(Some(CallToolResult::error(vec![ContentBlock::text(text)]).into()))
     }
 }

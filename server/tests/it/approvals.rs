@@ -124,6 +124,14 @@ server_test!(a_call_that_writes_waits_for_an_approver_and_runs_once_with_its_fro
     assert!(text(&asked_again).contains("needs approval"), "{asked_again}");
     assert_ne!(request_id(text(&asked_again)), db);
 
+    // A request nobody decided in time is over: the same call files a new one.
+    srv.sql("UPDATE approvals SET expires_at = 0 WHERE status = 'pending'").await;
+    let after_a_day = deploy(&url, &rita_token, json!({}), "db").await;
+    assert!(text(&after_a_day).contains("needs approval"), "{after_a_day}");
+    let fresh = request_id(text(&after_a_day));
+    assert_ne!(fresh, request_id(text(&asked_again)));
+    assert_eq!(status_of(&inbox(&srv, &mia).await["inbox"], &fresh), "pending");
+
     // Every request and decision is in the audit log, with the arguments.
     let admin = srv.admin().await;
     let form = [("action", "approval."), ("actor", ""), ("target", "tool:ops/deploy"), ("from", ""), ("to", ""), ("page", "")];
@@ -270,4 +278,45 @@ server_test!(a_department_names_who_decides_and_only_its_maintainers_may_say_so,
     set_approvals(&srv, &mia, "off", "").await;
     let ran = deploy(&srv.url(DEPLOY), &rita_token, json!({}), "cache").await;
     assert_eq!(text(&ran), "Shipped cache.", "{ran}");
+});
+
+server_test!(an_approved_call_that_asks_its_caller_takes_its_rounds_under_one_approval_each_round_once, |srv: TestServer| async move {
+    let (mia, rita_token) = ops(&srv).await;
+    let alex = srv.browser();
+    srv.sign_in(&alex, "alex").await;
+    let id = srv.create_tool(&alex, "purge", "everyone").await;
+    srv.set_settings(&alex, id, &[("title", "Purge"), ("description", "Purges a cache.")]).await;
+    let args = json!([{"name": "service", "type": {"kind": "string"}, "description": "Whose cache", "required": true}]);
+    let code = "const { sure } = await $input({ sure: { method: 'elicitation/create', params: { message: 'Sure?', \
+                requestedSchema: { type: 'object', properties: {} } } } });\nreturn `Purged ${$service}: ${sure.action}.`;";
+    let (status, version) =
+        srv.server_fn(&alex, "tools/save_version", json!({"tool": id, "code": code, "args": args, "changelog": "v1"})).await;
+    assert_eq!(status, 200, "{version}");
+    srv.publish_version(&alex, id, version.as_i64().unwrap()).await;
+
+    let url = srv.url("/mcp/tools/ops/purge");
+    let round = |state: Value, responses: Value| {
+        let (url, token) = (url.clone(), rita_token.clone());
+        async move {
+            let mut params = json!({"name": "purge", "arguments": {"service": "api"}, "inputResponses": responses});
+            if !state.is_null() {
+                params["requestState"] = state;
+            }
+            rpc_2026(&url, &token, "tools/call", params, json!({"elicitation": {}})).await
+        }
+    };
+    let held = round(Value::Null, json!({})).await;
+    let id = request_id(held["result"]["inputRequests"]["toolshed_approval"]["params"]["message"].as_str().unwrap());
+    assert_eq!(decide(&srv, &mia, &id, "approve", "").await.0, 200);
+    // Approved, it runs and asks its own question.
+    let asks = round(held["result"]["requestState"].clone(), json!({"toolshed_approval": {"action": "accept", "content": {}}})).await;
+    assert_eq!(asks["result"]["inputRequests"]["sure"]["params"]["message"], "Sure?", "{asks}");
+    // The answer, sent twice at once: one round runs, the other is held for a new approval.
+    let answer = || round(asks["result"]["requestState"].clone(), json!({"sure": {"action": "accept", "content": {}}}));
+    let (first, second) = tokio::join!(answer(), answer());
+    let (ran, held): (Vec<&Value>, Vec<&Value>) = [&first, &second].into_iter().partition(|a| a["result"]["resultType"] == "complete");
+    assert_eq!((ran.len(), held.len()), (1, 1), "{first} {second}");
+    assert_eq!(text(ran[0]), "Purged api: accept.");
+    let again = held[0]["result"]["inputRequests"]["toolshed_approval"]["params"]["message"].as_str().unwrap();
+    assert_ne!(request_id(again), id, "a new request: {again}");
 });

@@ -6,16 +6,18 @@
 //! A held call files a request with its arguments frozen; the department's
 //! approvers (its named approvers if it has any, else its maintainers; admins
 //! always; never the requester) approve or decline it in their inbox. An
-//! approval admits exactly those arguments, for the requester, once: the call
-//! that uses it (and the further rounds of that call, when the tool asks
-//! questions) runs, any other call is held again. Requests expire a day
-//! after they were made, approvals an hour after they were given. Every
-//! request and decision is in the audit log.
+//! approval admits exactly those arguments, of that version, for the
+//! requester, once: the call that uses it runs, and so do its further rounds
+//! when the tool asks its caller questions (each round is given a key that
+//! admits the next round once); any other call is held again. Requests
+//! expire a day after they were made, approvals an hour after they were
+//! given. Every request and decision is in the audit log.
 //!
-//! The gate sits where every saved version's run passes
-//! ([`crate::tools::Tools::run_loaded`]): MCP, the Run panel, the REST API,
-//! code mode and the playground are all held alike. Drafts and test cases,
-//! which only the tool's editors run, are not.
+//! The gate sits where every saved version's run is prepared
+//! ([`crate::tools::Tools::prepare_run`]): MCP (`/mcp/me` too), the Run
+//! panel, code mode's members and the playground are held alike. The tool's
+//! editors' own runs (drafts, test cases, replays) are not: approvals
+//! constrain who calls a tool, not who may change it.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -75,6 +77,7 @@ impl ApprovalStatus {
             "approved" => Self::Approved,
             "declined" => Self::Declined,
             "withdrawn" => Self::Withdrawn,
+            "expired" => Self::Expired,
             _ => Self::Used,
         }
     }
@@ -194,8 +197,14 @@ fn decidable_by(user: &User) -> String {
         return "1 = 1".into();
     }
     let (me, dept) = (user.id.0, user.department.id.0);
-    let named = format!("EXISTS (SELECT 1 FROM department_approvers p WHERE p.department_id = {dept} AND p.user_id = {me})");
-    let maintainers = format!("NOT EXISTS (SELECT 1 FROM department_approvers p WHERE p.department_id = {dept})");
+    // Named approvers count while they are active members of the department; with none left, its maintainers decide.
+    let named = |who: &str| {
+        format!(
+            "EXISTS (SELECT 1 FROM department_approvers p JOIN users u ON u.id = p.user_id \
+             WHERE p.department_id = {dept} AND u.department_id = {dept} AND u.is_active = 1{who})"
+        )
+    };
+    let (named, maintainers) = (named(&format!(" AND p.user_id = {me}")), format!("NOT {}", named("")));
     match user.role {
         Role::Maintainer => format!("a.department_id = {dept} AND ({named} OR {maintainers})"),
         _ => format!("a.department_id = {dept} AND {named}"),
@@ -217,10 +226,11 @@ impl Approvals<'_> {
     }
 
     /// The gate before `user`'s call of `version` of `tool` with `arguments`.
-    /// `held`: the approval an earlier round of this same call was admitted
-    /// under, or the request it is waiting on. `Ok(Some(id))`: admitted under
-    /// approval `id` (keep it for the call's further rounds); `Ok(None)`: no
-    /// approval needed.
+    /// `held`: what an earlier round of this same call carried: the key its
+    /// last admitted round was given, or the request it waits on.
+    /// `Ok(Some(key))`: admitted; the key admits the call's next round (a
+    /// tool that asks its caller questions), once; `Ok(None)`: no approval
+    /// needed.
     pub(crate) async fn admit(
         self,
         user: &User,
@@ -234,14 +244,14 @@ impl Approvals<'_> {
         let call = Call { user, tool, version, hash: arguments_hash(arguments) };
         let pool = self.core.db().pool();
         let now = now_ms();
-        // This call's own request, when it names one (another's, or other arguments', is ignored).
-        if let Some(id) = held {
+        // This call's own round key or request (another's, or other arguments', is ignored).
+        if let Some(held) = held {
             let row = sqlx::query(
-                "SELECT a.status, a.expires_at, a.used_at, a.finished_at, a.note, x.username AS decider FROM approvals a \
-                 LEFT JOIN users x ON x.id = a.decided_by \
-                 WHERE a.id = $1 AND a.requester_id = $2 AND a.tool_id = $3 AND a.version = $4 AND a.arguments_hash = $5",
+                "SELECT a.id, a.status, a.call_key, a.expires_at, a.used_at, a.finished_at, a.note, x.username AS decider \
+                 FROM approvals a LEFT JOIN users x ON x.id = a.decided_by \
+                 WHERE (a.id = $1 OR a.call_key = $1) AND a.requester_id = $2 AND a.tool_id = $3 AND a.version = $4 AND a.arguments_hash = $5",
             )
-            .bind(id)
+            .bind(held)
             .bind(user.id.0)
             .bind(tool.id.0)
             .bind(version)
@@ -249,22 +259,22 @@ impl Approvals<'_> {
             .fetch_optional(pool)
             .await?;
             if let Some(row) = row {
-                let raw: String = row.try_get("status")?;
-                // Used, by this call, which has not ended (it asked its caller something).
-                let open = row.try_get::<Option<i64>, _>("finished_at")?.is_none()
-                    && row.try_get::<Option<i64>, _>("used_at")?.is_some_and(|at| now - at < ROUNDS_WINDOW_MS);
-                let id = id.to_owned();
-                return match ApprovalStatus::of(&raw, row.try_get("expires_at")?, now) {
-                    ApprovalStatus::Used if open => Ok(Some(id)),
-                    ApprovalStatus::Approved => self.use_approval(id).await,
+                let id: String = row.try_get("id")?;
+                if row.try_get::<Option<String>, _>("call_key")?.as_deref() == Some(held) {
+                    // The next round of the admitted call, which has not ended (it asked its caller something).
+                    let open = row.try_get::<Option<i64>, _>("finished_at")?.is_none()
+                        && row.try_get::<Option<i64>, _>("used_at")?.is_some_and(|at| now - at < ROUNDS_WINDOW_MS);
+                    return match open {
+                        true => self.next_key(id, Some(held)).await,
+                        false => Err(Held::Spent { id }.into()),
+                    };
+                }
+                return match ApprovalStatus::of(&row.try_get::<String, _>("status")?, row.try_get("expires_at")?, now) {
+                    ApprovalStatus::Approved => self.next_key(id, None).await,
                     ApprovalStatus::Pending => Err(Held::Waiting { id, department: tool.department.clone() }.into()),
-                    ApprovalStatus::Declined => Err(Held::Declined {
-                        id,
-                        by: row.try_get::<Option<String>, _>("decider")?.unwrap_or_default(),
-                        note: row.try_get("note")?,
-                    }
-                    .into()),
+                    ApprovalStatus::Declined => Err(self.told_declined(&row).await?.0.into()),
                     ApprovalStatus::Withdrawn => Err(Held::Withdrawn { id }.into()),
+                    // A request id admits a call once; its further rounds carry their key.
                     ApprovalStatus::Used => Err(Held::Spent { id }.into()),
                     ApprovalStatus::Expired => Err(Held::Expired { id }.into()),
                 };
@@ -287,17 +297,12 @@ impl Approvals<'_> {
         if let Some(row) = row {
             let id: String = row.try_get("id")?;
             match row.try_get::<String, _>("status")?.as_str() {
-                "approved" => return self.use_approval(id).await,
+                "approved" => return self.next_key(id, None).await,
                 "pending" => return Err(Held::Waiting { id, department: tool.department.clone() }.into()),
+                // Told once; if another call told it meanwhile, this one asks afresh.
                 _ => {
-                    let told = sqlx::query("UPDATE approvals SET reported_at = $1 WHERE id = $2 AND reported_at IS NULL")
-                        .bind(now)
-                        .bind(&id)
-                        .execute(pool)
-                        .await?;
-                    if told.rows_affected() == 1 {
-                        let (by, note) = (row.try_get::<Option<String>, _>("decider")?.unwrap_or_default(), row.try_get("note")?);
-                        return Err(Held::Declined { id, by, note }.into());
+                    if let (declined, true) = self.told_declined(&row).await? {
+                        return Err(declined.into());
                     }
                 }
             }
@@ -305,27 +310,53 @@ impl Approvals<'_> {
         Err(self.request(&call, arguments).await?.into())
     }
 
-    /// Uses approval `id` for the call it admits; a second call racing for it loses.
-    async fn use_approval(self, id: String) -> Result<Option<String>, ToolError> {
+    /// Admits a round of request `id`'s call: the approval's first (`from`
+    /// `None`: it goes from approved to used) or the next after the round
+    /// that was given key `from`. Each round gets a new key, taken by
+    /// compare-and-set: of two rounds presenting one key (a `requestState`
+    /// sent twice), one runs.
+    async fn next_key(self, id: String, from: Option<&str>) -> Result<Option<String>, ToolError> {
+        let key = hex::encode(rand::random::<[u8; 16]>());
         let now = now_ms();
-        let used =
-            sqlx::query("UPDATE approvals SET status = 'used', used_at = $1 WHERE id = $2 AND status = 'approved' AND expires_at > $1")
-                .bind(now)
+        let taken = match from {
+            None => sqlx::query(
+                "UPDATE approvals SET status = 'used', used_at = $1, call_key = $2 WHERE id = $3 AND status = 'approved' AND expires_at > $1",
+            )
+            .bind(now)
+            .bind(&key)
+            .bind(&id),
+            Some(from) => sqlx::query("UPDATE approvals SET call_key = $1 WHERE id = $2 AND call_key = $3 AND finished_at IS NULL")
+                .bind(&key)
                 .bind(&id)
-                .execute(self.core.db().pool())
-                .await?;
-        match used.rows_affected() {
-            1 => Ok(Some(id)),
-            _ => Err(Held::Expired { id }.into()),
+                .bind(from),
+        }
+        .execute(self.core.db().pool())
+        .await?;
+        match taken.rows_affected() {
+            1 => Ok(Some(key)),
+            _ => Err(Held::Spent { id }.into()),
         }
     }
 
-    /// The call approval `id` admitted has ended: the approval admits nothing more
-    /// (a client that sends an earlier round's `requestState` again is held).
-    pub(crate) async fn finish(self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE approvals SET finished_at = $1 WHERE id = $2 AND finished_at IS NULL")
+    /// The decline of `row`'s request, marked told, and whether this is the
+    /// first time it is (a retry is told a decline once, then asks afresh).
+    async fn told_declined(self, row: &sqlx::any::AnyRow) -> Result<(Held, bool), ToolError> {
+        let id: String = row.try_get("id")?;
+        let told = sqlx::query("UPDATE approvals SET reported_at = $1 WHERE id = $2 AND reported_at IS NULL")
             .bind(now_ms())
-            .bind(id)
+            .bind(&id)
+            .execute(self.core.db().pool())
+            .await?;
+        let (by, note) = (row.try_get::<Option<String>, _>("decider")?.unwrap_or_default(), row.try_get("note")?);
+        Ok((Held::Declined { id, by, note }, told.rows_affected() == 1))
+    }
+
+    /// The call whose round was given `key` has ended: its approval admits
+    /// nothing more.
+    pub(crate) async fn finish(self, key: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET finished_at = $1 WHERE call_key = $2 AND finished_at IS NULL")
+            .bind(now_ms())
+            .bind(key)
             .execute(self.core.db().pool())
             .await?;
         Ok(())
@@ -346,6 +377,18 @@ impl Approvals<'_> {
         }
         let id = hex::encode(rand::random::<[u8; 12]>());
         let mut tx = self.core.begin().await?;
+        // A request for the same call that nobody decided in time is over: it would hold the one pending place.
+        sqlx::query(
+            "UPDATE approvals SET status = 'expired' WHERE requester_id = $1 AND tool_id = $2 AND version = $3 AND arguments_hash = $4 \
+             AND status = 'pending' AND expires_at <= $5",
+        )
+        .bind(user.id.0)
+        .bind(tool.id.0)
+        .bind(version)
+        .bind(hash)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         let filed = sqlx::query(
             "INSERT INTO approvals (id, tool_id, department_id, requester_id, version, arguments, arguments_hash, status, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) ON CONFLICT DO NOTHING",

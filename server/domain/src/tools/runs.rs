@@ -53,8 +53,8 @@ pub struct Live {
     /// The call runs as a task: it may take the longer time limit its tool
     /// has for tasks, and stops when this is cancelled.
     pub task: Option<tokio_util::sync::CancellationToken>,
-    /// The approval (or the request for one) an earlier round of this same
-    /// call was admitted under or held on ([`super::approvals`]).
+    /// What an earlier round of this same call carried ([`super::approvals`]):
+    /// the key its admitted round was given, or the request it waits on.
     pub approval: Option<String>,
 }
 
@@ -63,8 +63,8 @@ pub struct RunReport {
     /// The version that ran; `None` for a draft.
     pub version: Option<i64>,
     pub outcome: RunOutcome,
-    /// The approval the call ran under, if its tool needs one: the call's
-    /// further rounds (when it asks its caller questions) carry it.
+    /// The key the round was admitted with, if its tool needs approval: the
+    /// call's next round (when it asks its caller questions) carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
 }

@@ -318,7 +318,10 @@ impl Tools<'_> {
     }
 
     /// Runs every test case against `source`, one after another.
+    /// Editors only: a case runs with the tool's configuration and reaches the
+    /// network as a call would, without its callers' approval.
     pub async fn run_test_cases(self, user: &User, id: ToolId, source: RunSource) -> Result<Vec<TestCaseResult>, ToolError> {
+        self.tool_for_edit(user, id).await?;
         let cases = self.test_cases(user, id).await?;
         // A tool that may not run so (disabled, a version never served) fails each case, saying why.
         let tool = self.tool_to_run(user, id, &source).await.map_err(|e| e.to_string());

@@ -138,10 +138,14 @@ store_test!(the_demo_department_is_seeded_with_working_tools, |db: Db| async mov
     let served: Vec<String> = ts.bundles().served_tools(&alice, &kit).await.unwrap().tools.into_iter().map(|s| s.name).collect();
     assert_eq!(served, ["echo", "table", "word_stats"]);
     let demo = BrowseQuery::parse("", "demo", "", "tool", "", "").unwrap();
+    // Test cases are their editors' to run: the demo tools' author's.
+    let author = ts.accounts().user_by_username("demo").await.unwrap().unwrap();
     for t in ts.market().browse(&alice, &demo).await.unwrap().cards {
-        let results = ts.tools().run_test_cases(&alice, ToolId(t.id), RunSource::Published).await.unwrap();
+        let results = ts.tools().run_test_cases(&author, ToolId(t.id), RunSource::Published).await.unwrap();
         assert!(results.iter().all(|r| r.passed), "{}: {results:?}", t.slug());
     }
+    // Anyone else who sees the tool does not run its cases: they would run it unasked (and unapproved).
+    assert!(ts.tools().run_test_cases(&alice, echo.id, RunSource::Published).await.is_err());
 });
 
 store_test!(secret_configuration_is_usable_but_never_shown_back, |db: Db| async move {

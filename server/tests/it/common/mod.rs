@@ -475,6 +475,14 @@ impl TestServer {
     }
 
     /// Runs `work` with the server's domain, on the server's runtime.
+    /// Runs `statement` on the server's database: what only time would do otherwise.
+    pub async fn sql(&self, statement: &'static str) {
+        self.on_server(|toolshed| async move {
+            sqlx::query(statement).execute(toolshed.db().pool()).await.unwrap();
+        })
+        .await
+    }
+
     async fn on_server<T: Send + 'static, F: std::future::Future<Output = T> + Send + 'static>(
         &self,
         work: impl FnOnce(Toolshed) -> F,

@@ -206,6 +206,10 @@ pub struct RunView {
     /// What the tool asked (`$ask`, `$input`) and waits for: the run stopped
     /// there, and runs again with the answers.
     pub questions: Vec<QuestionView>,
+    /// When the tool needs approval: the key that admits the run with the
+    /// answers (the next round of this call), sent back with them.
+    #[serde(default)]
+    pub approval: Option<String>,
 }
 
 /// A tool's question to the person running it (an MCP elicitation).
@@ -474,6 +478,7 @@ mod convert {
             duration_ms: o.duration.as_secs_f64() * 1000.0,
             peak_memory_bytes: o.peak_memory_bytes as u64,
             questions,
+            approval: report.approval,
         }
     }
 
@@ -776,7 +781,13 @@ pub async fn diff_versions(tool: i64, from: i64, to: i64) -> Result<DiffView, Ap
 /// key of `{question, answer}`, `question` being the [`QuestionView`]'s;
 /// empty for a first run). The page answers elicitations only.
 #[server(endpoint = "tools/run", input = crate::api::JsonArgs)]
-pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(default)] answers: String) -> Result<RunView, AppError> {
+pub async fn run_tool(
+    tool: i64,
+    target: RunTarget,
+    input: String,
+    #[server(default)] answers: String,
+    #[server(default)] approval: String,
+) -> Result<RunView, AppError> {
     use toolshed_domain::tools::{Live, Via};
     let user = server::require_user().await?;
     let input = convert::parse_json("Arguments", &input)?;
@@ -786,7 +797,8 @@ pub async fn run_tool(tool: i64, target: RunTarget, input: String, #[server(defa
             .map_err(|e| AppError::BadRequest(format!("Answers must be an object of {{question, answer}} by key: {e}")))?,
     };
     let capabilities = serde_json::json!({ "elicitation": {} }).as_object().cloned().unwrap_or_default();
-    let live = Live { events: None, input: answers, capabilities, ..Live::default() };
+    let approval = Some(approval).filter(|a| !a.is_empty());
+    let live = Live { events: None, input: answers, capabilities, approval, ..Live::default() };
     let via = Via { transport: "ui", token_id: None, bundle_id: None };
     let report = server::toolshed()?
         .tools()

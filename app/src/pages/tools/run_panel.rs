@@ -351,8 +351,14 @@ pub fn RunPanel(
     // The person's answers to what this run of the tool asked so far.
     let answers = RwSignal::new(Map::<String, Value>::new());
     let dispatch = move || {
+        // A round with answers goes on under the approval the run that asked was admitted with.
+        let approval = match answers.with_untracked(Map::is_empty) {
+            true => None,
+            false => run.value().get_untracked().and_then(Result::ok).and_then(|asked| asked.approval),
+        };
         let answers = serde_json::to_string(&answers.get_untracked()).unwrap_or_default();
-        run.dispatch(RunTool { tool, target: target.run(()), input: json.get_untracked(), answers });
+        let (input, approval) = (json.get_untracked(), approval.unwrap_or_default());
+        run.dispatch(RunTool { tool, target: target.run(()), input, answers, approval });
     };
 
     // Prefill with mock values whenever the argument definitions change.

@@ -52,7 +52,7 @@ struct Sealed {
     input: Input,
     /// The questions this round asked: key → fingerprint.
     asked: BTreeMap<String, String>,
-    /// The approval the call ran under, or the request it waits on ([`crate::tools::approvals`]).
+    /// The key the call's last admitted round was given, or the request it waits on ([`crate::tools::approvals`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     approval: Option<String>,
 }
@@ -64,7 +64,7 @@ pub struct Round {
     pub number: usize,
     /// Every answer so far.
     pub input: Input,
-    /// The approval the call ran under, or the request it waits on.
+    /// The key the call's last admitted round was given, or the request it waits on.
     pub approval: Option<String>,
     asked: BTreeMap<String, String>,
 }

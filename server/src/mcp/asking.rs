@@ -49,7 +49,7 @@ pub(super) struct Asking {
     pub input: Input,
     /// What the client declared it can answer.
     pub capabilities: Map<String, Value>,
-    /// The approval the call ran under, or the request it waits on.
+    /// The key the call's last admitted round was given, or the request it waits on.
     pub approval: Option<String>,
     asks: Asks,
 }

@@ -45,25 +45,28 @@ export const ADMIN_PAGES = [
 ];
 
 /**
- * One MCP 2026-07-28 `tools/call` of tool `name` at endpoint `path`, as a
- * client with `capabilities` (no session: `_meta` says who it is); its result.
+ * One MCP 2026-07-28 request `method` with `params` to endpoint `path`, as a
+ * client with `capabilities` (no session: `_meta` says who it is); its
+ * JSON-RPC answer.
  */
-export async function mcpCall(token, path, name, args, capabilities = {}) {
-  const params = {
-    name, arguments: args,
-    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': capabilities },
+export async function mcpRequest(token, path, method, params, capabilities = {}) {
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': capabilities };
+  const headers = {
+    Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
   };
+  const name = params.name ?? params.uri;
+  if (name) headers['Mcp-Name'] = name;
   const res = await fetch(`${BASE}${path}`, {
-    method: 'POST',
-    headers: {
-      Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+    method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }),
   });
   const text = await res.text();
-  const json = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).pop() ?? text;
-  return JSON.parse(json).result;
+  return JSON.parse(text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).pop() ?? text);
+}
+
+/** One MCP 2026-07-28 `tools/call` of tool `name` at endpoint `path`; its result. */
+export async function mcpCall(token, path, name, args, capabilities = {}) {
+  return (await mcpRequest(token, path, 'tools/call', { name, arguments: args }, capabilities)).result;
 }
 
 export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;

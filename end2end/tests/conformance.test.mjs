@@ -14,24 +14,6 @@ const NODE = join(DIR, 'node_modules/.bin/node');
 const SUITE = join(DIR, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const TOKEN = process.env.TOOLSHED_TOKEN;
 
-// Scored scenarios Toolshed does not pass yet, and why: a listing serves tools
-// only (no prompts or resources yet). Kept exact: a scenario that starts
-// passing, or stops, fails this test until the list says so.
-const PROMPTS_AND_RESOURCES = [
-  'prompts-get-embedded-resource',
-  'prompts-get-simple',
-  'prompts-get-with-args',
-  'prompts-get-with-image',
-  'resources-read-binary',
-  'resources-read-text',
-  'resources-templates-read',
-];
-const NOT_YET = {
-  // A prompt that asks (an input-required result from `prompts/get`) needs prompts too.
-  '2026-07-28': [...PROMPTS_AND_RESOURCES, 'input-required-result-non-tool-request'].sort(),
-  '2025-11-25': [...PROMPTS_AND_RESOURCES, 'resources-subscribe', 'resources-unsubscribe'].sort(),
-};
-
 /** The suite's output for `args` (which scenarios) against the conformance bundle. */
 async function suite(args) {
   const out = await mkdtemp(join(tmpdir(), 'toolshed-conformance-'));
@@ -56,18 +38,22 @@ async function runSuite(revision) {
 }
 
 for (const revision of ['2026-07-28', '2025-11-25']) {
-  test(`the conformance suite passes every scored ${revision} scenario a listing of tools can`, async () => {
+  test(`the conformance suite passes every scored ${revision} scenario`, async () => {
     const { scenarios, unscored, stdout } = await runSuite(revision);
     const failing = scenarios.filter((s) => !s.passed && !unscored.has(s.name)).map((s) => s.name).sort();
-    assert.deepEqual(failing, NOT_YET[revision], stdout.slice(-4000));
+    assert.deepEqual(failing, [], stdout.slice(-4000));
     const passed = new Set(scenarios.filter((s) => s.passed).map((s) => s.name));
     // The scenarios of issue 32 by name, so that a renamed one cannot pass unnoticed.
     const expected = revision === '2026-07-28'
       ? ['input-required-result-basic-elicitation', 'input-required-result-multi-round', 'input-required-result-tampered-state',
         'input-required-result-capability-check', 'tools-call-image', 'tools-call-audio', 'tools-call-embedded-resource',
-        'tools-call-mixed-content', 'caching', 'server-stateless']
+        'tools-call-mixed-content', 'caching', 'server-stateless', 'prompts-get-simple', 'prompts-get-with-args',
+        'prompts-get-embedded-resource', 'prompts-get-with-image', 'input-required-result-non-tool-request',
+        'resources-read-text', 'resources-read-binary', 'resources-templates-read', 'sep-2164-resource-not-found']
       : ['tools-call-elicitation', 'tools-call-sampling', 'elicitation-sep1034-defaults', 'elicitation-sep1330-enums',
-        'tools-call-with-logging', 'tools-call-with-progress', 'tools-call-image', 'tools-call-audio', 'server-sse-polling'];
+        'tools-call-with-logging', 'tools-call-with-progress', 'tools-call-image', 'tools-call-audio', 'server-sse-polling',
+        'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource', 'prompts-get-with-image',
+        'resources-read-text', 'resources-read-binary', 'resources-templates-read', 'resources-subscribe', 'resources-unsubscribe'];
     for (const name of expected) assert.ok(passed.has(name), `${name} passes: ${stdout.slice(-4000)}`);
   });
 }

@@ -11,6 +11,7 @@
 
 mod asking;
 mod handler;
+mod prompts;
 mod sessions;
 mod sse;
 mod tasks;

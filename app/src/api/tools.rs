@@ -93,6 +93,11 @@ pub struct ToolInfo {
     pub memory_mib: i64,
     /// Whether calls may run as tasks: `forbidden`, `optional` or `required`.
     pub task_support: String,
+    /// Served on MCP as a `tool`, a `prompt` or a `resource`.
+    pub serves: String,
+    /// A resource's URI (or URI template) and MIME type; empty otherwise.
+    pub resource_uri: String,
+    pub resource_mime: String,
     /// A bundle's code mode: `off`, `instead` or `beside`.
     pub code_mode: String,
     pub can_edit: bool,
@@ -399,6 +404,9 @@ mod convert {
             timeout_ms: t.timeout_ms,
             memory_mib: t.memory_mib,
             task_support: t.task_support.as_str().to_owned(),
+            serves: t.serves.kind().to_owned(),
+            resource_uri: t.serves.uri().map(|u| u.as_str().to_owned()).unwrap_or_default(),
+            resource_mime: t.serves.mime().map(|m| m.as_str().to_owned()).unwrap_or_default(),
             code_mode: t.code_mode.as_str().to_owned(),
             can_edit: tools::can_edit(user, &t),
             can_moderate: user.is_admin,
@@ -923,9 +931,13 @@ pub async fn update_tool_settings(
     read_only_hint: Option<bool>,
     destructive_hint: Option<bool>,
     task_support: Option<String>,
+    serves: Option<String>,
+    resource_uri: Option<String>,
+    resource_mime: Option<String>,
 ) -> Result<ToolInfo, AppError> {
     use toolshed_domain::names::TaskSupport;
     use toolshed_domain::names::{Description, Tags, Title};
+    use toolshed_domain::serves::Serves;
     use toolshed_domain::tools::{parse_fetch_allow, ToolSettings, Visibility};
     let user = server::require_user().await?;
     let invalid = |e: toolshed_domain::names::Invalid| server::fail(AppError::Invalid(e.to_string()));
@@ -943,6 +955,12 @@ pub async fn update_tool_settings(
             None => TaskSupport::Forbidden,
             Some(s) => TaskSupport::parse(s).ok_or_else(|| server::fail(AppError::Invalid(format!("Unknown task setting “{s}”"))))?,
         },
+        serves: Serves::parse(
+            serves.as_deref().unwrap_or("tool"),
+            resource_uri.as_deref().unwrap_or_default(),
+            resource_mime.as_deref().unwrap_or_default(),
+        )
+        .map_err(invalid)?,
     };
     let ts = server::toolshed()?;
     let t = ts.tools().update_tool_settings(&user, tool_id(tool), settings).await.map_err(server::fail)?;

@@ -17,6 +17,7 @@ use crate::codegen::{ListingApi, ToolDef, RUN_CODE};
 use crate::ids::ToolId;
 use crate::names::{Invalid, ToolName};
 use crate::policy::Policies;
+use crate::serves::Serves;
 use crate::tools::Tools;
 use crate::tools::{
     can_edit, can_see, insert_version, member_label, parse_changelog, rolled_back, ListingKind, Source, Status, Tool, ToolError,
@@ -76,6 +77,13 @@ pub struct Served {
     /// Audit targets of every member, served or not: a change to any of them
     /// may change the bundle's tool list.
     pub member_targets: Vec<String>,
+}
+
+/// One thing an endpoint serves, and what it is served as.
+#[derive(Debug, Clone)]
+pub struct ServedDef {
+    pub def: ToolDef,
+    pub serves: Serves,
 }
 
 impl Bundles<'_> {
@@ -228,8 +236,16 @@ impl Bundles<'_> {
         }
     }
 
-    /// What `listing` serves to `user`, as the generated APIs describe it.
+    /// The tools `listing` serves to `user`, as `tools/list` and the
+    /// generated APIs describe them (not its prompts or resources).
     pub async fn tool_defs(self, user: &User, listing: &Tool) -> Result<Vec<ToolDef>, ToolError> {
+        let defs = self.served_defs(user, listing).await?;
+        Ok(defs.into_iter().filter(|d| d.serves == Serves::Tool).map(|d| d.def).collect())
+    }
+
+    /// Everything `listing` serves to `user`: tools, prompts and resources,
+    /// each described as a tool is (a prompt's arguments are its `input_schema`).
+    pub async fn served_defs(self, user: &User, listing: &Tool) -> Result<Vec<ServedDef>, ToolError> {
         let (own, external) = match listing.kind {
             ListingKind::Tool => (self.served_by(user, listing).await?, Vec::new()),
             ListingKind::Bundle => {
@@ -242,7 +258,7 @@ impl Bundles<'_> {
         for s in own {
             let v = Tools::new(self.core).version_row(s.tool.id, s.version).await?;
             let permissions = Tools::new(self.core).permissions_under(&s.tool, &policy).await?;
-            defs.push(ToolDef {
+            let def = ToolDef {
                 name: s.name,
                 title: s.tool.title,
                 description: s.tool.description,
@@ -252,18 +268,24 @@ impl Bundles<'_> {
                 read_only: !permissions.writes,
                 destructive: permissions.writes && s.tool.destructive_hint,
                 permissions: Some(permissions),
-            });
+            };
+            defs.push(ServedDef { def, serves: s.tool.serves });
         }
-        defs.extend(external.into_iter().map(|e| ToolDef {
-            permissions: None,
-            read_only: e.tool.hint("readOnlyHint"),
-            destructive: e.tool.hint("destructiveHint"),
-            name: e.name,
-            title: e.tool.title,
-            description: e.tool.description,
-            input_schema: e.tool.input_schema,
-            output_schema: e.tool.output_schema,
-        }));
+        defs.extend(
+            external
+                .into_iter()
+                .map(|e| ToolDef {
+                    permissions: None,
+                    read_only: e.tool.hint("readOnlyHint"),
+                    destructive: e.tool.hint("destructiveHint"),
+                    name: e.name,
+                    title: e.tool.title,
+                    description: e.tool.description,
+                    input_schema: e.tool.input_schema,
+                    output_schema: e.tool.output_schema,
+                })
+                .map(|def| ServedDef { def, serves: Serves::Tool }),
+        );
         Ok(defs)
     }
 

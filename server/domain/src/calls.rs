@@ -6,6 +6,7 @@
 use crate::accounts::User;
 use crate::bundles::Bundles;
 use crate::sandbox::ToolValue;
+use crate::serves::Serves;
 use crate::tools::Tools;
 use crate::tools::{ListingKind, Live, RunReport, RunSource, Tool, ToolError, Via};
 use crate::upstream::ServedExternal;
@@ -18,6 +19,8 @@ handle! {
 }
 
 /// Where a name in a listing leads.
+// A listing's few callables live for one request: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub(crate) enum Callable {
     /// A Toolshed tool: a tool's own endpoint runs its published version
@@ -27,8 +30,19 @@ pub(crate) enum Callable {
     External(ServedExternal),
 }
 
+impl Callable {
+    /// An external server's tools are tools.
+    fn serves(&self) -> &Serves {
+        match self {
+            Callable::Tool { tool, .. } => &tool.serves,
+            Callable::External(_) => &Serves::Tool,
+        }
+    }
+}
+
 /// Everything one listing serves one caller, by the names the caller uses,
-/// in the order the listing lists them.
+/// in the order the listing lists them. Tools are called ([`Callables::call`]);
+/// prompts and resources are rendered ([`Callables::render`]), never called.
 #[derive(Clone)]
 pub struct Callables {
     core: Core,
@@ -96,9 +110,24 @@ impl Callables {
         &self.listing
     }
 
-    /// The names, in the listing's order.
+    /// The tools' names, in the listing's order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(name, _)| name.as_str())
+        self.entries.iter().filter(|(_, c)| c.serves() == &Serves::Tool).map(|(name, _)| name.as_str())
+    }
+
+    /// The prompt called `name`, or the resource with that name, as it is served.
+    pub fn served_as(&self, name: &str) -> Option<&Serves> {
+        self.entries.iter().find(|(n, c)| n == name && c.serves() != &Serves::Tool).map(|(_, c)| c.serves())
+    }
+
+    /// The resource at `uri`: its name, and its template's values (its
+    /// arguments). A fixed URI wins over a template, then the listing's order.
+    pub fn resource(&self, uri: &str) -> Option<(&str, serde_json::Map<String, serde_json::Value>)> {
+        let resources = || self.entries.iter().filter_map(|(name, c)| Some((name.as_str(), c.serves().uri()?)));
+        resources()
+            .find(|(_, u)| !u.is_template() && u.as_str() == uri)
+            .or_else(|| resources().find(|(_, u)| u.is_template() && u.matches(uri).is_some()))
+            .and_then(|(name, u)| Some((name, u.matches(uri)?)))
     }
 
     /// Whether a call of `name` may run as a task: only a Toolshed tool's may,
@@ -135,8 +164,9 @@ impl Callables {
         &self.user
     }
 
+    /// The tool called `name` (not a prompt or resource of that name).
     pub(crate) fn get(&self, name: &str) -> Option<&Callable> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+        self.entries.iter().find(|(n, c)| n == name && c.serves() == &Serves::Tool).map(|(_, c)| c)
     }
 
     /// The usage record's route: a bundle's calls carry its id.
@@ -150,8 +180,19 @@ impl Callables {
     /// hears a Toolshed tool's console lines and progress as it runs, and
     /// says what it may ask.
     pub async fn call(&self, name: &str, input: serde_json::Value, via: Via<'_>, live: Live) -> Result<Answer, ToolError> {
+        self.run(self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?, input, via, live).await
+    }
+
+    /// Runs the prompt or resource `name` with `input`, as [`Callables::call`]
+    /// runs a tool: its value is the prompt's messages or the resource's contents.
+    pub async fn render(&self, name: &str, input: serde_json::Value, via: Via<'_>, live: Live) -> Result<Answer, ToolError> {
+        let found = self.entries.iter().find(|(n, c)| n == name && c.serves() != &Serves::Tool).map(|(_, c)| c);
+        self.run(found.ok_or_else(|| ToolError::UnknownTool(name.to_owned()))?, input, via, live).await
+    }
+
+    async fn run(&self, callable: &Callable, input: serde_json::Value, via: Via<'_>, live: Live) -> Result<Answer, ToolError> {
         let via = self.via(via);
-        match self.get(name).ok_or_else(|| ToolError::UnknownTool(name.to_owned()))? {
+        match callable {
             Callable::Tool { tool, source } => {
                 Tools::new(&self.core).run_loaded(&self.user, tool, source.clone(), input, via, live).await.map(Answer::Ran)
             }

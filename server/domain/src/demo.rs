@@ -13,6 +13,7 @@ use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::passwords;
 use crate::schema::ArgDef;
+use crate::serves::Serves;
 use crate::tools::Tools;
 use crate::tools::{Check, NewTool, Source, Tool, ToolError, ToolSettings, Visibility};
 
@@ -34,6 +35,8 @@ struct DemoTool {
     timeout_ms: Option<i64>,
     /// The output schema its results must match, if any.
     output: Option<serde_json::Value>,
+    /// A tool, or a prompt or resource.
+    serves: Serves,
 }
 
 fn demo_tools() -> Vec<DemoTool> {
@@ -49,6 +52,7 @@ fn demo_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         },
         DemoTool {
             name: "table",
@@ -69,6 +73,7 @@ fn demo_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         },
         DemoTool {
             name: "word_stats",
@@ -85,6 +90,7 @@ fn demo_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         },
         DemoTool {
             name: "convert_units",
@@ -101,6 +107,7 @@ fn demo_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         },
         DemoTool {
             name: "countdown",
@@ -116,6 +123,7 @@ fn demo_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         },
     ]
 }
@@ -153,8 +161,16 @@ fn conformance_tools() -> Vec<DemoTool> {
             tasks: TaskSupport::Forbidden,
             timeout_ms: None,
             output: None,
+            serves: Serves::Tool,
         }
     };
+    let prompt = |name, description, args, code| DemoTool { serves: Serves::Prompt, ..tool(name, description, args, code) };
+    let resource = |name, description, uri, mime, args, code| DemoTool {
+        serves: Serves::parse("resource", uri, mime).expect("the fixtures' URIs are well-formed"),
+        ..tool(name, description, args, code)
+    };
+    let text_arg =
+        |name: &str, description: &str| json!({ "name": name, "type": { "kind": "string" }, "description": description, "required": true });
     // The tasks extension's fixtures: calls that may outlive their request.
     let task = |name, description, args, code, tasks, output| DemoTool {
         tasks,
@@ -237,6 +253,27 @@ fn conformance_tools() -> Vec<DemoTool> {
             "const { ok } = await $input({ ok: { method: 'elicitation/create', params: { message: 'Proceed?',\n  requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } });\nreturn `Answered: ${ok.action}`;\n"),
         tool("test_input_required_result_capabilities", "Conformance fixture: asks only what the client declared it can answer.", json!([]),
             "const can = $context.client.capabilities;\nconst asks = {};\nif (can.elicitation) asks.name = NAME;\nif (can.sampling) asks.greeting = { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 } };\nif (can.roots) asks.roots = { method: 'roots/list' };\nif (Object.keys(asks).length === 0) return 'This client can answer nothing.';\nconst answers = await $input(asks);\nreturn `Answered: ${Object.keys(answers).join(', ')}`;\n"),
+        prompt("test_simple_prompt", "Conformance fixture: a prompt of one message.", json!([]),
+            "return 'This is a simple prompt for testing.';\n"),
+        prompt("test_prompt_with_arguments", "Conformance fixture: a prompt that says its two arguments.",
+            json!([text_arg("arg1", "First test argument"), text_arg("arg2", "Second test argument")]),
+            "return `Prompt with arguments: arg1='${$arg1}', arg2='${$arg2}'`;\n"),
+        prompt("test_prompt_with_embedded_resource", "Conformance fixture: a prompt that embeds a resource, then asks about it.",
+            json!([text_arg("resourceUri", "URI of the resource to embed")]),
+            "return $content([\n  { type: 'resource', resource: { uri: $resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } },\n  { type: 'text', text: 'Please process the embedded resource above.' },\n]);\n"),
+        prompt("test_prompt_with_image", "Conformance fixture: a prompt that shows an image, then asks about it.", json!([]),
+            "return $content([\n  { type: 'image', data: PNG, mimeType: 'image/png' },\n  { type: 'text', text: 'Please analyze the image above.' },\n]);\n"),
+        prompt("test_input_required_result_prompt", "Conformance fixture: a prompt that asks its person for context first.", json!([]),
+            "const { user_context } = await $input({ user_context: { method: 'elicitation/create', params: { message: 'What context should the prompt use?',\n  requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] } } } });\nreturn `Answer with this context in mind: ${user_context.content?.context ?? 'none given'}`;\n"),
+        resource("test_static_text", "Conformance fixture: a fixed text resource.", "test://static-text", "text/plain", json!([]),
+            "return 'This is the content of the static text resource.';\n"),
+        resource("test_static_binary", "Conformance fixture: a fixed binary resource, a PNG image.", "test://static-binary", "image/png", json!([]),
+            "return $content([{ type: 'image', data: PNG, mimeType: 'image/png' }]);\n"),
+        resource("test_template", "Conformance fixture: JSON data for any id.", "test://template/{id}/data", "application/json",
+            json!([text_arg("id", "The id the URI names")]),
+            "return { id: $id, templateTest: true, data: `Data for ID: ${$id}` };\n"),
+        resource("test_watched_resource", "Conformance fixture: a resource clients subscribe to.", "test://watched-resource", "text/plain", json!([]),
+            "return 'A resource whose subscribers hear when its tool is published again.';\n"),
     ]
 }
 
@@ -303,6 +340,7 @@ impl Demo<'_> {
             timeout_ms: t.timeout_ms.unwrap_or(tool.timeout_ms),
             memory_mib: tool.memory_mib,
             task_support: t.tasks,
+            serves: t.serves.clone(),
         };
         let tool = Tools::new(self.core).update_tool_settings(owner, tool.id, settings).await?;
         let args: Vec<ArgDef> = serde_json::from_value(t.args.clone()).expect("demo arguments are well-formed");

@@ -55,6 +55,7 @@ pub mod scan;
 pub mod schema;
 pub mod secrets;
 pub mod semantic;
+pub mod serves;
 pub mod sessions;
 pub mod signin;
 pub mod sso;

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock, ErrorCode, InputRequest, InputRequests,
-    InputRequiredResult, JsonObject, ServerRequest,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock, ErrorCode, GetPromptRequestParams, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, JsonObject, ReadResourceRequestParams, ServerRequest,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -37,7 +37,36 @@ enum Asks {
     Nowhere,
 }
 
-/// A `tools/call` that may be one round of a call that asks.
+/// A request that may be one round of a call that asks: a `tools/call`,
+/// a `prompts/get` or a `resources/read` (named by its URI).
+pub(super) struct Round<'a> {
+    name: &'a str,
+    arguments: JsonObject,
+    state: Option<&'a str>,
+    responses: Option<InputResponses>,
+}
+
+impl<'a> From<&'a CallToolRequestParams> for Round<'a> {
+    fn from(r: &'a CallToolRequestParams) -> Self {
+        let arguments = r.arguments.clone().unwrap_or_default();
+        Self { name: &r.name, arguments, state: r.request_state.as_deref(), responses: r.input_responses.clone() }
+    }
+}
+
+impl<'a> From<&'a GetPromptRequestParams> for Round<'a> {
+    fn from(r: &'a GetPromptRequestParams) -> Self {
+        let arguments = r.arguments.clone().unwrap_or_default();
+        Self { name: &r.name, arguments, state: r.request_state.as_deref(), responses: r.input_responses.clone() }
+    }
+}
+
+impl<'a> From<&'a ReadResourceRequestParams> for Round<'a> {
+    fn from(r: &'a ReadResourceRequestParams) -> Self {
+        Self { name: &r.uri, arguments: JsonObject::new(), state: r.request_state.as_deref(), responses: r.input_responses.clone() }
+    }
+}
+
+/// A request that may be one round of a call that asks.
 pub(super) struct Asking {
     user: UserId,
     endpoint: String,
@@ -63,7 +92,7 @@ impl Asking {
         transport: Transport,
         c: &Caller,
         context: &RequestContext<RoleServer>,
-        request: &CallToolRequestParams,
+        request: Round<'_>,
     ) -> Result<Self, McpError> {
         let asks = match context.protocol_version() {
             Some(v) if !v.has_initialize() => Asks::InResult,
@@ -82,8 +111,8 @@ impl Asking {
         let mut asking = Self {
             user: c.user.id,
             endpoint,
-            tool: request.name.to_string(),
-            arguments: request.arguments.clone().unwrap_or_default(),
+            tool: request.name.to_owned(),
+            arguments: request.arguments,
             round: 0,
             input: Input::default(),
             capabilities,
@@ -91,11 +120,11 @@ impl Asking {
             asks,
         };
         // Only 2026-07-28 answers in the request; a 2025 client is asked on its session.
-        if let (Asks::InResult, Some(state)) = (asks, &request.request_state) {
+        if let (Asks::InResult, Some(state)) = (asks, request.state) {
             let round = asking.call().open(toolshed.secrets(), state).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
             asking.round = round.number;
             asking.approval = round.approval.clone();
-            asking.input = round.answered(request.input_responses.clone().unwrap_or_default());
+            asking.input = round.answered(request.responses.unwrap_or_default());
         }
         Ok(asking)
     }

@@ -13,14 +13,17 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, DiscoverResult, GetPromptRequestParams,
-    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    SetLevelRequestParams, SubscriptionFilter, Tool as McpTool, ToolAnnotations, UpdateTaskParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    Tool as McpTool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
+use toolshed_domain::bundles::ServedDef;
 use toolshed_domain::calls::Answer;
 use toolshed_domain::catalog::{favourites_target, CatalogSearch, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
 use toolshed_domain::code_mode::transcript;
@@ -28,11 +31,13 @@ use toolshed_domain::codegen::{ToolDef, RUN_CODE};
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::names::CodeMode;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, RunOutcome, ToolValue};
+use toolshed_domain::serves::Serves;
 use toolshed_domain::tools::approvals::Held;
 use toolshed_domain::tools::{ListingKind, Live, Tool, ToolError, Via};
 use toolshed_domain::Toolshed;
 
-use super::asking::Asking;
+use super::asking::{Asking, Round};
+use super::prompts;
 use super::tasks::{as_task, AsTask, TaskCall, ESCALATE_AFTER};
 use super::{Caller, Served};
 
@@ -81,6 +86,8 @@ struct Session {
     ended: tokio_util::sync::CancellationToken,
     /// Counts the session in the metrics while it lives (none for a stateless request).
     open: Option<toolshed_domain::metrics::Open>,
+    /// The resources a 2025 client subscribed to (`resources/subscribe`).
+    subscribed: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Drop for Session {
@@ -340,11 +347,14 @@ impl ServerHandler for ListingHandler {
     }
 
     fn get_info(&self) -> InitializeResult {
-        // Prompts: none yet, but `prompts/list` is answered (empty), so declared.
+        // Lists of prompts and resources are answered, but their changes not
+        // told (the tool list's change is); a subscribed resource's update is.
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
             .enable_logging()
             .enable_tasks()
             .build();
@@ -378,17 +388,97 @@ impl ServerHandler for ListingHandler {
         }
     }
 
-    async fn get_prompt(&self, request: GetPromptRequestParams, _: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
-        Err(McpError::invalid_params(format!("There is no prompt named “{}” here.", request.name), None))
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let defs = self.served_defs(&context).await?;
+        let prompts = defs.iter().filter(|d| d.serves == Serves::Prompt).map(prompts::prompt).collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let span = tracing::info_span!("prompts/get", prompt = %request.name, transport = self.transport.usage_name());
+        continue_trace(&span, &context);
+        let get = async {
+            let (c, listing) = self.listing_caller(&context)?;
+            let defs = self.toolshed.bundles().served_defs(&c.user, &listing).await.map_err(internal)?;
+            let def = defs.into_iter().find(|d| d.serves == Serves::Prompt && d.def.name == request.name);
+            let def = def.ok_or_else(|| prompts::no_prompt(&request.name))?.def;
+            let input = prompts::arguments(&def.input_schema, request.arguments.clone().unwrap_or_default())?;
+            let response = self.render(&c, &listing, &context, (&request).into(), &request.name, input).await?;
+            prompts::prompt_result(response, &def.description)
+        };
+        tracing::Instrument::instrument(get, span).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let defs = self.served_defs(&context).await?;
+        Ok(ListResourcesResult::with_all_items(defs.iter().filter_map(prompts::resource).collect()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let defs = self.served_defs(&context).await?;
+        Ok(ListResourceTemplatesResult::with_all_items(defs.iter().filter_map(prompts::template).collect()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let span = tracing::info_span!("resources/read", uri = %request.uri, transport = self.transport.usage_name());
+        continue_trace(&span, &context);
+        let read = async {
+            let (c, listing) = self.listing_caller(&context).map_err(|_| prompts::no_resource(&request.uri))?;
+            let callables = self.toolshed.calls().callables(&c.user, &listing).await.map_err(internal)?;
+            let Some((name, values)) = callables.resource(&request.uri) else { return Err(prompts::no_resource(&request.uri)) };
+            let name = name.to_owned();
+            let defs = self.toolshed.bundles().served_defs(&c.user, &listing).await.map_err(internal)?;
+            let def = defs.into_iter().find(|d| d.def.name == name).ok_or_else(|| prompts::no_resource(&request.uri))?;
+            let mime = def.serves.mime().map(|m| m.as_str().to_owned()).unwrap_or_default();
+            let input = prompts::arguments(&def.def.input_schema, values)?;
+            let response = self.render(&c, &listing, &context, (&request).into(), &name, input).await?;
+            prompts::resource_result(response, &request.uri, &mime)
+        };
+        tracing::Instrument::instrument(read, span).await
+    }
+
+    async fn subscribe(&self, request: SubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.session.subscribed.lock().expect("subscriptions lock").insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.session.subscribed.lock().expect("subscriptions lock").remove(&request.uri);
+        Ok(())
     }
 
     /// MCP 2026-07-28's subscriptions: a client listens for the tool list's
-    /// changes on a stream of its own (there are no sessions to tell).
-    /// Subscribes to changes here, before rmcp sends the acknowledgment: a
-    /// change the client makes as soon as it reads it must not slip past.
-    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    /// changes (and its resources' updates) on a stream of its own (there
+    /// are no sessions to tell). Subscribes to changes here, before rmcp
+    /// sends the acknowledgment: a change the client makes as soon as it
+    /// reads it must not slip past.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         *self.session.changes.lock().expect("changes lock") = Some(self.toolshed.listing_changes().subscribe_at_once());
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut filter = SubscriptionFilter::builder().tools_list_changed();
+        if let Some(uris) = &requested.resource_subscriptions {
+            filter = filter.resource_subscriptions(uris.clone());
+        }
+        Some(filter.build())
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
@@ -396,9 +486,21 @@ impl ServerHandler for ListingHandler {
         let changes = self.session.changes.lock().expect("changes lock").take();
         let changes = changes.unwrap_or_else(|| self.toolshed.listing_changes().subscribe_at_once());
         let sink = subscription.sink().clone();
+        let accepted = subscription.accepted().clone();
         let notify = move || {
-            let sink = sink.clone();
-            async move { sink.notify_tool_list_changed().await.is_ok() }
+            let (sink, accepted) = (sink.clone(), accepted.clone());
+            async move {
+                let sent = async {
+                    if accepted.tools_list_changed == Some(true) {
+                        sink.notify_tool_list_changed().await?;
+                    }
+                    for uri in accepted.resource_subscriptions.iter().flatten() {
+                        sink.notify_resource_updated(uri.clone()).await?;
+                    }
+                    Ok::<_, rmcp::service::SubscriptionSendError>(())
+                };
+                sent.await.is_ok()
+            }
         };
         // Ends when the client cancels or goes, or at shutdown (then with the final result).
         let until = async {
@@ -407,12 +509,7 @@ impl ServerHandler for ListingHandler {
                 () = self.closing.cancelled() => {}
             }
         };
-        if subscription.accepted().tools_list_changed == Some(true) {
-            forward_list_changes(self.toolshed.clone(), caller, changes, until, notify).await;
-        } else {
-            // Nothing asked for that is served here: open until the client or the server ends it.
-            until.await;
-        }
+        forward_list_changes(self.toolshed.clone(), caller, changes, until, notify).await;
         Ok(())
     }
 
@@ -420,9 +517,21 @@ impl ServerHandler for ListingHandler {
         let changes = self.session.changes.lock().expect("changes lock").take();
         if let (Some((_, caller)), Some(changes)) = (self.session.listing.get(), changes) {
             let (ended, peer) = (self.session.ended.clone().cancelled_owned(), context.peer);
+            let subscribed = self.session.subscribed.clone();
             let notify = move || {
                 let peer = peer.clone();
-                async move { peer.notify_tool_list_changed().await.is_ok() }
+                let uris: Vec<String> = subscribed.lock().expect("subscriptions lock").iter().cloned().collect();
+                async move {
+                    let sent = async {
+                        peer.notify_tool_list_changed().await?;
+                        // A resource's tool changed, or a member of its bundle: it may read otherwise now.
+                        for uri in uris {
+                            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await?;
+                        }
+                        Ok::<_, rmcp::service::ServiceError>(())
+                    };
+                    sent.await.is_ok()
+                }
             };
             tokio::spawn(forward_list_changes(self.toolshed.clone(), caller.clone(), changes, ended, notify));
         }
@@ -491,7 +600,7 @@ impl ListingHandler {
             return Err(unknown());
         }
         let callables = self.toolshed.calls().callables(&c.user, listing).await.map_err(internal)?;
-        let asking = Asking::of(&self.toolshed, self.transport, &c, &context, &request)?;
+        let asking = Asking::of(&self.toolshed, self.transport, &c, &context, (&request).into())?;
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let Some(origin) = callables.origin(&request.name) else { return Err(unknown()) };
         let via = self.via(&c, None);
@@ -522,6 +631,46 @@ impl ListingHandler {
     /// How a call of `c` is recorded in usage (through `bundle`, if any).
     fn via(&self, c: &Caller, bundle: Option<ToolId>) -> Via<'static> {
         Via { transport: self.transport.usage_name(), token_id: c.token.as_ref().map(|t| t.id), bundle_id: bundle }
+    }
+
+    /// The caller of a request for a listing's prompts or resources (the
+    /// personal endpoint serves none).
+    fn listing_caller(&self, context: &RequestContext<RoleServer>) -> Result<(Caller, Box<Tool>), McpError> {
+        let c = self.caller(&context.extensions)?;
+        match &c.served {
+            Served::Listing(listing) => {
+                let listing = listing.clone();
+                Ok((c, listing))
+            }
+            Served::Catalog => Err(McpError::invalid_params("The personal endpoint serves tools only.", None)),
+        }
+    }
+
+    /// Everything the request's endpoint serves its caller (nothing but tools on the personal endpoint).
+    async fn served_defs(&self, context: &RequestContext<RoleServer>) -> Result<Vec<ServedDef>, McpError> {
+        let c = self.caller(&context.extensions)?;
+        match &c.served {
+            Served::Listing(listing) => self.toolshed.bundles().served_defs(&c.user, listing).await.map_err(internal),
+            Served::Catalog => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs the prompt or resource `name` of `listing` with `input`, as
+    /// [`ListingHandler::answer`] runs a call (it may ask its person first).
+    async fn render(
+        &self,
+        c: &Caller,
+        listing: &Tool,
+        context: &RequestContext<RoleServer>,
+        round: Round<'_>,
+        name: &str,
+        input: serde_json::Value,
+    ) -> Result<CallToolResponse, McpError> {
+        let callables = self.toolshed.calls().callables(&c.user, listing).await.map_err(internal)?;
+        let asking = Asking::of(&self.toolshed, self.transport, c, context, round)?;
+        let origin = callables.origin(name).unwrap_or_else(|| listing.slug());
+        let via = self.via(c, None);
+        self.answer(context, asking, name, origin, |live| callables.render(name, input.clone(), via, live)).await
     }
 
     /// Runs the call of `name` (`call` is handed where to send its console
@@ -667,7 +816,7 @@ impl ListingHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let catalog = self.toolshed.catalog(&c.user, c.token.as_ref());
-        let asking = Asking::of(&self.toolshed, self.transport, c, &context, &request)?;
+        let asking = Asking::of(&self.toolshed, self.transport, c, &context, (&request).into())?;
         let arguments = request.arguments.unwrap_or_default();
         let via = self.via(c, None);
         let result = match request.name.as_ref() {

@@ -21,6 +21,7 @@ mod moderation;
 mod oauth;
 mod permissions;
 mod playground;
+mod prompts;
 mod publish_api;
 mod registry;
 mod secrets;

@@ -219,9 +219,11 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                         <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="run_code (code mode): " />
                         <input type="hidden" name="fetch_allow" value=t.fetch_allow.join("\n") />
                         <input type="hidden" name="task_support" value="forbidden" />
+                        <input type="hidden" name="serves" value="tool" />
                     }.into_any()
                 } else {
                     view! {
+                        <ServedAs serves=t.serves.clone() uri=t.resource_uri.clone() mime=t.resource_mime.clone() />
                         <LimitInputs timeout_ms=t.timeout_ms memory_mib=t.memory_mib what="" />
                         <label>"Long calls as tasks (clients that take tasks get a task id at once and poll for the result; the time limit may then go up to the administrator's maximum for tasks)"
                             <select name="task_support">
@@ -344,5 +346,32 @@ fn EnvCard(tool: i64, vars: Vec<EnvVarView>) -> impl IntoView {
             </ActionForm>
             {move || set.value().get().and_then(Result::err).map(|e| view! { <p class="alert error">{e.to_string()}</p> })}
         </section>
+    }
+}
+
+/// What the tool is served as on MCP endpoints: a tool, a prompt (its value
+/// is the prompt's messages) or a resource at a URI (its value is the contents).
+#[component]
+fn ServedAs(serves: String, uri: String, mime: String) -> impl IntoView {
+    view! {
+        <fieldset class="served-as">
+            <legend>"Served on MCP as"</legend>
+            <div class="row">
+                <label>"Kind"
+                    <select name="serves">
+                        <option value="tool" selected=serves == "tool">"A tool (tools/call)"</option>
+                        <option value="prompt" selected=serves == "prompt">"A prompt: returns its messages (prompts/get)"</option>
+                        <option value="resource" selected=serves == "resource">"A resource: returns its contents (resources/read)"</option>
+                    </select>
+                </label>
+                <label>"Resource URI; {name} stands for an argument (resources only)"
+                    <input name="resource_uri" value=uri class="mono" placeholder="docs://handbook/{section}" maxlength="500" />
+                </label>
+                <label>"MIME type (resources only)"
+                    <input name="resource_mime" value=mime class="mono" placeholder="text/plain" maxlength="100" />
+                </label>
+            </div>
+            <p class="muted">"A prompt returns a string, content blocks ($content([...]), one message each), or { messages: [{ role, content }] }. A resource returns text (of its MIME type), JSON, or $content with images and audio (sent as blobs)."</p>
+        </fieldset>
     }
 }

@@ -175,9 +175,16 @@ pub fn ListingHead(tool: ToolInfo) -> impl IntoView {
         <Title text=tool.title.clone() />
         <div class="page-head">
             <div>
-                <h1>{tool.title.clone()} {(tool.kind == "bundle").then(|| view! { <span class="badge kind">"bundle"</span> })}</h1>
+                <h1>
+                    {tool.title.clone()} {(tool.kind == "bundle").then(|| view! { <span class="badge kind">"bundle"</span> })}
+                    {(tool.serves != "tool").then(|| view! { <span class="badge kind">{tool.serves.clone()}</span> })}
+                </h1>
                 <p class="muted">
                     <code>{tool.slug()}</code>
+                    {(!tool.resource_uri.is_empty()).then(|| {
+                        let mime = format!(" ({})", tool.resource_mime);
+                        view! { <span>" · at " <code>{tool.resource_uri.clone()}</code> {mime}</span> }
+                    })}
                     " · by " {tool.owner.clone()}
                     {tool.published_version.map(|v| format!(" · v{v} published"))}
                 </p>

@@ -60,7 +60,7 @@ impl Tools<'_> {
         };
         sqlx::query(
             "UPDATE tools SET read_only_hint = $1, destructive_hint = $2, fetch_allow = $3, timeout_ms = $4, memory_mib = $5, \
-             task_support = $7 WHERE id = $6",
+             task_support = $7, serves = $8, resource_uri = $9, resource_mime = $10 WHERE id = $6",
         )
         .bind(i64::from(src.read_only_hint))
         .bind(i64::from(src.destructive_hint))
@@ -70,6 +70,10 @@ impl Tools<'_> {
         .bind(id.0)
         // Its time limit may be a task's: the fork runs as the original does.
         .bind(src.task_support.as_str())
+        // A fork of a prompt or a resource is one too.
+        .bind(src.serves.kind())
+        .bind(src.serves.uri().map(|u| u.as_str().to_owned()))
+        .bind(src.serves.mime().map(|m| m.as_str().to_owned()))
         .execute(&mut *tx)
         .await?;
         let copy = Source::parse(&version.code, version.args, version.output_schema)?;

@@ -42,6 +42,7 @@ use crate::names::Role;
 use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title, ToolName};
 use crate::policy::Policies;
+use crate::serves::Serves;
 use crate::store::StoreError;
 use crate::store::Tx;
 use crate::words::cjk_pairs;
@@ -194,6 +195,8 @@ pub struct Tool {
     pub memory_mib: i64,
     /// Whether calls may run as tasks (and so past the usual time limit).
     pub task_support: TaskSupport,
+    /// Served as a tool, a prompt or a resource.
+    pub serves: Serves,
     /// A bundle's code mode; always `Off` for a tool.
     pub code_mode: CodeMode,
     pub forked_from: Option<ForkedFrom>,
@@ -360,6 +363,7 @@ pub struct ToolSettings {
     pub timeout_ms: i64,
     pub memory_mib: i64,
     pub task_support: TaskSupport,
+    pub serves: Serves,
 }
 
 /// The first code a new tool starts with: shows the globals at work.
@@ -369,7 +373,7 @@ const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept,
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      t.pending_version, t.pending_title, t.pending_description, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.serves, t.resource_uri, t.resource_mime, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
@@ -408,6 +412,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         timeout_ms: r.try_get("timeout_ms")?,
         memory_mib: r.try_get("memory_mib")?,
         task_support: TaskSupport::parse(&r.try_get::<String, _>("task_support")?).unwrap_or_default(),
+        serves: Serves::from_columns(&r.try_get::<String, _>("serves")?, r.try_get("resource_uri")?, r.try_get("resource_mime")?),
         code_mode: CodeMode::parse(&r.try_get::<String, _>("code_mode")?).unwrap_or(CodeMode::Off),
         forked_from,
         created_at: r.try_get("created_at")?,
@@ -643,6 +648,7 @@ impl ToolSettings {
             timeout_ms: self.timeout_ms,
             memory_mib: self.memory_mib,
             task_support: self.task_support,
+            serves: self.serves.clone(),
             ..tool.clone()
         }
     }
@@ -665,7 +671,7 @@ pub(crate) async fn write_settings(
     sqlx::query(
         "UPDATE tools SET title = $1, description = $2, tags = $3, visibility = $4, read_only_hint = $5, destructive_hint = $6, \
          fetch_allow = $7, timeout_ms = $8, memory_mib = $9, updated_at = $10, pending_title = $12, pending_description = $13, \
-         cjk_pairs = $14, task_support = $15 WHERE id = $11",
+         cjk_pairs = $14, task_support = $15, serves = $16, resource_uri = $17, resource_mime = $18 WHERE id = $11",
     )
     .bind(title)
     .bind(description)
@@ -682,6 +688,9 @@ pub(crate) async fn write_settings(
     .bind(held.map(|p| p.description.as_str()))
     .bind(cjk_pairs(title, description))
     .bind(s.task_support.as_str())
+    .bind(s.serves.kind())
+    .bind(s.serves.uri().map(|u| u.as_str().to_owned()))
+    .bind(s.serves.mime().map(|m| m.as_str().to_owned()))
     .execute(&mut **tx)
     .await?;
     audit::record(

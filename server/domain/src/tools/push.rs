@@ -28,6 +28,7 @@ use crate::names::CodeMode;
 use crate::names::TaskSupport;
 use crate::names::{Description, Invalid, Tags, Title};
 use crate::schema::ArgDef;
+use crate::serves::Serves;
 use crate::{audit, now_ms};
 
 /// A tool as a file in a repository. Unknown fields are refused, so a typo
@@ -396,6 +397,7 @@ fn settings_from_file(tool: &Tool, file: &ToolFile, tags: Option<Tags>) -> Resul
         timeout_ms: tool.timeout_ms,
         memory_mib: tool.memory_mib,
         task_support: tool.task_support,
+        serves: tool.serves.clone(),
     }))
 }
 
@@ -430,6 +432,7 @@ fn unsaved_tool(user: &User, new: &NewTool) -> Tool {
         timeout_ms: 2_000,
         memory_mib: 32,
         task_support: TaskSupport::Forbidden,
+        serves: Serves::Tool,
         code_mode: CodeMode::Off,
         forked_from: None,
         created_at: now,

@@ -43,6 +43,7 @@ async fn kit(ts: &Toolshed, alice: &User) -> Tool {
         timeout_ms: 200,
         memory_mib: 32,
         task_support: Default::default(),
+        serves: Default::default(),
     };
     ts.tools().update_tool_settings(alice, slow.id, limits).await.unwrap();
     let mine = tool(ts, alice, "mine", "private", "return 'private ' + $text;").await;

@@ -79,6 +79,7 @@ store_test!(a_failed_call_is_kept_redacted_for_editors_and_replays_without_the_n
         timeout_ms: 2_000,
         memory_mib: 32,
         task_support: Default::default(),
+        serves: Default::default(),
     };
     ts.tools().update_tool_settings(&alice, tool.id, settings).await.unwrap();
     ts.tools().save_version(&alice, tool.id, source(BROKEN, port), "v1").await.unwrap();
@@ -214,6 +215,7 @@ store_test!(a_sensitive_argument_is_stored_in_none_of_the_encodings_it_was_sent_
         timeout_ms: 2_000,
         memory_mib: 32,
         task_support: Default::default(),
+        serves: Default::default(),
     };
     ts.tools().update_tool_settings(&alice, tool.id, settings).await.unwrap();
     ts.tools().save_version(&alice, tool.id, source(&format!("{BASE64_JS}{SPREADS_THE_KEY}"), port), "v1").await.unwrap();

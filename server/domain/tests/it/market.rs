@@ -106,6 +106,7 @@ store_test!(chinese_text_is_found_by_the_words_it_shares_with_the_search_without
         timeout_ms: 1_000,
         memory_mib: 32,
         task_support: Default::default(),
+        serves: Default::default(),
     };
     ts.tools().update_tool_settings(&alice, claims.id, settings).await.unwrap();
     assert!(names(&ts, &alice, &search("报销")).await.is_empty(), "its old words are gone");

@@ -274,6 +274,7 @@ store_test!(the_admin_policy_bounds_every_tools_limits_and_hosts, |db: Db| async
         timeout_ms,
         memory_mib: 32,
         task_support,
+        serves: Default::default(),
     };
     let settings = |timeout_ms, hosts: &[&str]| tasked(timeout_ms, hosts, TaskSupport::Forbidden);
     assert!(ts.tools().update_tool_settings(&alice, tool.id, settings(20_000, &["api.example.com"])).await.is_ok());
@@ -531,6 +532,7 @@ fn titled(title: &str, description: &str) -> toolshed_domain::tools::ToolSetting
         timeout_ms: 2_000,
         memory_mib: 32,
         task_support: Default::default(),
+        serves: Default::default(),
     }
 }
 
@@ -601,3 +603,33 @@ store_test!(a_push_whose_new_description_waits_for_review_says_so, |db: Db| asyn
     let report = ts.tools().push_tool(&alice, changed, false).await.unwrap();
     assert_eq!((report.outcome, report.version, report.text_waiting_for_review), (PushOutcome::PendingReview, Some(2), true));
 });
+
+store_test!(a_tool_served_as_a_resource_keeps_its_uri_forks_serve_it_too_and_a_uri_finds_it_with_its_values, |db: Db| async move {
+    use toolshed_domain::serves::Serves;
+    let (ts, alice, _, carol) = world(db).await;
+    let tool = ts.tools().create_tool(&alice, NewTool::parse("rates", "Rates", "", "", "everyone").unwrap()).await.unwrap();
+    let serves = Serves::parse("resource", "rates://{text}/today", "application/json").unwrap();
+    let settings = toolshed_domain::tools::ToolSettings { serves: serves.clone(), ..titled("Rates", "Exchange rates as JSON.") };
+    let t = ts.tools().update_tool_settings(&alice, tool.id, settings).await.unwrap();
+    assert_eq!(t.serves, serves);
+    assert_eq!(ts.tools().tool(&carol, tool.id).await.unwrap().serves, serves, "as stored");
+    ts.tools().save_version(&alice, tool.id, source("return { currency: $text };"), "first").await.unwrap();
+    ts.tools().publish(&alice, tool.id, 1).await.unwrap();
+
+    let listing = ts.tools().tool(&carol, tool.id).await.unwrap();
+    let callables = ts.calls().callables(&carol, &listing).await.unwrap();
+    assert_eq!(callables.names().count(), 0, "a resource is not a tool");
+    let (name, values) = callables.resource("rates://EUR/today").expect("the template names it");
+    assert_eq!((name, values["text"].as_str()), ("rates", Some("EUR")));
+    assert!(callables.resource("rates://EUR/tomorrow").is_none());
+    assert!(matches!(callables.call("rates", json!({"text": "EUR"}), via(), Default::default()).await, Err(ToolError::UnknownTool(_))));
+    let answer = callables.render("rates", json!({"text": "EUR"}), via(), Default::default()).await.unwrap();
+    assert_eq!(answer.value().unwrap(), ToolValue::Json(json!({"currency": "EUR"})));
+
+    let fork = ts.tools().fork(&carol, tool.id, toolshed_domain::names::ToolName::parse("rates").unwrap()).await.unwrap();
+    assert_eq!(fork.serves, serves, "a fork of a resource is one too");
+});
+
+fn via() -> toolshed_domain::tools::Via<'static> {
+    toolshed_domain::tools::Via { transport: "mcp-http", token_id: None, bundle_id: None }
+}

@@ -682,7 +682,7 @@ pub async fn rpc_2026(
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", method);
-    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()).or(params["uri"].as_str()) {
         req = req.header("Mcp-Name", name);
     }
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

@@ -315,7 +315,10 @@ fn checked<T>(gate: &Gate, uri: &Uri, found: Result<Result<T, TokenRejected>, St
     }
 }
 
-/// A call an OAuth grant without `tools:call` may not make: 403 with the scope
+/// What runs a tool's code: a call, and a prompt or resource (each a tool served as one).
+const RUNS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// A run an OAuth grant without `tools:call` may not make: 403 with the scope
 /// to ask for (the client may ask the person again, MCP "step-up authorization").
 async fn refuse_calls(gate: &Gate, req: Request) -> Result<Request, Response> {
     let (parts, body) = req.into_parts();
@@ -327,7 +330,7 @@ async fn refuse_calls(gate: &Gate, req: Request) -> Result<Request, Response> {
         Ok(one) => vec![one],
         Err(_) => vec![],
     };
-    if messages.iter().any(|m| m.get("method").and_then(|m| m.as_str()) == Some("tools/call")) {
+    if messages.iter().any(|m| m.get("method").and_then(|m| m.as_str()).is_some_and(|m| RUNS.contains(&m))) {
         let path = crate::oauth::endpoint_path(parts.uri.path());
         let mut res =
             (StatusCode::FORBIDDEN, "This connection may list the tools but not run them: allow running them when you connect.\n")

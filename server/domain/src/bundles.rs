@@ -323,6 +323,7 @@ impl Bundles<'_> {
         }
         let mut checked = Vec::with_capacity(members.len());
         let mut taken: HashMap<String, String> = HashMap::new();
+        let mut at: HashMap<String, String> = HashMap::new();
         for m in members {
             // The same answer whether the tool does not exist or is not the author's to see.
             let tool = match Tools::new(self.core).tool(user, m.tool).await {
@@ -358,6 +359,12 @@ impl Bundles<'_> {
                 )));
             }
             taken.insert(name.as_str().to_ascii_lowercase(), tool.slug());
+            if let Some(uri) = tool.serves.uri() {
+                // A URI names one resource: the second would never be read.
+                if let Some(other) = at.insert(uri.as_str().to_owned(), tool.slug()) {
+                    return Err(bad(format!("{} and {other} are both resources at {uri}: a URI names one resource", tool.slug())));
+                }
+            }
             checked.push((tool, m.pinned_version, name));
         }
         Ok(checked)

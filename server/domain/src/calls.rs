@@ -140,10 +140,10 @@ impl Callables {
     }
 
     /// Whether a call of `name` waits for a person's approval ([`crate::tools::approvals`]).
-    pub async fn needs_approval(&self, name: &str) -> Result<bool, ToolError> {
+    pub fn needs_approval(&self, name: &str) -> bool {
         match self.get(name) {
-            Some(Callable::Tool { tool, .. }) => Ok(crate::tools::approvals::Approvals::new(&self.core).required_for(tool).await?),
-            _ => Ok(false),
+            Some(Callable::Tool { tool, .. }) => crate::tools::approvals::Approvals::required_for(tool),
+            _ => false,
         }
     }
 

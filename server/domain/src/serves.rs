@@ -109,7 +109,8 @@ impl ResourceUri {
     }
 
     /// The variables' values when `uri` is one this names, else `None`. A
-    /// value is one path segment: not empty, no `/`, `?` or `#`.
+    /// value is one path segment: not empty, no `/`, `?` or `#`, percent-decoded
+    /// (RFC 6570 encodes what is not allowed in a URI), and still no `/` once decoded.
     pub fn matches(&self, uri: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
         let parts = parts(&self.0)?;
         let mut values = serde_json::Map::new();
@@ -127,7 +128,11 @@ impl ResourceUri {
                     if value.is_empty() || value.contains(['/', '?', '#']) {
                         return None;
                     }
-                    values.insert((*name).to_owned(), serde_json::Value::String(value.to_owned()));
+                    let decoded = percent_encoding::percent_decode_str(value).decode_utf8().ok()?;
+                    if decoded.contains('/') {
+                        return None;
+                    }
+                    values.insert((*name).to_owned(), serde_json::Value::String(decoded.into_owned()));
                     rest = &rest[end..];
                 }
             }
@@ -221,6 +226,10 @@ mod tests {
         let values = two.matches("repo://acme/tools").unwrap();
         assert_eq!((values["owner"].as_str(), values["name"].as_str()), (Some("acme"), Some("tools")));
         assert_eq!(two.matches("repo://acme/tools?x=1"), None);
+        let spaced = uri.matches("test://template/Getting%20started/data").unwrap();
+        assert_eq!(spaced["id"], "Getting started", "decoded");
+        assert_eq!(uri.matches("test://template/a%2Fb/data"), None, "an encoded slash is still two segments");
+        assert_eq!(uri.matches("test://template/%FF/data"), None, "not UTF-8");
     }
 
     #[test]

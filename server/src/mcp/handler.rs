@@ -443,12 +443,12 @@ impl ServerHandler for ListingHandler {
         let span = tracing::info_span!("resources/read", uri = %request.uri, transport = self.transport.usage_name());
         continue_trace(&span, &context);
         let read = async {
-            let (c, listing) = self.listing_caller(&context).map_err(|_| prompts::no_resource(&request.uri))?;
+            let (c, listing) = self.listing_caller(&context).map_err(|_| prompts::no_resource(&context, &request.uri))?;
             let callables = self.toolshed.calls().callables(&c.user, &listing).await.map_err(internal)?;
-            let Some((name, values)) = callables.resource(&request.uri) else { return Err(prompts::no_resource(&request.uri)) };
+            let Some((name, values)) = callables.resource(&request.uri) else { return Err(prompts::no_resource(&context, &request.uri)) };
             let name = name.to_owned();
             let defs = self.toolshed.bundles().served_defs(&c.user, &listing).await.map_err(internal)?;
-            let def = defs.into_iter().find(|d| d.def.name == name).ok_or_else(|| prompts::no_resource(&request.uri))?;
+            let def = defs.into_iter().find(|d| d.def.name == name).ok_or_else(|| prompts::no_resource(&context, &request.uri))?;
             let mime = def.serves.mime().map(|m| m.as_str().to_owned()).unwrap_or_default();
             let input = prompts::arguments(&def.def.input_schema, values)?;
             let response = self.render(&c, &listing, &context, (&request).into(), &name, input).await?;
@@ -457,8 +457,21 @@ impl ServerHandler for ListingHandler {
         tracing::Instrument::instrument(read, span).await
     }
 
-    async fn subscribe(&self, request: SubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.session.subscribed.lock().expect("subscriptions lock").insert(request.uri);
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if session_id(&context).is_none() {
+            return Err(McpError::invalid_request("Subscribing needs a session (or MCP 2026-07-28's subscriptions/listen).", None));
+        }
+        let (c, listing) = self.listing_caller(&context)?;
+        let callables = self.toolshed.calls().callables(&c.user, &listing).await.map_err(internal)?;
+        if callables.resource(&request.uri).is_none() {
+            return Err(prompts::no_resource(&context, &request.uri));
+        }
+        let mut subscribed = self.session.subscribed.lock().expect("subscriptions lock");
+        if subscribed.len() >= prompts::MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
+            let message = format!("A session may subscribe to at most {} resources.", prompts::MAX_SUBSCRIPTIONS);
+            return Err(McpError::invalid_params(message, None));
+        }
+        subscribed.insert(request.uri);
         Ok(())
     }
 
@@ -476,7 +489,7 @@ impl ServerHandler for ListingHandler {
         *self.session.changes.lock().expect("changes lock") = Some(self.toolshed.listing_changes().subscribe_at_once());
         let mut filter = SubscriptionFilter::builder().tools_list_changed();
         if let Some(uris) = &requested.resource_subscriptions {
-            filter = filter.resource_subscriptions(uris.clone());
+            filter = filter.resource_subscriptions(uris.iter().take(prompts::MAX_SUBSCRIPTIONS).cloned());
         }
         Some(filter.build())
     }
@@ -606,7 +619,7 @@ impl ListingHandler {
         let via = self.via(&c, None);
         let takes_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
         let mut when = as_task(callables.task_support(&request.name), takes_tasks)?;
-        if takes_tasks && callables.needs_approval(&request.name).await.map_err(internal)? {
+        if takes_tasks && callables.needs_approval(&request.name) {
             // It may wait hours for a person: a task, which no client's timeout ends.
             when = AsTask::Now;
         }
@@ -670,7 +683,21 @@ impl ListingHandler {
         let asking = Asking::of(&self.toolshed, self.transport, c, context, round)?;
         let origin = callables.origin(name).unwrap_or_else(|| listing.slug());
         let via = self.via(c, None);
-        self.answer(context, asking, name, origin, |live| callables.render(name, input.clone(), via, live)).await
+        // Arguments the tool refuses are the client's to fix: invalid params, which a prompt's caller expects.
+        let refused = Mutex::new(None);
+        let response = self
+            .answer(context, asking, name, origin, |live| async {
+                let answer = callables.render(name, input.clone(), via, live).await;
+                if let Err(ToolError::BadArguments(m)) = &answer {
+                    *refused.lock().expect("refused lock") = Some(m.clone());
+                }
+                answer
+            })
+            .await?;
+        match refused.into_inner().expect("refused lock") {
+            Some(message) => Err(McpError::invalid_params(message, None)),
+            None => Ok(response),
+        }
     }
 
     /// Runs the call of `name` (`call` is handed where to send its console

@@ -7,7 +7,8 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, GetPromptResponse, GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
 };
-use rmcp::ErrorData as McpError;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::Value;
 use toolshed_domain::bundles::ServedDef;
 use toolshed_domain::serves::Serves;
@@ -137,9 +138,17 @@ pub(super) fn resource_result(response: CallToolResponse, uri: &str, mime: &str)
     Ok(result.into())
 }
 
-/// A URI no resource here answers to (SEP-2164: invalid params, with the URI).
-pub(super) fn no_resource(uri: &str) -> McpError {
-    McpError::invalid_params(format!("Resource not found: {uri}"), Some(serde_json::json!({ "uri": uri })))
+/// The most resources a session (or a 2026 `subscriptions/listen`) may subscribe to.
+pub(super) const MAX_SUBSCRIPTIONS: usize = 100;
+
+/// A URI no resource here answers to, with the URI: `-32002` in the 2025
+/// revisions, invalid params from 2026-07-28 on (SEP-2164).
+pub(super) fn no_resource(context: &RequestContext<RoleServer>, uri: &str) -> McpError {
+    let (message, data) = (format!("Resource not found: {uri}"), Some(serde_json::json!({ "uri": uri })));
+    match context.protocol_version() {
+        Some(v) if v.has_initialize() => McpError::resource_not_found(message, data),
+        _ => McpError::invalid_params(message, data),
+    }
 }
 
 pub(super) fn no_prompt(name: &str) -> McpError {

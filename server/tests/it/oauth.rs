@@ -215,6 +215,13 @@ server_test!(a_grant_without_running_lists_tools_but_a_call_gets_403_insufficien
     assert_eq!(res.status(), 403);
     let challenge = res.headers()["www-authenticate"].to_str().unwrap().to_owned();
     assert!(challenge.contains(r#"error="insufficient_scope""#) && challenge.contains("tools:call"), "{challenge}");
+    // A prompt or a resource runs a tool's code too.
+    for run in [
+        r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"echo"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}}"#,
+    ] {
+        assert_eq!(session.post(run).await.status(), 403, "{run}");
+    }
 });
 
 server_test!(a_pinned_endpoint_is_a_resource_of_its_own_and_its_token_works_there, |srv: TestServer| async move {

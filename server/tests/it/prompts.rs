@@ -49,7 +49,7 @@ server_test!(a_bundle_serves_its_prompts_and_resources_beside_its_tools_and_runs
         {"tool": review, "pinned_version": null, "exposed_name": ""},
         {"tool": handbook, "pinned_version": null, "exposed_name": ""},
     ]);
-    srv.published_bundle(&carol, members).await;
+    let kit_id = srv.published_bundle(&carol, members).await;
     let (token, kit) = (srv.token("carol").await, "/mcp/bundles/research/kit");
 
     let tools = rpc(&srv, &token, kit, "tools/list", json!({})).await;
@@ -71,6 +71,9 @@ server_test!(a_bundle_serves_its_prompts_and_resources_beside_its_tools_and_runs
     let missing = rpc(&srv, &token, kit, "prompts/get", json!({"name": "review", "arguments": {}})).await;
     assert_eq!(missing["error"]["code"], -32602, "{missing}");
     assert!(missing["error"]["message"].as_str().unwrap().contains("topic"));
+    let not_a_number =
+        rpc(&srv, &token, kit, "prompts/get", json!({"name": "review", "arguments": {"topic": "t", "count": "three"}})).await;
+    assert_eq!(not_a_number["error"]["code"], -32602, "the tool's own check refuses it as invalid params: {not_a_number}");
     let not_a_prompt = rpc(&srv, &token, kit, "prompts/get", json!({"name": "lookup"})).await;
     assert_eq!(not_a_prompt["error"]["code"], -32602, "a tool is not a prompt: {not_a_prompt}");
     let not_a_tool = rpc(&srv, &token, kit, "tools/call", json!({"name": "review", "arguments": {"topic": "x"}})).await;
@@ -112,6 +115,16 @@ server_test!(a_bundle_serves_its_prompts_and_resources_beside_its_tools_and_runs
     assert_eq!(own["result"]["messages"][0]["content"]["text"], "Review t: number 5", "{own}");
     let me = rpc(&srv, &token, "/mcp/me", "prompts/list", json!({})).await;
     assert_eq!(me["result"]["prompts"], json!([]), "{me}");
+
+    // Two resources at one URI: the second could never be read, so the bundle refuses it.
+    let copy = srv.create_tool(&carol, "handbook_copy", "everyone").await;
+    srv.set_settings(&carol, copy, &resource).await;
+    publish_code(&srv, &carol, copy, "return 'copy';", json!([arg("section", "string", true)])).await;
+    let both =
+        json!([{"tool": handbook, "pinned_version": null, "exposed_name": ""}, {"tool": copy, "pinned_version": null, "exposed_name": ""}]);
+    let (status, error) =
+        srv.server_fn(&carol, "bundles/save_version", json!({"bundle": kit_id, "members": both, "changelog": "two"})).await;
+    assert!(status >= 400 && error.to_string().contains("both resources at docs://handbook/{section}"), "{status} {error}");
 });
 
 server_test!(a_prompt_that_asks_returns_its_question_and_completes_with_the_answer, |srv: TestServer| async move {
@@ -142,6 +155,10 @@ server_test!(
             |id: u32, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         let subscribed = session.request(&rpc(1, "resources/subscribe", json!({"uri": "notes://today"}))).await;
         assert_eq!(subscribed.last().unwrap()["result"], json!({}), "{subscribed:?}");
+        // Only to what is served here; in the 2025 revisions a missing resource is -32002.
+        let elsewhere = session.request(&rpc(9, "resources/subscribe", json!({"uri": "notes://tomorrow"}))).await;
+        let error = &elsewhere.last().unwrap()["error"];
+        assert_eq!((error["code"].as_i64(), error["data"]["uri"].as_str()), (Some(-32002), Some("notes://tomorrow")), "{elsewhere:?}");
         let read = session.request(&rpc(2, "resources/read", json!({"uri": "notes://today"}))).await;
         assert_eq!(read.last().unwrap()["result"]["contents"][0]["text"], "v1");
 

@@ -214,15 +214,8 @@ fn decidable_by(user: &User) -> String {
 impl Approvals<'_> {
     /// Whether calls of `tool` wait for approval: it writes, and its
     /// department requires approval for tools that do.
-    pub async fn required_for(self, tool: &Tool) -> Result<bool, StoreError> {
-        if tool.kind != ListingKind::Tool || tool.read_only_hint {
-            return Ok(false);
-        }
-        let required: Option<i64> = sqlx::query_scalar("SELECT approval_required FROM departments WHERE id = $1")
-            .bind(tool.department_id)
-            .fetch_optional(self.core.db().pool())
-            .await?;
-        Ok(required.unwrap_or(0) != 0)
+    pub fn required_for(tool: &Tool) -> bool {
+        tool.kind == ListingKind::Tool && !tool.read_only_hint && tool.approval_required
     }
 
     /// The gate before `user`'s call of `version` of `tool` with `arguments`.
@@ -238,7 +231,7 @@ impl Approvals<'_> {
         arguments: &Value,
         held: Option<&str>,
     ) -> Result<Option<String>, ToolError> {
-        if !self.required_for(tool).await? {
+        if !Self::required_for(tool) {
             return Ok(None);
         }
         let call = Call { user, tool, version, hash: arguments_hash(arguments) };

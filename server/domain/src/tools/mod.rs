@@ -197,6 +197,9 @@ pub struct Tool {
     pub task_support: TaskSupport,
     /// Served as a tool, a prompt or a resource.
     pub serves: Serves,
+    /// The department's setting: its tools' calls that write wait for approval
+    /// ([`approvals`]); read with the row, so a call's gate costs no query.
+    pub approval_required: bool,
     /// A bundle's code mode; always `Off` for a tool.
     pub code_mode: CodeMode,
     pub forked_from: Option<ForkedFrom>,
@@ -373,7 +376,7 @@ const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept,
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      t.pending_version, t.pending_title, t.pending_description, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.serves, t.resource_uri, t.resource_mime, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.serves, t.resource_uri, t.resource_mime, d.approval_required, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
@@ -413,6 +416,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         memory_mib: r.try_get("memory_mib")?,
         task_support: TaskSupport::parse(&r.try_get::<String, _>("task_support")?).unwrap_or_default(),
         serves: Serves::from_columns(&r.try_get::<String, _>("serves")?, r.try_get("resource_uri")?, r.try_get("resource_mime")?),
+        approval_required: r.try_get::<i64, _>("approval_required")? != 0,
         code_mode: CodeMode::parse(&r.try_get::<String, _>("code_mode")?).unwrap_or(CodeMode::Off),
         forked_from,
         created_at: r.try_get("created_at")?,

@@ -433,6 +433,7 @@ fn unsaved_tool(user: &User, new: &NewTool) -> Tool {
         memory_mib: 32,
         task_support: TaskSupport::Forbidden,
         serves: Serves::Tool,
+        approval_required: false,
         code_mode: CodeMode::Off,
         forked_from: None,
         created_at: now,

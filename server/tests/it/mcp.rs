@@ -376,7 +376,7 @@ server_test!(publishing_on_one_replica_tells_sessions_on_another_that_the_tool_l
 
 /// A 2026-07-28 client's `subscriptions/listen` at `url` (no session: the
 /// request's `_meta` says who it is), as its stream of events.
-async fn listen_2026(url: &str, token: &str, notifications: Value) -> Events {
+pub(crate) async fn listen_2026(url: &str, token: &str, notifications: Value) -> Events {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
     let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {"_meta": meta, "notifications": notifications}});
     let res = reqwest::Client::new()

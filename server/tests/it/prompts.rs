@@ -3,7 +3,7 @@
 //! `resources/*` beside a listing's tools, in both MCP revisions.
 
 use crate::common::{rpc_2026, TestServer};
-use crate::mcp::{Events, Session};
+use crate::mcp::{listen_2026, Session};
 use serde_json::{json, Value};
 
 /// Saves a version of `tool` with `code` and `args` and publishes it.
@@ -184,20 +184,8 @@ server_test!(
 server_test!(a_2026_client_listening_for_a_resource_hears_its_updates_on_its_subscription, |srv: TestServer| async move {
     let (carol, notes) = notes_resource(&srv, "v1").await;
     let token = srv.token("carol").await;
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
     let notifications = json!({"resourceSubscriptions": ["notes://today"]});
-    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {"_meta": meta, "notifications": notifications}});
-    let res = reqwest::Client::new()
-        .post(srv.url("/mcp/tools/research/notes"))
-        .bearer_auth(&token)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "subscriptions/listen")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let mut events = Events::from(res);
+    let mut events = listen_2026(&srv.url("/mcp/tools/research/notes"), &token, notifications).await;
     let ack = events.message().await;
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!(["notes://today"]), "{ack}");
     srv.publish(&carol, notes, "v2").await;

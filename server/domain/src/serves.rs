@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::names::Invalid;
+use crate::schema::ArgDef;
 
 /// What a listing's tool is served as, as its author set it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -106,6 +107,29 @@ impl ResourceUri {
     /// Whether it has variables (`resources/templates/list`) or not (`resources/list`).
     pub fn is_template(&self) -> bool {
         self.0.contains('{')
+    }
+
+    /// Refuses a URI that cannot be read with `args`: a variable that is not
+    /// one of them, or a required one the URI does not fill.
+    pub fn fits(&self, args: &[ArgDef]) -> Result<(), Invalid> {
+        let bad = |reason: String| Invalid { field: FIELD, reason };
+        let variables: Vec<&str> = parts(&self.0)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| match p {
+                Part::Variable(name) => Some(name),
+                Part::Literal(_) => None,
+            })
+            .collect();
+        if let Some(v) = variables.iter().find(|v| !args.iter().any(|a| a.name == **v)) {
+            return Err(bad(format!("{{{v}}} is not one of the tool's arguments")));
+        }
+        match args.iter().find(|a| a.required && !variables.contains(&a.name.as_str())) {
+            Some(a) => {
+                Err(bad(format!("the tool's required argument “{0}” is not in it: add {{{0}}}, or make the argument optional", a.name)))
+            }
+            None => Ok(()),
+        }
     }
 
     /// The variables' values when `uri` is one this names, else `None`. A
@@ -239,6 +263,19 @@ mod tests {
             assert!(ResourceUri::parse(bad).is_err(), "{bad:?}");
         }
         assert!(ResourceUri::parse("docs://{id}.md").is_ok());
+    }
+
+    #[test]
+    fn a_uri_fits_a_tool_whose_arguments_it_fills() {
+        let arg = |name: &str, required| -> ArgDef {
+            serde_json::from_value(serde_json::json!({"name": name, "type": {"kind": "string"}, "required": required})).unwrap()
+        };
+        let uri = ResourceUri::parse("docs://{section}").unwrap();
+        assert!(uri.fits(&[arg("section", true), arg("lang", false)]).is_ok());
+        assert!(uri.fits(&[arg("sectoin", true)]).unwrap_err().reason.contains("{section} is not one of"));
+        let fixed = ResourceUri::parse("docs://all").unwrap();
+        assert!(fixed.fits(&[arg("lang", true)]).unwrap_err().reason.contains("“lang” is not in it"));
+        assert!(fixed.fits(&[]).is_ok());
     }
 
     #[test]

@@ -116,6 +116,24 @@ server_test!(a_bundle_serves_its_prompts_and_resources_beside_its_tools_and_runs
     let me = rpc(&srv, &token, "/mcp/me", "prompts/list", json!({})).await;
     assert_eq!(me["result"]["prompts"], json!([]), "{me}");
 
+    // A URI that could not be read with the published version's arguments is refused.
+    let form = [
+        ("tool", handbook.to_string()),
+        ("title", "Handbook".into()),
+        ("description", String::new()),
+        ("tags", String::new()),
+        ("visibility", "everyone".into()),
+        ("timeout_ms", "2000".into()),
+        ("memory_mib", "32".into()),
+        ("fetch_allow", String::new()),
+        ("serves", "resource".into()),
+        ("resource_uri", "docs://handbook/{sectoin}".into()),
+        ("resource_mime", String::new()),
+    ];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, error) = srv.call(&carol, "tools/settings", &form).await;
+    assert!(status >= 400 && error.to_string().contains("{sectoin} is not one of the tool's arguments"), "{status} {error}");
+
     // Two resources at one URI: the second could never be read, so the bundle refuses it.
     let copy = srv.create_tool(&carol, "handbook_copy", "everyone").await;
     srv.set_settings(&carol, copy, &resource).await;

@@ -577,6 +577,10 @@ impl Tools<'_> {
     pub async fn update_tool_settings(self, user: &User, id: ToolId, s: ToolSettings) -> Result<Tool, ToolError> {
         let before = self.tool_for_edit(user, id).await?;
         self.check_settings(&s).await?;
+        if let (Some(uri), Some(n)) = (s.serves.uri(), before.published_version) {
+            // Served at once: the published version's arguments must fit the URI.
+            uri.fits(&self.version_row(id, n).await?.args)?;
+        }
         // Models read the new title and description at once where a version is
         // served: they are scanned with its arguments first.
         let held = match (s.texts_differ(&before), before.published_version) {

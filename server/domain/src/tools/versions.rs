@@ -286,6 +286,10 @@ impl Tools<'_> {
         n: i64,
         tested: Option<Vec<super::TestCaseResult>>,
     ) -> Result<Gate, ToolError> {
+        if let Some(uri) = tool.serves.uri() {
+            // A resource that no URI could read would be listed, and refuse every read.
+            uri.fits(served.args)?;
+        }
         super::test_cases::gate_passed(self.test_gate(user, tool, n, tested).await?)?;
         if let Some(held) = self.unaccepted_findings(tool, served).await? {
             return Ok(Gate::Held(held));

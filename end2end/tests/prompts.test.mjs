@@ -70,6 +70,15 @@ test('an author serves a tool as a prompt and then as a resource, and an MCP cli
   await page.goto(`${BASE}/tools/${department}/brief`);
   await hydrated(page);
   assert.match(await page.locator('.page-head').textContent(), /resource.*briefs:\/\/\{topic\}.*text\/markdown/s);
+  // The page's MCP debugger speaks resources to a resource: its template, then a read at the URI the arguments fill.
+  await page.click('.debugger-connect');
+  await page.waitForSelector('.debugger-call');
+  assert.match(await page.textContent('.debugger-log'), /resources\/templates\/list/);
+  assert.equal(await page.textContent('.debugger-call'), 'Read resource');
+  await page.fill('.debugger-args', '{"topic": "the road map"}');
+  await page.click('.debugger-call');
+  await page.waitForFunction(() => document.querySelector('.debugger-log')?.textContent.includes('Write a three-line brief on the road map.'));
+  assert.match(await page.textContent('.debugger-log'), /briefs:\/\/the%20road%20map/);
   await shot(page, '99-resource-listing');
   assert.deepEqual(errors, []);
 });

@@ -371,7 +371,7 @@ fn Listing(tool: ToolInfo, usage: UsageView, api: Option<ListingApiView>) -> imp
             </div>
             <aside>
                 {tool.published_version.is_some().then(|| view! {
-                    <ConnectPanel endpoint=tool.endpoint.clone() clients=tool.connect.clone() pinned=tool.published_version.map(|n| (n, tool.connect_pinned.clone())) tools=vec![(tool.name.clone(), tool.published_args.clone())] />
+                    <ConnectPanel endpoint=tool.endpoint.clone() clients=tool.connect.clone() pinned=tool.published_version.map(|n| (n, tool.connect_pinned.clone())) tools=vec![(tool.name.clone(), tool.published_args.clone())] serves=(tool.serves.clone(), tool.resource_uri.clone()) />
                 })}
                 <section class="card">
                 <h2>"Run"</h2>

@@ -32,6 +32,10 @@ pub fn ConnectPanel(
     /// The person's own endpoint (`/mcp/me`): headed as such; its tokens are made below it.
     #[prop(optional)]
     personal: bool,
+    /// A tool served as a prompt or a resource: `(kind, resource URI)`, for
+    /// the debugger to speak `prompts/*` or `resources/*` instead.
+    #[prop(optional)]
+    serves: Option<(String, String)>,
 ) -> impl IntoView {
     let first = clients.first().map(|c| c.key.clone()).unwrap_or_default();
     let tab = RwSignal::new(first);
@@ -128,7 +132,7 @@ pub fn ConnectPanel(
             {move || current().and_then(|c| c.link).map(|(label, href)| view! {
                 <a class="button secondary small install-link" href=href rel="external">{label}</a>
             })}
-            <McpDebugger endpoint=endpoint tools />
+            <McpDebugger endpoint=endpoint tools serves=serves.clone().unwrap_or_default() />
         </section>
     }
 }
@@ -142,9 +146,11 @@ pub(super) fn copy_to_clipboard(text: &str) {
 pub(super) fn copy_to_clipboard(_text: &str) {}
 
 /// initialize → tools/list → tools/call against the live endpoint, every
-/// message shown.
+/// message shown (for a prompt, prompts/list → prompts/get; for a resource,
+/// its list → resources/read at the URI its arguments fill in).
 #[component]
-fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl IntoView {
+fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>, serves: (String, String)) -> impl IntoView {
+    let speaks = StoredValue::new(Speaks::of(serves));
     let log = RwSignal::new(Vec::<Logged>::new());
     let session = RwSignal::new(None::<String>);
     let connected = RwSignal::new(false);
@@ -219,7 +225,7 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
                 json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "toolshed-debugger", "version": "1"}});
             if exchange("initialize", Some(init), true).await.is_ok_and(|m| m.iter().any(|m| m.get("result").is_some())) {
                 let _ = exchange("notifications/initialized", None, false).await;
-                let _ = exchange("tools/list", None, true).await;
+                let _ = exchange(speaks.with_value(|s| s.list), None, true).await;
                 connected.set(true);
             }
             busy.set(false);
@@ -230,7 +236,8 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
         let tool = tools.with_value(|t| t.get(chosen.get_untracked()).map(|(n, _)| n.clone())).unwrap_or_default();
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let _ = exchange("tools/call", Some(json!({"name": tool, "arguments": arguments})), true).await;
+            let (method, params) = speaks.with_value(|s| (s.run, s.params(tool, arguments)));
+            let _ = exchange(method, Some(params), true).await;
             busy.set(false);
         });
     };
@@ -257,10 +264,10 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
                         </select>
                     </label>
                 })}
-                <label class="small">"Arguments for tools/call"
+                <label class="small">{format!("Arguments for {}", speaks.with_value(|s| s.run))}
                     <textarea class="mono debugger-args" rows="4" prop:value=move || input.get() on:input=move |ev| input.set(event_target_value(&ev))></textarea>
                 </label>
-                <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call>"Call tool"</button>
+                <button type="button" class="button debugger-call" disabled=move || busy.get() on:click=call>{speaks.with_value(|s| s.button)}</button>
             </Show>
             <ol class="debugger-log">
                 {move || {
@@ -278,6 +285,56 @@ fn McpDebugger(endpoint: String, tools: Vec<(String, Vec<ArgDef>)>) -> impl Into
             </ol>
         </div>
     }
+}
+
+/// The methods the debugger speaks to what the endpoint serves.
+struct Speaks {
+    list: &'static str,
+    run: &'static str,
+    button: &'static str,
+    /// A resource's URI or template (empty for tools and prompts).
+    uri: String,
+}
+
+impl Speaks {
+    fn of((kind, uri): (String, String)) -> Self {
+        match kind.as_str() {
+            "prompt" => Speaks { list: "prompts/list", run: "prompts/get", button: "Get prompt", uri },
+            "resource" if uri.contains('{') => {
+                Speaks { list: "resources/templates/list", run: "resources/read", button: "Read resource", uri }
+            }
+            "resource" => Speaks { list: "resources/list", run: "resources/read", button: "Read resource", uri },
+            _ => Speaks { list: "tools/list", run: "tools/call", button: "Call tool", uri },
+        }
+    }
+
+    /// The request's params: a prompt's arguments travel as strings; a
+    /// resource's fill its URI template, percent-encoded.
+    fn params(&self, name: String, arguments: Value) -> Value {
+        let text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        let given = arguments.as_object().cloned().unwrap_or_default();
+        match self.run {
+            "prompts/get" => {
+                let strings: serde_json::Map<String, Value> = given.iter().map(|(k, v)| (k.clone(), Value::String(text(v)))).collect();
+                json!({"name": name, "arguments": strings})
+            }
+            "resources/read" => {
+                let uri = given.iter().fold(self.uri.clone(), |uri, (k, v)| uri.replace(&format!("{{{k}}}"), &encoded(&text(v))));
+                json!({"uri": uri})
+            }
+            _ => json!({"name": name, "arguments": arguments}),
+        }
+    }
+}
+
+/// `text` percent-encoded for one URI path segment (RFC 3986's unreserved characters kept).
+fn encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// A reply in a few words: its result, its error, or the notification it is.

@@ -23,6 +23,8 @@ pub const IDLE_LIMIT_MS: i64 = 24 * 60 * 60 * 1000;
 pub struct StoredSession {
     pub state_json: String,
     pub log_level: Option<String>,
+    /// The resources it subscribed to.
+    pub subscribed: Vec<String>,
 }
 
 /// Who may use a session: the user who opened it, on the listing it was
@@ -78,13 +80,30 @@ impl McpSessions<'_> {
     /// A live session's state; touching it keeps it alive.
     pub async fn load_mcp_session(self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         let now = now_ms();
-        let row = sqlx::query("UPDATE mcp_sessions SET updated_at = $1 WHERE id = $2 AND updated_at > $3 RETURNING state_json, log_level")
-            .bind(now)
+        let row = sqlx::query(
+            "UPDATE mcp_sessions SET updated_at = $1 WHERE id = $2 AND updated_at > $3 RETURNING state_json, log_level, subscribed",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(now - IDLE_LIMIT_MS)
+        .fetch_optional(self.core.db().pool())
+        .await?;
+        row.map(|r| {
+            let subscribed: Option<String> = r.try_get("subscribed")?;
+            let subscribed = subscribed.unwrap_or_default().lines().map(str::to_owned).collect();
+            Ok(StoredSession { state_json: r.try_get("state_json")?, log_level: r.try_get("log_level")?, subscribed })
+        })
+        .transpose()
+    }
+
+    pub async fn set_mcp_session_subscriptions(self, id: &str, uris: &[String]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE mcp_sessions SET subscribed = $1, updated_at = $2 WHERE id = $3")
+            .bind(uris.join("\n"))
+            .bind(now_ms())
             .bind(id)
-            .bind(now - IDLE_LIMIT_MS)
-            .fetch_optional(self.core.db().pool())
+            .execute(self.core.db().pool())
             .await?;
-        row.map(|r| Ok(StoredSession { state_json: r.try_get("state_json")?, log_level: r.try_get("log_level")? })).transpose()
+        Ok(())
     }
 
     pub async fn set_mcp_session_log_level(self, id: &str, level: &str) -> Result<(), StoreError> {

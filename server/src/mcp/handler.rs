@@ -332,7 +332,10 @@ impl ServerHandler for ListingHandler {
         if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
             // A session started elsewhere: bring back what the client had set.
             match self.toolshed.mcp_sessions().load_mcp_session(&restored.id).await {
-                Ok(Some(s)) => *self.session.log_level.lock().expect("log level lock") = s.log_level.as_deref().and_then(parse_level),
+                Ok(Some(s)) => {
+                    *self.session.log_level.lock().expect("log level lock") = s.log_level.as_deref().and_then(parse_level);
+                    *self.session.subscribed.lock().expect("subscriptions lock") = s.subscribed.into_iter().collect();
+                }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not load a resumed MCP session's settings"),
             }
@@ -466,18 +469,25 @@ impl ServerHandler for ListingHandler {
         if callables.resource(&request.uri).is_none() {
             return Err(prompts::no_resource(&context, &request.uri));
         }
-        let mut subscribed = self.session.subscribed.lock().expect("subscriptions lock");
-        if subscribed.len() >= prompts::MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
-            let message = format!("A session may subscribe to at most {} resources.", prompts::MAX_SUBSCRIPTIONS);
-            return Err(McpError::invalid_params(message, None));
-        }
-        subscribed.insert(request.uri);
-        Ok(())
+        let uris = {
+            let mut subscribed = self.session.subscribed.lock().expect("subscriptions lock");
+            if subscribed.len() >= prompts::MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
+                let message = format!("A session may subscribe to at most {} resources.", prompts::MAX_SUBSCRIPTIONS);
+                return Err(McpError::invalid_params(message, None));
+            }
+            subscribed.insert(request.uri);
+            subscribed.iter().cloned().collect::<Vec<_>>()
+        };
+        self.store_subscriptions(&context, &uris).await
     }
 
-    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.session.subscribed.lock().expect("subscriptions lock").remove(&request.uri);
-        Ok(())
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let uris = {
+            let mut subscribed = self.session.subscribed.lock().expect("subscriptions lock");
+            subscribed.remove(&request.uri);
+            subscribed.iter().cloned().collect::<Vec<_>>()
+        };
+        self.store_subscriptions(&context, &uris).await
     }
 
     /// MCP 2026-07-28's subscriptions: a client listens for the tool list's
@@ -657,6 +667,13 @@ impl ListingHandler {
             }
             Served::Catalog => Err(McpError::invalid_params("The personal endpoint serves tools only.", None)),
         }
+    }
+
+    /// Keeps the session's subscriptions with it, for any replica that resumes it.
+    async fn store_subscriptions(&self, context: &RequestContext<RoleServer>, uris: &[String]) -> Result<(), McpError> {
+        let Some(id) = session_id(context) else { return Ok(()) };
+        let stored = self.toolshed.mcp_sessions().set_mcp_session_subscriptions(&id, uris).await;
+        stored.map_err(|e| McpError::internal_error(e.to_string(), None))
     }
 
     /// Everything the request's endpoint serves its caller (nothing but tools on the personal endpoint).

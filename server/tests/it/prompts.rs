@@ -214,3 +214,23 @@ server_test!(a_2026_client_listening_for_a_resource_hears_its_updates_on_its_sub
         "{updated}"
     );
 });
+
+server_test!(a_session_resumed_on_another_replica_keeps_its_resource_subscriptions, |srv: TestServer| async move {
+    let (carol, notes) = notes_resource(&srv, "v1").await;
+    let token = srv.token("carol").await;
+    let session = Session::open(srv.url("/mcp/tools/research/notes"), &token).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "notes://today"}});
+    session.request(&subscribe.to_string()).await;
+    let other = srv.replica().await;
+    let elsewhere = Session { url: other.url("/mcp/tools/research/notes"), token, id: session.id.clone() };
+    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "notes://today"}});
+    assert_eq!(elsewhere.request(&read.to_string()).await.last().unwrap()["result"]["contents"][0]["text"], "v1");
+    let mut events = elsewhere.listen().await;
+    srv.publish(&carol, notes, "v2").await;
+    assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
+    let updated = events.message().await;
+    assert_eq!(
+        (updated["method"].as_str(), updated["params"]["uri"].as_str()),
+        (Some("notifications/resources/updated"), Some("notes://today"))
+    );
+});

@@ -44,9 +44,8 @@ pub(crate) fn config_key(department: &str, name: &str, pinned: Option<i64>) -> S
     }
 }
 
-#[cfg(feature = "ssr")]
 /// `%XX` for everything but unreserved characters (RFC 3986), as `encodeURIComponent` does.
-fn uri_component(s: &str) -> String {
+pub(crate) fn uri_component(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),

@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc};
 use toolshed_domain::bundles::ServedDef;
-use toolshed_domain::calls::Answer;
+use toolshed_domain::calls::{Answer, Callables};
 use toolshed_domain::catalog::{favourites_target, CatalogSearch, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
 use toolshed_domain::code_mode::transcript;
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
@@ -414,7 +414,8 @@ impl ServerHandler for ListingHandler {
             let def = defs.into_iter().find(|d| d.serves == Serves::Prompt && d.def.name == request.name);
             let def = def.ok_or_else(|| prompts::no_prompt(&request.name))?.def;
             let input = prompts::arguments(&def.input_schema, request.arguments.clone().unwrap_or_default())?;
-            let response = self.render(&c, &listing, &context, (&request).into(), &request.name, input).await?;
+            let callables = self.toolshed.calls().callables(&c.user, &listing).await.map_err(internal)?;
+            let response = self.render(&c, &callables, &context, (&request).into(), &request.name, input).await?;
             prompts::prompt_result(response, &def.description)
         };
         tracing::Instrument::instrument(get, span).await
@@ -454,7 +455,7 @@ impl ServerHandler for ListingHandler {
             let def = defs.into_iter().find(|d| d.def.name == name).ok_or_else(|| prompts::no_resource(&context, &request.uri))?;
             let mime = def.serves.mime().map(|m| m.as_str().to_owned()).unwrap_or_default();
             let input = prompts::arguments(&def.def.input_schema, values)?;
-            let response = self.render(&c, &listing, &context, (&request).into(), &name, input).await?;
+            let response = self.render(&c, &callables, &context, (&request).into(), &name, input).await?;
             prompts::resource_result(response, &request.uri, &mime)
         };
         tracing::Instrument::instrument(read, span).await
@@ -690,15 +691,14 @@ impl ListingHandler {
     async fn render(
         &self,
         c: &Caller,
-        listing: &Tool,
+        callables: &Callables,
         context: &RequestContext<RoleServer>,
         round: Round<'_>,
         name: &str,
         input: serde_json::Value,
     ) -> Result<CallToolResponse, McpError> {
-        let callables = self.toolshed.calls().callables(&c.user, listing).await.map_err(internal)?;
         let asking = Asking::of(&self.toolshed, self.transport, c, context, round)?;
-        let origin = callables.origin(name).unwrap_or_else(|| listing.slug());
+        let origin = callables.origin(name).unwrap_or_else(|| callables.listing().slug());
         let via = self.via(c, None);
         // Arguments the tool refuses are the client's to fix: invalid params, which a prompt's caller expects.
         let refused = Mutex::new(None);

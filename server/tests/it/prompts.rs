@@ -3,7 +3,7 @@
 //! `resources/*` beside a listing's tools, in both MCP revisions.
 
 use crate::common::{rpc_2026, TestServer};
-use crate::mcp::{listen_2026, Session};
+use crate::mcp::{listen_2026, Events, Session};
 use serde_json::{json, Value};
 
 /// Saves a version of `tool` with `code` and `args` and publishes it.
@@ -30,6 +30,13 @@ async fn notes_resource(srv: &TestServer, text: &str) -> (reqwest::Client, i64) 
     srv.set_settings(&carol, notes, &[("serves", "resource"), ("resource_uri", "notes://today"), ("resource_mime", "")]).await;
     srv.publish(&carol, notes, text).await;
     (carol, notes)
+}
+
+/// The next event is `notes://today`'s update.
+async fn hears_notes_updated(events: &mut Events) {
+    let updated = events.message().await;
+    let said = (updated["method"].as_str(), updated["params"]["uri"].as_str());
+    assert_eq!(said, (Some("notifications/resources/updated"), Some("notes://today")), "{updated}");
 }
 
 server_test!(a_bundle_serves_its_prompts_and_resources_beside_its_tools_and_runs_each_with_its_arguments, |srv: TestServer| async move {
@@ -182,11 +189,7 @@ server_test!(
 
         srv.publish(&carol, notes, "v2").await;
         assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
-        let updated = events.message().await;
-        assert_eq!(
-            (updated["method"].as_str(), updated["params"]["uri"].as_str()),
-            (Some("notifications/resources/updated"), Some("notes://today"))
-        );
+        hears_notes_updated(&mut events).await;
         let read = session.request(&rpc(3, "resources/read", json!({"uri": "notes://today"}))).await;
         assert_eq!(read.last().unwrap()["result"]["contents"][0]["text"], "v2");
 
@@ -207,12 +210,7 @@ server_test!(a_2026_client_listening_for_a_resource_hears_its_updates_on_its_sub
     let ack = events.message().await;
     assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!(["notes://today"]), "{ack}");
     srv.publish(&carol, notes, "v2").await;
-    let updated = events.message().await;
-    assert_eq!(
-        (updated["method"].as_str(), updated["params"]["uri"].as_str()),
-        (Some("notifications/resources/updated"), Some("notes://today")),
-        "{updated}"
-    );
+    hears_notes_updated(&mut events).await;
 });
 
 server_test!(a_session_resumed_on_another_replica_keeps_its_resource_subscriptions, |srv: TestServer| async move {
@@ -228,9 +226,5 @@ server_test!(a_session_resumed_on_another_replica_keeps_its_resource_subscriptio
     let mut events = elsewhere.listen().await;
     srv.publish(&carol, notes, "v2").await;
     assert_eq!(events.message().await["method"], "notifications/tools/list_changed");
-    let updated = events.message().await;
-    assert_eq!(
-        (updated["method"].as_str(), updated["params"]["uri"].as_str()),
-        (Some("notifications/resources/updated"), Some("notes://today"))
-    );
+    hears_notes_updated(&mut events).await;
 });

@@ -319,22 +319,14 @@ impl Speaks {
                 json!({"name": name, "arguments": strings})
             }
             "resources/read" => {
-                let uri = given.iter().fold(self.uri.clone(), |uri, (k, v)| uri.replace(&format!("{{{k}}}"), &encoded(&text(v))));
+                let uri = given
+                    .iter()
+                    .fold(self.uri.clone(), |uri, (k, v)| uri.replace(&format!("{{{k}}}"), &crate::api::uri_component(&text(v))));
                 json!({"uri": uri})
             }
             _ => json!({"name": name, "arguments": arguments}),
         }
     }
-}
-
-/// `text` percent-encoded for one URI path segment (RFC 3986's unreserved characters kept).
-fn encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// A reply in a few words: its result, its error, or the notification it is.

@@ -23,7 +23,12 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base="http://127.0.0.1:$port"
 # The company's identity provider: a real OpenID provider (end2end/fixtures/oidc-provider.mjs).
 sso_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+# The same provider is also an upstream app people connect their accounts at
+# (connected accounts); every token it issues is listed in tokens.txt, which
+# the tests look for in the database and the server's log.
+app_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 CLIENT_ID=toolshed CLIENT_SECRET="$sso_secret" REDIRECT_URI="$base/auth/sso/callback" \
+    APP_CLIENT_ID=people-app APP_CLIENT_SECRET="$app_secret" APP_REDIRECT_URI="$base/connect/callback" TOKENS_FILE="$data/tokens.txt" \
     node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
 provider=$!
 # A certificate authority of the tests' own and a certificate for 127.0.0.1 from it:
@@ -37,10 +42,11 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=1
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext.cnf"
 openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
     -extfile "$tls/ext.cnf" -out "$tls/server.pem" 2>/dev/null
+issuer=$(wait_for_line "$data/oidc.log" ready)
 TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
     DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
     TOOLSHED_OIDC_CLIENT_ID=toolshed TOOLSHED_OIDC_CLIENT_SECRET="$sso_secret" TOOLSHED_OIDC_NAME="Example ID" \
-    TOOLSHED_SSO_ADMIN_GROUP=toolshed-admins SSL_CERT_FILE="$tls/ca.pem" TOOLSHED_OIDC_ISSUER="$(wait_for_line "$data/oidc.log" ready)" \
+    TOOLSHED_SSO_ADMIN_GROUP=toolshed-admins SSL_CERT_FILE="$tls/ca.pem" TOOLSHED_OIDC_ISSUER="$issuer" \
     target/toolshed serve >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
 cleanup() {
@@ -76,7 +82,7 @@ files=(tests/)
 only=()
 [ -z "${E2E_ONLY:-}" ] || only=("--test-name-pattern=$E2E_ONLY")
 TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" \
-    TOOLSHED_TEST_TLS="$tls" node --test --test-concurrency=1 "${only[@]}" "${files[@]}"
+    TOOLSHED_TEST_TLS="$tls" TOOLSHED_TEST_DATA="$data" TOOLSHED_TEST_ISSUER="$issuer" TOOLSHED_TEST_APP_SECRET="$app_secret" node --test --test-concurrency=1 "${only[@]}" "${files[@]}"
 cd ..
 [ $# -eq 0 ] || exit 0
 

@@ -101,7 +101,7 @@ mod from_domain {
                 ToolError::NameTaken(_) | ToolError::NotPublished | ToolError::Conflict(_) => AppError::Conflict(e.to_string()),
                 ToolError::Busy => AppError::Busy(e.to_string()),
                 ToolError::TooManyCalls => AppError::TooManyAttempts(e.to_string()),
-                ToolError::Disabled | ToolError::Held(_) => AppError::Refused(e.to_string()),
+                ToolError::Disabled | ToolError::Held(_) | ToolError::NotConnected(_) => AppError::Refused(e.to_string()),
                 ToolError::Store(e) => {
                     tracing::error!(error = %e, "store failure");
                     AppError::Internal
@@ -209,6 +209,23 @@ mod from_domain {
                 UpstreamError::ApprovalNeedsAdmin => AppError::Refused(e.to_string()),
                 UpstreamError::Secret(_) | UpstreamError::Store(_) => {
                     tracing::error!(error = %e, "external server failure");
+                    AppError::Internal
+                }
+            }
+        }
+    }
+
+    impl From<toolshed_domain::connections::ConnectionError> for AppError {
+        fn from(e: toolshed_domain::connections::ConnectionError) -> Self {
+            use toolshed_domain::connections::ConnectionError as E;
+            match e {
+                E::Invalid(_) => AppError::Invalid(e.to_string()),
+                E::Forbidden => AppError::Forbidden,
+                E::NoSuchApp(_) | E::NoSuchDepartment(_) => AppError::Invalid(e.to_string()),
+                E::NameTaken(_) => AppError::Conflict(e.to_string()),
+                E::FlowLost | E::Declined(_) | E::Unreachable(_) => AppError::Refused(e.to_string()),
+                E::Secret(_) | E::Store(_) => {
+                    tracing::error!(error = %e, "connected accounts failure");
                     AppError::Internal
                 }
             }

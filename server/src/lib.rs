@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod config;
+mod connect;
 pub mod mcp;
 mod metrics;
 mod oauth;
@@ -39,6 +40,8 @@ pub async fn open(config: &Config) -> anyhow::Result<Toolshed> {
     };
     let sandbox = config.sandbox()?;
     let metrics_token = config.metrics_token()?;
-    let settings = Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, metrics_token, ..sign_in };
+    let public_url = config.base_url().to_string();
+    let settings =
+        Settings { secrets, internal_hosts, trusted_proxies, registration, sentence_model, sandbox, metrics_token, public_url, ..sign_in };
     Ok(Toolshed::new(db, settings))
 }

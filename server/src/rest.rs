@@ -109,7 +109,7 @@ impl From<ToolError> for ApiError {
         match e {
             ToolError::Invalid(_) | ToolError::BadArguments(_) => ApiError::InvalidFile(e.to_string()),
             ToolError::NotFound | ToolError::Forbidden => ApiError::Forbidden("You may not change this tool.".into()),
-            ToolError::NotAnAuthor | ToolError::Held(_) => ApiError::Forbidden(e.to_string()),
+            ToolError::NotAnAuthor | ToolError::Held(_) | ToolError::NotConnected(_) => ApiError::Forbidden(e.to_string()),
             ToolError::NameTaken(_) => ApiError::NameTaken(e.to_string()),
             ToolError::Conflict(m) => ApiError::Conflict(m),
             ToolError::Disabled => ApiError::Disabled,

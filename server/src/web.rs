@@ -487,7 +487,7 @@ pub fn router(config: &Config, toolshed: Toolshed, mcp_sessions: crate::mcp::Ses
     let rest = crate::rest::routes(toolshed.clone())
         .merge(crate::registry::routes(toolshed.clone(), &base_url))
         .merge(crate::metrics::routes(toolshed.clone()));
-    let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed);
+    let sso = crate::sso::routes(crate::sso::Provider::from_config(config)?, toolshed.clone()).merge(crate::connect::routes(toolshed));
     let app = with_security_headers(pages.merge(sso).merge(mcp).merge(rest).merge(crate::oauth::routes(oauth)))
         .layer(sessions)
         .layer(axum::middleware::from_fn(unquote_cookies))

@@ -4,6 +4,7 @@
 mod accounts;
 mod admin;
 mod approvals;
+mod apps;
 mod bundles;
 mod connect;
 mod json_args;
@@ -19,6 +20,7 @@ mod tools;
 pub use accounts::*;
 pub use admin::*;
 pub use approvals::*;
+pub use apps::*;
 pub use bundles::*;
 pub use connect::*;
 pub use json_args::JsonArgs;

@@ -100,6 +100,8 @@ pub struct ToolInfo {
     pub resource_mime: String,
     /// A bundle's code mode: `off`, `instead` or `beside`.
     pub code_mode: String,
+    /// The apps it acts as its caller at (connected accounts).
+    pub accounts: Vec<String>,
     pub can_edit: bool,
     /// The viewer is an admin: the page offers the moderation actions.
     pub can_moderate: bool,
@@ -135,6 +137,8 @@ pub struct PermissionsView {
     pub secrets: Vec<String>,
     /// It may send more than GET and HEAD.
     pub writes: bool,
+    /// The apps it acts as its caller at, each with the scopes it asks for.
+    pub accounts: Vec<(String, Vec<String>)>,
 }
 
 impl ToolInfo {
@@ -372,7 +376,8 @@ mod convert {
         let permissions = match t.kind {
             tools::ListingKind::Tool => {
                 let p = ts.tools().permissions(&t).await.map_err(server::fail)?;
-                Some(PermissionsView { hosts: p.hosts, secrets: p.secrets, writes: p.writes })
+                let accounts = ts.connections().scopes_of(&p.accounts).await.map_err(server::fail)?;
+                Some(PermissionsView { hosts: p.hosts, secrets: p.secrets, writes: p.writes, accounts })
             }
             tools::ListingKind::Bundle => None,
         };
@@ -408,6 +413,7 @@ mod convert {
             resource_uri: t.serves.uri().map(|u| u.as_str().to_owned()).unwrap_or_default(),
             resource_mime: t.serves.mime().map(|m| m.as_str().to_owned()).unwrap_or_default(),
             code_mode: t.code_mode.as_str().to_owned(),
+            accounts: t.accounts.clone(),
             can_edit: tools::can_edit(user, &t),
             can_moderate: user.is_admin,
             moderation: if tools::can_edit(user, &t) { Moderation { held, ..moderation(&t) } } else { Moderation::default() },

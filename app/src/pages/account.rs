@@ -4,7 +4,8 @@ use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{
-    my_grants, my_tasks, my_tokens, personal_endpoint, CancelMyTask, ChangePassword, CreateToken, RevokeGrant, RevokeToken, TaskView,
+    connected_accounts, my_grants, my_tasks, my_tokens, personal_endpoint, CancelMyTask, ChangePassword, CreateToken, DisconnectAccount,
+    RevokeGrant, RevokeToken, TaskView,
 };
 use crate::components::FormError;
 use crate::pages::tools::ConnectPanel;
@@ -61,9 +62,74 @@ pub fn Account() -> impl IntoView {
         </Transition>
         // Outside the Transition, so its resource is created at once (see `RequireUser`).
         <PersonalEndpointCard />
+        <ConnectedAccountsCard />
         <TasksCard />
         <TokensCard />
         <GrantsCard />
+    }
+}
+
+/// The person's accounts at upstream apps, which tools that act as their
+/// caller use. Connecting is a plain link (a redirect to the provider and
+/// back), disconnecting a plain form: both work before the wasm loads.
+#[component]
+fn ConnectedAccountsCard() -> impl IntoView {
+    let disconnect = ServerAction::<DisconnectAccount>::new();
+    let card = Resource::new(move || disconnect.version().get(), |_| connected_accounts());
+    let query = use_query_map();
+    let just = move || query.read().get("connected");
+    let now = crate::pages::tools::now_ms();
+    view! {
+        <section class="narrow-wide card connected-accounts" id="connected-accounts">
+            <h2>"Connected accounts"</h2>
+            <p class="muted">"Tools that act as you at another service (Jira, GitHub, …) use your own account there, never someone else's. "
+                "Connect one here, or from the link a tool answers with; disconnecting revokes it at the service."</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let Ok(card) = card.await else { return ().into_any() };
+                    let failure = card.failure.map(|f| view! { <p class="alert error" role="alert">{f}</p> });
+                    let connected = just().filter(|app| card.accounts.iter().any(|a| &a.app == app && a.status == "connected"))
+                        .map(|app| view! { <p class="alert ok" role="status">{format!("Your {app} account is connected: call the tool again.")}</p> });
+                    if card.accounts.is_empty() {
+                        return view! { {failure} <p class="muted small">"No app is registered for your department yet."</p> }.into_any();
+                    }
+                    view! {
+                        {failure}
+                        {connected}
+                        <table class="tokens-table accounts-table">
+                            <tbody>
+                                {card.accounts.into_iter().map(|a| {
+                                    let href = format!("/connect/{}", a.app);
+                                    let app = a.app.clone();
+                                    let (status, action) = match a.status.as_str() {
+                                        "connected" => (format!("connected {}", a.connected_at.map(|t| crate::pages::tools::ago(t, now.max(t))).unwrap_or_default()), None),
+                                        "reconnect" => ("needs connecting again".to_owned(), Some("Reconnect")),
+                                        _ => ("not connected".to_owned(), Some("Connect")),
+                                    };
+                                    let scopes = if a.status == "connected" { a.granted.clone() } else { a.scopes.clone() };
+                                    view! {
+                                        <tr data-account=a.app.clone()>
+                                            <td><strong>{a.app.clone()}</strong><br /><span class="muted small">{a.hosts.join(", ")}</span></td>
+                                            <td class="small">{if scopes.is_empty() { "no scopes".to_owned() } else { scopes.join(" ") }}</td>
+                                            <td class="small status">{status}</td>
+                                            <td>
+                                                {action.map(|label| view! { <a class="button secondary small connect" href=href.clone() rel="external">{label}</a> })}
+                                                {(a.status != "none").then(|| view! {
+                                                    <ActionForm action=disconnect attr:class="inline-form">
+                                                        <input type="hidden" name="app" value=app.clone() />
+                                                        <button type="submit" class="link-button danger disconnect">"Disconnect"</button>
+                                                    </ActionForm>
+                                                })}
+                                            </td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                })}
+            </Transition>
+        </section>
     }
 }
 

@@ -305,6 +305,10 @@ impl Admin<'_> {
         )
         .await?;
         tx.commit().await?;
+        if !active {
+            // After the commit: revoking waits on providers, which may be slow or down.
+            crate::connections::Connections::new(self.core).forget_all(user.id).await?;
+        }
         self.target_user(username).await
     }
 

@@ -35,6 +35,7 @@ pub mod catalog;
 pub mod changes;
 pub mod code_mode;
 pub mod codegen;
+pub mod connections;
 pub mod demo;
 pub use toolshed_types::ids;
 pub mod markdown;
@@ -130,6 +131,8 @@ pub struct Settings {
     pub sentence_model: Option<semantic::SentenceModel>,
     /// The bearer token `/metrics` asks for; `None`: no metrics served.
     pub metrics_token: Option<String>,
+    /// Where people reach this deployment (links in messages, OAuth callbacks).
+    pub public_url: String,
 }
 
 impl Default for Settings {
@@ -147,6 +150,7 @@ impl Default for Settings {
             sso_admin_group: None,
             sentence_model: None,
             metrics_token: None,
+            public_url: "http://127.0.0.1:3000".into(),
         }
     }
 }
@@ -286,6 +290,10 @@ impl Toolshed {
 
     pub fn moderation(&self) -> moderation::Moderation<'_> {
         moderation::Moderation::new(&self.core)
+    }
+
+    pub fn connections(&self) -> connections::Connections<'_> {
+        connections::Connections::new(&self.core)
     }
 
     pub fn oauth(&self) -> oauth::OAuth<'_> {

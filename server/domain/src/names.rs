@@ -463,3 +463,15 @@ impl TaskSupport {
         }
     }
 }
+
+/// One entry of a host list (the `$fetch` allow-list's syntax): a host name,
+/// address or `*.domain`, with `:port` or without.
+pub(crate) fn parse_host_entry(field: &'static str, entry: &str) -> Result<String, Invalid> {
+    let host = entry.to_ascii_lowercase();
+    let bare = host.strip_prefix("*.").unwrap_or(&host);
+    let ok = !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+    if !ok {
+        return Err(Invalid { field, reason: format!("“{entry}” is not a host name or *.domain, with :port or without") });
+    }
+    Ok(host)
+}

@@ -393,6 +393,18 @@ pub(super) fn parse_request(url: &str, init: Option<&Value<'_>>) -> Result<Fetch
     req.body = init
         .get::<_, Option<String>>("body")
         .map_err(|_| "$fetch: init.body must be a string (use JSON.stringify for objects)".to_string())?;
+    // The caller's token at a connected app: a placeholder the host fills
+    // in, hop by hop, for the app's hosts only (`secrets.rs`).
+    if let Some(app) = init.get::<_, Option<String>>("account").map_err(|_| bad("account"))? {
+        if !app.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') || app.is_empty() {
+            return Err(format!("$fetch: init.account {app:?} is not an app name"));
+        }
+        if req.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+            return Err("$fetch: give init.account or an Authorization header, not both".into());
+        }
+        let token = super::secrets::placeholder(&format!("{}{app}", super::secrets::ACCOUNT_PREFIX));
+        req.headers.push(("Authorization".into(), format!("Bearer {token}")));
+    }
     Ok(req)
 }
 

@@ -57,6 +57,9 @@ impl fmt::Debug for OutboundSecret {
     }
 }
 
+/// The name a connected account's token travels under: `account.APP`.
+pub const ACCOUNT_PREFIX: &str = "account.";
+
 /// What the code sees in `$env.NAME` for an outbound-only secret.
 pub fn placeholder(name: &str) -> String {
     format!("{{{{secret:{name}}}}}")
@@ -72,6 +75,8 @@ pub(super) enum Refusal {
     /// A header that lets the host answer with pieces or a compressed copy,
     /// which masking could not recognise.
     Header { name: String, header: String },
+    /// `{account: app}` for an app the tool does not declare.
+    Undeclared { app: String },
 }
 
 impl fmt::Display for Refusal {
@@ -89,6 +94,10 @@ impl fmt::Display for Refusal {
             Self::Header { name, header } => {
                 write!(f, "$fetch refused: a request carrying secret {name} may not set the {header} header; nothing was sent")
             }
+            Self::Undeclared { app } => write!(
+                f,
+                "$fetch refused: this tool does not declare the app {app} (its author adds it under Settings → Connected accounts); nothing was sent"
+            ),
         }
     }
 }
@@ -103,7 +112,8 @@ const NOT_WITH_SECRETS: [&str; 4] = ["host", "range", "if-range", "accept-encodi
 fn pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
     PATTERN.get_or_init(|| {
-        Regex::new(r"(?:\{|%7[bB]){2}secret(?::|%3[aA])([A-Za-z_][A-Za-z0-9_]*)(?:\}|%7[dD]){2}").expect("the placeholder pattern")
+        Regex::new(r"(?:\{|%7[bB]){2}secret(?::|%3[aA])((?:account\.)?[A-Za-z_][A-Za-z0-9_]*)(?:\}|%7[dD]){2}")
+            .expect("the placeholder pattern")
     })
 }
 
@@ -118,6 +128,16 @@ impl Secrets {
 
     fn named(&self, name: &str) -> Option<&OutboundSecret> {
         self.0.iter().find(|s| s.name == name)
+    }
+
+    /// A connected account's placeholder naming an account this run does not
+    /// carry (the tool does not declare that app): never sent as text.
+    fn undeclared_account<'a>(&self, text: &'a str) -> Option<&'a str> {
+        pattern()
+            .captures_iter(text)
+            .filter_map(|c| c.get(1))
+            .map(|m| m.as_str())
+            .find(|name| name.starts_with(ACCOUNT_PREFIX) && self.named(name).is_none())
     }
 
     /// The secrets whose placeholder `text` holds; text naming no secret of
@@ -143,6 +163,10 @@ impl Secrets {
         headers: &[(String, String)],
         body: Option<&str>,
     ) -> Result<(Url, Vec<(String, String)>), Refusal> {
+        let every = headers.iter().map(|(_, v)| v.as_str()).chain([url.as_str()]);
+        if let Some(name) = every.into_iter().find_map(|text| self.undeclared_account(text)) {
+            return Err(Refusal::Undeclared { app: name.trim_start_matches(ACCOUNT_PREFIX).to_owned() });
+        }
         if self.0.is_empty() {
             return Ok((url.clone(), headers.to_vec()));
         }
@@ -304,5 +328,23 @@ mod tests {
     fn the_value_never_shows_in_debug_output() {
         let debug = format!("{:?}", secrets());
         assert!(debug.contains("KEY") && !debug.contains("s3cr3t"), "{debug}");
+    }
+
+    #[test]
+    fn a_connected_accounts_token_goes_to_its_apps_hosts_only_and_an_undeclared_app_is_refused() {
+        let jira = Secrets::new(vec![OutboundSecret::new("account.jira", "tok-ada", vec!["jira.example.com".into()])]);
+        let bearer = vec![("Authorization".to_string(), format!("Bearer {}", placeholder("account.jira")))];
+        let (_, headers) = jira.fill(&url("https://jira.example.com/rest/api/3/myself"), &bearer, None).unwrap();
+        assert_eq!(headers[0].1, "Bearer tok-ada");
+        let elsewhere = jira.fill(&url("https://evil.example.org/"), &bearer, None).unwrap_err();
+        assert!(matches!(&elsewhere, Refusal::NotBound { name, .. } if name == "account.jira"), "{elsewhere}");
+        assert!(!jira.may_follow(&bearer[0].1, &url("https://evil.example.org/")), "a redirect elsewhere drops it");
+        let github = vec![("Authorization".to_string(), format!("Bearer {}", placeholder("account.github")))];
+        for secrets in [jira.clone(), Secrets::default()] {
+            let refused = secrets.fill(&url("https://api.github.com/user"), &github, None).unwrap_err();
+            assert_eq!(refused, Refusal::Undeclared { app: "github".into() });
+            assert!(refused.to_string().contains("does not declare the app github"), "{refused}");
+        }
+        assert_eq!(jira.mask("echo tok-ada".into()), "echo {{secret:account.jira}}");
     }
 }

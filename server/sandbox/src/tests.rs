@@ -226,6 +226,24 @@ fn an_oversized_result_is_refused() {
 }
 
 #[test]
+fn fetch_with_an_account_takes_an_app_name_and_no_authorization_header_of_its_own() {
+    let code = "const tries = [{account: 'Jira!'}, {account: 'jira', headers: {authorization: 'Bearer mine'}}];\n\
+        const said = [];\n\
+        for (const init of tries) { try { await $fetch('https://api.example.com/', init); } catch (e) { said.push(e.message); } }\n\
+        return said;";
+    let mut req = RunRequest::new(code);
+    req.fetch_allow = vec!["api.example.com".into()];
+    let said = run_blocking(req).result.unwrap().to_json();
+    assert_eq!(
+        said,
+        serde_json::json!([
+            "$fetch: init.account \"Jira!\" is not an app name",
+            "$fetch: give init.account or an Authorization header, not both"
+        ])
+    );
+}
+
+#[test]
 fn fetch_to_a_host_not_on_the_allow_list_is_rejected() {
     let mut req = RunRequest::new("try { await $fetch('https://evil.example.org/x'); } catch (e) { return e.message }");
     req.fetch_allow = vec!["api.example.com".into(), "*.example.net".into()];

@@ -997,7 +997,10 @@ fn refused(e: ToolError) -> Result<CallToolResult, McpError> {
         ToolError::BadArguments(m) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
         // Declined, expired, withdrawn: the caller reads why it did not run.
         ToolError::Held(held) => Ok(CallToolResult::error(vec![ContentBlock::text(held.to_string())])),
-        ToolError::Busy | ToolError::TooManyCalls => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        // Not connected at an app it acts at: the text is the link and what to do.
+        ToolError::Busy | ToolError::TooManyCalls | ToolError::NotConnected(_) | ToolError::Conflict(_) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
+        }
         ToolError::NotFound | ToolError::NotPublished => Err(McpError::resource_not_found("No such listing.", None)),
         ToolError::UnknownTool(name) => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
         e => Err(McpError::internal_error(e.to_string(), None)),

@@ -1,8 +1,10 @@
 //! The admin pages: the moderation queue, users, departments, single sign-on's
-//! group links, tool limits and the playground's chat endpoints on `/admin`;
+//! group links, tool limits, the playground's chat endpoints and the apps of
+//! connected accounts on `/admin`;
 //! the audit log with its filters on `/admin/audit`; external MCP servers on
 //! `/admin/servers`; the listings that fail or slow most on `/admin/health`.
 
+mod apps;
 mod audit;
 mod chat_endpoints;
 mod departments;
@@ -41,6 +43,7 @@ pub fn Admin() -> impl IntoView {
             <sso::GroupsCard />
             <PolicyCard />
             <chat_endpoints::ChatEndpointsCard />
+            <apps::AppsCard />
         </RequireUser>
     }
 }

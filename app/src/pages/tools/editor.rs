@@ -13,7 +13,7 @@ use super::test_cases::TestCasesCards;
 use super::versions::SaveCard;
 use crate::api::{
     editor_data, env_vars, DeleteEnvVar, EditorState, EnvKindView, EnvVarView, RowsFromSchema, RunTarget, SchemaPreview, SetEnvVar,
-    ToolInfo, UpdateToolSettings,
+    SetToolAccounts, ToolInfo, UpdateToolSettings,
 };
 use crate::args::{to_defs, to_rows, ArgDef, Row};
 use crate::components::RequireUser;
@@ -194,6 +194,7 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
     // A text waiting for review is what the author is working on: the form
     // shows it, and sending it again keeps it waiting.
     let (title, description) = t.moderation.pending_text.clone().unwrap_or_else(|| (t.title.clone(), t.description.clone()));
+    let is_tool = t.kind != "bundle";
     view! {
         <section class="card">
             <h2>"Settings"</h2>
@@ -247,6 +248,41 @@ pub fn SettingsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
                     Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
                 })}
             </ActionForm>
+        </section>
+        {is_tool.then(|| view! { <AccountsCard tool /> })}
+    }
+}
+
+/// The apps the tool acts as its caller at: `$fetch(url, {account: name})`
+/// sends the caller's own token for each, and a caller who has not connected
+/// theirs gets a link to connect it.
+#[component]
+fn AccountsCard(tool: RwSignal<ToolInfo>) -> impl IntoView {
+    let set = ServerAction::<SetToolAccounts>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(accounts)) = set.value().get() {
+            tool.update(|t| t.accounts = accounts);
+        }
+    });
+    let t = tool.get_untracked();
+    view! {
+        <section class="card tool-accounts">
+            <h2>"Connected accounts"</h2>
+            <p class="muted small">"Apps this tool acts as its caller at. In the code, "
+                <code>"await $fetch(url, {account: 'jira'})"</code>
+                " sends the caller's own token for the app (only to its hosts, which must also be on the allow-list); "
+                "the token never reaches the code. Test runs use your own account."</p>
+            <ActionForm action=set attr:class="row">
+                <input type="hidden" name="id" value=t.id />
+                <label>"App names (registered by an administrator; spaces or commas between)"
+                    <input name="accounts" value=t.accounts.join(" ") placeholder="jira github" /></label>
+                <button type="submit" class="button secondary">"Save apps"</button>
+            </ActionForm>
+            {move || set.value().get().map(|r| match r {
+                Ok(list) if list.is_empty() => view! { <p class="alert ok">"This tool acts as nobody."</p> }.into_any(),
+                Ok(list) => view! { <p class="alert ok">{format!("Acts as its caller at: {}.", list.join(", "))}</p> }.into_any(),
+                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+            })}
         </section>
     }
 }

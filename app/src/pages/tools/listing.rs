@@ -217,6 +217,14 @@ fn PermissionBadges(permissions: PermissionsView) -> impl IntoView {
             {(!permissions.secrets.is_empty()).then(|| view! {
                 <li class="pill neutral">{format!("Secrets: {}", permissions.secrets.join(", "))}</li>
             })}
+            {permissions.accounts.into_iter().map(|(app, scopes)| {
+                let scopes = if scopes.is_empty() { String::new() } else { format!(" ({})", scopes.join(" ")) };
+                view! {
+                    <li class="pill warn acts-as" title="Calls use the caller's own account at this app; you connect yours on your Account page">
+                        {format!("Acts as you at {app}{scopes}")}
+                    </li>
+                }
+            }).collect_view()}
         </ul>
     }
 }

@@ -205,7 +205,12 @@ impl Turn {
             Err(e) => {
                 if !matches!(
                     e,
-                    ToolError::BadArguments(_) | ToolError::Busy | ToolError::TooManyCalls | ToolError::Disabled | ToolError::Held(_)
+                    ToolError::BadArguments(_)
+                        | ToolError::Busy
+                        | ToolError::TooManyCalls
+                        | ToolError::Disabled
+                        | ToolError::Held(_)
+                        | ToolError::NotConnected(_)
                 ) {
                     tracing::warn!(error = %e, tool = %name, "a playground tool call failed");
                 }

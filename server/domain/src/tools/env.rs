@@ -12,11 +12,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::ToolError;
 use super::Tools;
-use super::{parse_host_entry, ToolError};
 use crate::accounts::User;
 use crate::audit;
 use crate::ids::ToolId;
+use crate::names::parse_host_entry;
 use crate::names::Invalid;
 use crate::policy::{Policy, POLICY_ROWS};
 use crate::redact::blank_out;

@@ -1,6 +1,7 @@
 //! Tools: a department's JavaScript functions with immutable versions, a draft
 //! per author, publish and roll back, and who may see or change what.
 
+mod accounts;
 pub mod approvals;
 mod compat;
 mod env;
@@ -200,6 +201,9 @@ pub struct Tool {
     /// The department's setting: its tools' calls that write wait for approval
     /// ([`approvals`]); read with the row, so a call's gate costs no query.
     pub approval_required: bool,
+    /// The apps it acts as its caller at ([`crate::connections`]).
+    #[serde(default)]
+    pub accounts: Vec<String>,
     /// A bundle's code mode; always `Off` for a tool.
     pub code_mode: CodeMode,
     pub forked_from: Option<ForkedFrom>,
@@ -300,6 +304,9 @@ pub enum ToolError {
     /// The call waits for a person's approval, or was refused it ([`approvals`]).
     #[error(transparent)]
     Held(approvals::Held),
+    /// The tool acts as its caller at an app they have not connected.
+    #[error(transparent)]
+    NotConnected(crate::connections::NotConnected),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -376,7 +383,7 @@ const TOOL_SELECT: &str = "SELECT t.id, t.kind, t.department_id, d.name AS dept,
      t.owner_id, u.username AS owner_username, u.display_name AS owner_display_name, t.published_version, \
      t.pending_version, t.pending_title, t.pending_description, t.review_note, t.moderation_note, \
      (SELECT MAX(v.version) FROM tool_versions v WHERE v.tool_id = t.id) AS latest_version, \
-     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.serves, t.resource_uri, t.resource_mime, d.approval_required, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
+     t.read_only_hint, t.destructive_hint, t.fetch_allow, t.timeout_ms, t.memory_mib, t.task_support, t.serves, t.accounts, t.resource_uri, t.resource_mime, d.approval_required, t.code_mode, t.forked_from_tool_id, t.forked_from_version, t.created_at, t.updated_at \
      FROM tools t JOIN departments d ON d.id = t.department_id JOIN users u ON u.id = t.owner_id";
 
 fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
@@ -417,6 +424,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<Tool, sqlx::Error> {
         task_support: TaskSupport::parse(&r.try_get::<String, _>("task_support")?).unwrap_or_default(),
         serves: Serves::from_columns(&r.try_get::<String, _>("serves")?, r.try_get("resource_uri")?, r.try_get("resource_mime")?),
         approval_required: r.try_get::<i64, _>("approval_required")? != 0,
+        accounts: r.try_get::<String, _>("accounts")?.lines().map(str::to_owned).collect(),
         code_mode: CodeMode::parse(&r.try_get::<String, _>("code_mode")?).unwrap_or(CodeMode::Off),
         forked_from,
         created_at: r.try_get("created_at")?,
@@ -455,19 +463,7 @@ pub fn can_edit(user: &User, tool: &Tool) -> bool {
 
 /// Parses the `$fetch` allow-list: one host or `*.domain` per line.
 pub fn parse_fetch_allow(raw: &str) -> Result<Vec<String>, Invalid> {
-    raw.lines().map(str::trim).filter(|l| !l.is_empty()).map(|line| parse_host_entry("Fetch allow-list", line)).collect()
-}
-
-/// One entry of a host list (the `$fetch` allow-list's syntax): a host name,
-/// address or `*.domain`, with `:port` or without.
-pub(crate) fn parse_host_entry(field: &'static str, entry: &str) -> Result<String, Invalid> {
-    let host = entry.to_ascii_lowercase();
-    let bare = host.strip_prefix("*.").unwrap_or(&host);
-    let ok = !bare.is_empty() && bare.len() <= 253 && bare.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
-    if !ok {
-        return Err(Invalid { field, reason: format!("“{entry}” is not a host name or *.domain, with :port or without") });
-    }
-    Ok(host)
+    raw.lines().map(str::trim).filter(|l| !l.is_empty()).map(|line| crate::names::parse_host_entry("Fetch allow-list", line)).collect()
 }
 
 impl Tools<'_> {

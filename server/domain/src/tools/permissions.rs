@@ -1,6 +1,7 @@
 //! What a tool can do, as the platform knows it rather than as its author
 //! says: the hosts its `$fetch` may reach (its allow-list within the admins'
-//! policy), the secrets it holds, and whether it may write. A tool marked
+//! policy), the secrets it holds, the apps it acts as its caller at, and
+//! whether it may write. A tool marked
 //! read-only is held to it: its `$fetch` sends only GET and HEAD
 //! (`sandbox::fetch`). MCP clients get the label as tool annotations and in
 //! `_meta`; the listing page shows it; browse filters by it.
@@ -25,6 +26,9 @@ pub struct Permissions {
     pub secrets: Vec<String>,
     /// `$fetch` may send methods other than GET and HEAD.
     pub writes: bool,
+    /// Apps it acts as its caller at, with their caller's own token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<String>,
 }
 
 impl Permissions {
@@ -34,6 +38,7 @@ impl Permissions {
             hosts: tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect(),
             secrets,
             writes: !tool.read_only_hint,
+            accounts: tool.accounts.clone(),
         }
     }
 
@@ -44,7 +49,11 @@ impl Permissions {
 
     /// The label as MCP's `_meta` carries it.
     pub fn meta(&self) -> Value {
-        json!({ META_KEY: {"hosts": self.hosts, "secrets": self.secrets, "writes": self.writes} })
+        let mut label = json!({"hosts": self.hosts, "secrets": self.secrets, "writes": self.writes});
+        if !self.accounts.is_empty() {
+            label["accounts"] = json!(self.accounts);
+        }
+        json!({ META_KEY: label })
     }
 }
 

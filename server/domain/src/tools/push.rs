@@ -434,6 +434,7 @@ fn unsaved_tool(user: &User, new: &NewTool) -> Tool {
         task_support: TaskSupport::Forbidden,
         serves: Serves::Tool,
         approval_required: false,
+        accounts: Vec::new(),
         code_mode: CodeMode::Off,
         forked_from: None,
         created_at: now,

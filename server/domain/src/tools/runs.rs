@@ -461,6 +461,10 @@ impl Tools<'_> {
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
         request.outbound_secrets = env.outbound.clone();
+        // A replay's `$fetch`es are answered from its recording: no token goes out.
+        if request.replay.is_none() && transport != "replay" {
+            request.outbound_secrets.extend(self.account_tokens(user, tool).await?);
+        }
         let span = tracing::info_span!(
             "tool_run",
             listing = %tool.slug(),

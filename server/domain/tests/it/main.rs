@@ -7,6 +7,7 @@ mod support;
 mod accounts;
 mod bundles;
 mod code_mode;
+mod connections;
 mod failures;
 mod faults;
 mod market;

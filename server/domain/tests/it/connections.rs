@@ -1,0 +1,261 @@
+//! Connected accounts, on SQLite and PostgreSQL: who may register apps, each
+//! caller's own token in their runs, refresh by compare-and-set, a refused
+//! refresh asking to reconnect, disconnect and deactivation revoking
+//! upstream, tokens sealed at rest. The provider here is a loopback stand-in
+//! that speaks the token, revocation and userinfo endpoints; the whole flow
+//! against a real OpenID provider and browser is
+//! `end2end/tests/accounts-connected.test.mjs`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use sqlx::Row;
+use toolshed_domain::accounts::Registration;
+use toolshed_domain::connections::{AppRegistration, ConnectionError};
+use toolshed_domain::names::{Description, Tags, Title};
+use toolshed_domain::outbound::InternalHosts;
+use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, ToolSettings, Visibility};
+use toolshed_domain::{Db, Settings, Toolshed, User};
+
+use crate::support::user;
+
+/// What the stand-in provider was sent and may refuse.
+#[derive(Default)]
+struct Provider {
+    /// Access tokens issued, in order.
+    issued: Vec<String>,
+    /// Tokens revoked.
+    revoked: Vec<String>,
+    /// Refresh grants are refused (the grant was revoked upstream).
+    refuse_refresh: bool,
+}
+
+/// A loopback OAuth provider: `POST /token` (a code `code-NAME` gives
+/// `NAME`'s tokens; a refresh gives a new access token), `POST /revoke`, and
+/// `GET /me`, which answers the name a live access token belongs to.
+fn provider() -> (u16, Arc<Mutex<Provider>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let state = Arc::new(Mutex::new(Provider::default()));
+    let shared = state.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut head, mut line) = (String::new(), String::new());
+            while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+                head.push_str(&line);
+                line.clear();
+            }
+            let length = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|n| n.trim().parse::<usize>().unwrap()))
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let form: std::collections::HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+            let mut p = shared.lock().unwrap();
+            let (status, answer) = if head.starts_with("POST /token") {
+                let who = match form["grant_type"].as_str() {
+                    "authorization_code" => Some(form["code"].trim_start_matches("code-").to_owned()),
+                    "refresh_token" if !p.refuse_refresh => Some(form["refresh_token"].trim_start_matches("refresh-").to_owned()),
+                    _ => None,
+                };
+                match who {
+                    Some(who) => {
+                        let token = format!("access-{who}-{}", p.issued.len() + 1);
+                        p.issued.push(token.clone());
+                        let body = json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                            "refresh_token": format!("refresh-{who}"), "scope": "profile"});
+                        ("200 OK", body.to_string())
+                    }
+                    None => ("400 Bad Request", json!({"error": "invalid_grant"}).to_string()),
+                }
+            } else if head.starts_with("POST /revoke") {
+                p.revoked.push(form["token"].clone());
+                ("200 OK", String::new())
+            } else {
+                let prefix = "authorization: bearer ";
+                let bearer = head
+                    .lines()
+                    .find(|l| l.to_ascii_lowercase().starts_with(prefix))
+                    .map(|l| l[prefix.len()..].to_owned())
+                    .unwrap_or_default();
+                match bearer.split('-').nth(1).filter(|_| p.issued.contains(&bearer) && !p.revoked.contains(&bearer)) {
+                    Some(who) => ("200 OK", json!({"sub": who}).to_string()),
+                    None => ("401 Unauthorized", String::new()),
+                }
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (port, state)
+}
+
+fn registration(name: &str, port: u16) -> AppRegistration {
+    let base = format!("http://127.0.0.1:{port}");
+    let (auth, token, revoke) = (format!("{base}/authorize"), format!("{base}/token"), format!("{base}/revoke"));
+    AppRegistration::parse(name, "", "", &auth, &token, &revoke, "toolshed", "app-secret", "profile", &format!("127.0.0.1:{port}")).unwrap()
+}
+
+async fn admin(ts: &Toolshed) -> User {
+    let mut reg = Registration::parse("root", "Root", "general", "a-long-enough-password").unwrap();
+    reg.is_admin = true;
+    ts.accounts().register(reg, None).await.unwrap()
+}
+
+/// Connects `user` at `app` as the provider's `who`: the flow begun, then
+/// finished with the `state` the provider would send back.
+async fn connect(ts: &Toolshed, user: &User, app: &str, who: &str) {
+    let (url, flow) = ts.connections().begin(user, app).await.unwrap();
+    let url = url::Url::parse(&url).unwrap();
+    let state = url.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
+    assert!(url.query_pairs().any(|(k, v)| k == "code_challenge_method" && v == "S256"), "PKCE: {url}");
+    ts.connections().finish(user, flow, &state, &format!("code-{who}")).await.unwrap();
+}
+
+/// A tool by `author` that answers who the people API says its caller is.
+async fn who_am_i(ts: &Toolshed, author: &User, port: u16) -> toolshed_domain::tools::Tool {
+    let tool = ts.tools().create_tool(author, NewTool::parse("who_am_i", "Who am I", "", "", "everyone").unwrap()).await.unwrap();
+    let settings = ToolSettings {
+        title: Title::parse("Who am I").unwrap(),
+        description: Description::parse("Says who you are.").unwrap(),
+        tags: Tags::parse("").unwrap(),
+        visibility: Visibility::Everyone,
+        read_only_hint: true,
+        destructive_hint: false,
+        fetch_allow: vec![format!("127.0.0.1:{port}")],
+        timeout_ms: 5_000,
+        memory_mib: 32,
+        task_support: Default::default(),
+        serves: Default::default(),
+    };
+    ts.tools().update_tool_settings(author, tool.id, settings).await.unwrap();
+    let code = format!(
+        "const r = await $fetch('http://127.0.0.1:{port}/me', {{account: 'people'}});\n\
+         if (!r.ok) throw new Error('the API said ' + r.status);\nreturn (await r.json()).sub;"
+    );
+    ts.tools().save_version(author, tool.id, Source::parse(&code, vec![], None).unwrap(), "v1").await.unwrap();
+    ts.tools().publish(author, tool.id, 1).await.unwrap()
+}
+
+async fn run(ts: &Toolshed, caller: &User, tool: toolshed_domain::ids::ToolId) -> Result<String, ToolError> {
+    let report = ts.tools().run_tool(caller, tool, RunSource::Published, json!({}), "mcp-http", None).await?;
+    Ok(report.outcome.result.map(|v| v.to_json().as_str().unwrap_or_default().to_owned()).unwrap_or_else(|e| format!("failed: {e}")))
+}
+
+fn settings() -> Settings {
+    Settings { internal_hosts: InternalHosts::parse("127.0.0.1"), ..Settings::default() }
+}
+
+store_test!(only_admins_register_apps_and_a_client_secret_is_stored_sealed, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), settings());
+    let root = admin(&ts).await;
+    let alice = user(&ts, "alice", "finance").await;
+    let (port, _) = provider();
+    let refused = ts.connections().register(&alice, registration("people", port)).await.unwrap_err();
+    assert!(matches!(refused, ConnectionError::Forbidden), "{refused:?}");
+    let app = ts.connections().register(&root, registration("people", port)).await.unwrap();
+    assert!(app.secret_set && app.revoke_url.is_some() && app.hosts == [format!("127.0.0.1:{port}")]);
+    let again = ts.connections().register(&root, registration("people", port)).await.unwrap_err();
+    assert!(matches!(again, ConnectionError::NameTaken(_)), "{again:?}");
+    let stored: Vec<u8> = sqlx::query("SELECT client_secret FROM oauth_apps").fetch_one(db.pool()).await.unwrap().get(0);
+    assert!(!String::from_utf8_lossy(&stored).contains("app-secret"));
+    // Names are what code writes; an issuer on an internal address is refused before anything is sent.
+    assert!(AppRegistration::parse("Jira!", "", "https://id.example", "", "", "", "c", "", "", "api.example.com").is_err());
+    let internal = AppRegistration::parse("meta", "", "http://169.254.169.254", "", "", "", "c", "", "", "api.example.com").unwrap();
+    let err = Toolshed::new(db, Settings::default()).connections().register(&root, internal).await.unwrap_err();
+    assert!(matches!(err, ConnectionError::Unreachable(_)), "{err:?}");
+});
+
+store_test!(each_caller_acts_as_themselves_refreshes_when_due_and_reconnects_when_refused, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), settings());
+    let root = admin(&ts).await;
+    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, provider) = provider();
+    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let tool = who_am_i(&ts, &alice, port).await;
+    // Undeclared, the code's account is refused before anything is sent.
+    assert!(run(&ts, &carol, tool.id).await.unwrap().contains("does not declare the app people"));
+    let unknown = ts.tools().set_accounts(&alice, tool.id, "jira").await.unwrap_err();
+    assert!(unknown.to_string().contains("no app “jira”"), "{unknown}");
+    assert!(matches!(ts.tools().set_accounts(&carol, tool.id, "people").await, Err(ToolError::Forbidden | ToolError::NotFound)));
+    assert_eq!(ts.tools().set_accounts(&alice, tool.id, "people, people").await.unwrap(), ["people"]);
+    assert_eq!(ts.tools().permissions(&ts.tools().tool(&alice, tool.id).await.unwrap()).await.unwrap().accounts, ["people"]);
+
+    // Carol has not connected: the call says where to, and ran nothing.
+    let Err(ToolError::NotConnected(missing)) = run(&ts, &carol, tool.id).await else { panic!("not connected") };
+    assert_eq!((missing.link.as_str(), missing.reconnect), ("http://127.0.0.1:3000/connect/people", false));
+    assert!(provider.lock().unwrap().issued.is_empty());
+    connect(&ts, &carol, "people", "carol").await;
+    connect(&ts, &alice, "people", "alice").await;
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    assert_eq!(run(&ts, &alice, tool.id).await.unwrap(), "alice");
+    let accounts = ts.connections().accounts(&carol).await.unwrap();
+    assert_eq!(accounts[0].connected.as_ref().unwrap().scopes, ["profile"]);
+
+    // Sealed at rest: no column holds a token in clear.
+    for row in sqlx::query("SELECT access_token, refresh_token FROM connected_accounts").fetch_all(db.pool()).await.unwrap() {
+        for column in [row.get::<Vec<u8>, _>(0), row.get::<Vec<u8>, _>(1)] {
+            let text = String::from_utf8_lossy(&column);
+            assert!(!text.contains("access-") && !text.contains("refresh-"), "a token in clear");
+        }
+    }
+
+    // Due: refreshed once, by compare-and-set.
+    let expire = "UPDATE connected_accounts SET expires_at = 1 WHERE user_id = $1";
+    sqlx::query(expire).bind(carol.id.0).execute(db.pool()).await.unwrap();
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    assert_eq!(provider.lock().unwrap().issued.last().unwrap(), "access-carol-3");
+    let row = sqlx::query("SELECT generation, status FROM connected_accounts WHERE user_id = $1")
+        .bind(carol.id.0)
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!((row.get::<i64, _>(0), row.get::<String, _>(1)), (1, "ok".to_owned()));
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    assert_eq!(provider.lock().unwrap().issued.len(), 3, "a fresh token is not refreshed again");
+
+    // A refused refresh: the account needs connecting again, and the call says so.
+    provider.lock().unwrap().refuse_refresh = true;
+    sqlx::query(expire).bind(carol.id.0).execute(db.pool()).await.unwrap();
+    let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
+    assert!(again.reconnect);
+    assert!(again.to_string().contains("needs connecting again"), "{again}");
+    provider.lock().unwrap().refuse_refresh = false;
+    connect(&ts, &carol, "people", "carol").await;
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+
+    // Disconnecting revokes upstream and forgets; so does deactivation.
+    ts.connections().disconnect(&carol, "people").await.unwrap();
+    assert!(provider.lock().unwrap().revoked.contains(&"refresh-carol".to_owned()));
+    assert!(matches!(run(&ts, &carol, tool.id).await, Err(ToolError::NotConnected(_))));
+    ts.admin().set_active(&root, "alice", false).await.unwrap();
+    assert!(provider.lock().unwrap().revoked.contains(&"refresh-alice".to_owned()));
+    let left: i64 = sqlx::query("SELECT COUNT(*) FROM connected_accounts").fetch_one(db.pool()).await.unwrap().get(0);
+    assert_eq!(left, 0);
+});
+
+store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |db: Db| async move {
+    let ts = Toolshed::new(db, settings());
+    let root = admin(&ts).await;
+    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, provider) = provider();
+    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let (_, flow) = ts.connections().begin(&alice, "people").await.unwrap();
+    let err = ts.connections().finish(&alice, flow.clone(), "forged-state", "code-alice").await.unwrap_err();
+    assert!(matches!(err, ConnectionError::FlowLost), "{err:?}");
+    let (url, flow) = ts.connections().begin(&alice, "people").await.unwrap();
+    let state = url::Url::parse(&url).unwrap().query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
+    let err = ts.connections().finish(&carol, flow, &state, "code-carol").await.unwrap_err();
+    assert!(matches!(err, ConnectionError::FlowLost), "{err:?}");
+    assert!(provider.lock().unwrap().issued.is_empty(), "no code was exchanged");
+    let unknown = ts.connections().begin(&alice, "nothing").await.unwrap_err();
+    assert!(matches!(unknown, ConnectionError::NoSuchApp(_)), "{unknown:?}");
+});

@@ -1,0 +1,82 @@
+//! Connecting a person's account at an upstream OAuth app, in their browser.
+//!
+//! `GET /connect/{app}` (the link a call that needs the account answers
+//! with) starts the authorization code flow with PKCE; the flow waits in the
+//! browser's session (SameSite=Lax, so the provider's redirect back carries
+//! it) and is used once. `GET /connect/callback` hands the code to the domain
+//! (`Connections::finish`), which exchanges it and seals the tokens. Both
+//! end on the Account page: `?connected=APP`, or `?connect=failed` with the
+//! reason kept in the session for the page to say once.
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+use toolshed_domain::connections::{ConnectionError, Flow, CALLBACK_PATH, FAILURE_KEY};
+use toolshed_domain::Toolshed;
+use tower_sessions::Session;
+use tracing::Instrument;
+
+const FLOW_KEY: &str = "connect.flow";
+
+pub fn routes<S: Clone + Send + Sync + 'static>(toolshed: Toolshed) -> Router<S> {
+    // The callback's own route wins over `{app}`: no app can be named "callback" anyway.
+    Router::new().route(CALLBACK_PATH, get(callback)).route("/connect/{app}", get(start)).with_state(toolshed)
+}
+
+async fn start(State(toolshed): State<Toolshed>, session: Session, Path(app): Path<String>) -> Response {
+    let user = match toolshed.sessions().session_user(&session).await {
+        Ok(Some(user)) => user,
+        Ok(None) => {
+            let next: String = url::form_urlencoded::byte_serialize(format!("/connect/{app}").as_bytes()).collect();
+            return Redirect::to(&format!("/login?next={next}")).into_response();
+        }
+        Err(e) => return failed(&session, e.to_string()).await,
+    };
+    let begun = toolshed.connections().begin(&user, &app).await;
+    match begun {
+        Ok((url, flow)) => match session.insert(FLOW_KEY, flow).await {
+            Ok(()) => Redirect::to(&url).into_response(),
+            Err(_) => failed(&session, "Your session could not be stored. Try again.".into()).await,
+        },
+        Err(e) => failed(&session, e.to_string()).await,
+    }
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+async fn callback(State(toolshed): State<Toolshed>, session: Session, Query(q): Query<CallbackQuery>) -> Response {
+    match finish(&toolshed, &session, q).instrument(tracing::info_span!("connect_callback")).await {
+        Ok(app) => Redirect::to(&format!("/account?connected={app}#connected-accounts")).into_response(),
+        Err(e) => {
+            tracing::warn!(reason = %e, "connecting an account failed");
+            failed(&session, e.to_string()).await
+        }
+    }
+}
+
+async fn finish(toolshed: &Toolshed, session: &Session, q: CallbackQuery) -> Result<String, ConnectionError> {
+    // Used once, whatever happens next.
+    let flow: Flow = session.remove(FLOW_KEY).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
+    let user = toolshed.sessions().session_user(session).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
+    if let Some(error) = q.error {
+        let said = q.error_description.unwrap_or(error);
+        return Err(ConnectionError::Declined(said.chars().filter(|c| !c.is_control()).take(200).collect()));
+    }
+    let (Some(code), Some(state)) = (q.code, q.state) else { return Err(ConnectionError::FlowLost) };
+    toolshed.connections().finish(&user, flow, &state, &code).await
+}
+
+async fn failed(session: &Session, reason: String) -> Response {
+    if session.insert(FAILURE_KEY, reason).await.is_err() {
+        tracing::warn!("could not keep the connection failure for the Account page");
+    }
+    Redirect::to("/account?connect=failed#connected-accounts").into_response()
+}

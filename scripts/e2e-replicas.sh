@@ -2,7 +2,7 @@
 # The official MCP Python SDK against two replicas of the release server on one
 # PostgreSQL database (run under scripts/with-postgres.sh, which exports
 # TOOLSHED_TEST_POSTGRES_URL): the tests of what lives in the database rather
-# than in a process (tasks, approvals), with the second replica as
+# than in a process (tasks, approvals, connected accounts), with the second replica as
 # TOOLSHED_REPLICA_URL. scripts/e2e.sh runs it after the SQLite suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,10 +40,20 @@ replica() {
 # One after the other: the first creates the schema, the keys and the demo data.
 first=$(free_port); replica "$first"
 second=$(free_port); replica "$second"
+# A real OpenID provider as the upstream app of connected accounts, sending
+# people back to the first replica (end2end/fixtures/oidc-provider.mjs).
+app_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+APP_CLIENT_ID=people-app APP_CLIENT_SECRET="$app_secret" APP_REDIRECT_URI="http://127.0.0.1:$first/connect/callback" \
+    node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q '^ready ' "$data/oidc.log" && break; sleep 0.1; done
+issuer=$(sed -n 's/^ready //p' "$data/oidc.log")
+[ -n "$issuer" ] || { echo "e2e: the OpenID provider did not start" >&2; cat "$data/oidc-stderr.log" >&2; exit 1; }
 
 admin_password=$(sed -n 's/^ *password: //p' "$data/stdout-$first.log")
 token=$(DATABASE_URL="$database" TOOLSHED_DATA_DIR="$data" \
     target/toolshed admin create-token --username admin --name e2e --expires-in-days 1 | tail -n 1)
 TOOLSHED_URL="http://127.0.0.1:$first" TOOLSHED_REPLICA_URL="http://127.0.0.1:$second" TOOLSHED_TOKEN="$token" \
-    TOOLSHED_ADMIN_PASSWORD="$admin_password" PYTHONDONTWRITEBYTECODE=1 \
-    "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python/test_mcp_sdk.py -k "task or approv"
+    TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TEST_ISSUER="$issuer" TOOLSHED_TEST_APP_SECRET="$app_secret" \
+    PYTHONDONTWRITEBYTECODE=1 \
+    "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python/test_mcp_sdk.py -k "task or approv or connected"

@@ -89,8 +89,8 @@ cd ..
 echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 # No .pytest_cache or __pycache__ in the tree.
 TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" TOOLSHED_ADMIN_PASSWORD="$admin_password" \
-    PYTHONDONTWRITEBYTECODE=1 \
+    TOOLSHED_TEST_ISSUER="$issuer" TOOLSHED_TEST_APP_SECRET="$app_secret" PYTHONDONTWRITEBYTECODE=1 \
     "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python
 
-echo "e2e: the official MCP Python SDK, two replicas on PostgreSQL (tasks, approvals)" >&2
+echo "e2e: the official MCP Python SDK, two replicas on PostgreSQL (tasks, approvals, connected accounts)" >&2
 scripts/with-postgres.sh scripts/e2e-replicas.sh

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -51,6 +52,7 @@ def auth(token: str | None = TOKEN) -> dict[str, str]:
 async def connect(
     path: str,
     *,
+    base: str = BASE,
     token: str | None = TOKEN,
     mode: str = "auto",
     responses: list[httpx2.Response] | None = None,
@@ -66,7 +68,7 @@ async def connect(
     async with httpx2.AsyncClient(
         headers=auth(token), timeout=httpx2.Timeout(10.0), event_hooks={"response": [remember]}
     ) as http:
-        transport = streamable_http_client(f"{BASE}{path}", http_client=http)
+        transport = streamable_http_client(f"{base}{path}", http_client=http)
         async with Client(transport, mode=mode, read_timeout_seconds=10, **options) as client:
             yield client
 
@@ -609,5 +611,101 @@ def test_a_task_held_for_approval_completes_once_a_maintainer_approves_it_in_the
             await maintainer.aclose()
         assert len(tasks.created) == 1
         assert [json.loads(w) for w in waited] == [{"service": "search"}]
+
+    run(scenario())
+
+
+ISSUER = os.environ.get("TOOLSHED_TEST_ISSUER", "").rstrip("/")
+
+
+async def _connect_in_browser(browser: httpx2.AsyncClient, link: str, login: str) -> None:
+    """Follows a connect link as a signed-in browser: the provider's sign-in
+    and consent forms (any login name is accepted), then back to the Account page."""
+    page = await browser.get(link, follow_redirects=True)
+    for _ in range(3):
+        if not str(page.url).startswith(ISSUER):
+            break
+        form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
+        if 'name="login"' in page.text:
+            form |= {"login": login, "password": "any password"}
+        page = await browser.post(str(page.url), data=form, follow_redirects=True)
+    assert "/account?connected=" in str(page.url), page.url
+
+
+@pytest.mark.skipif(not ISSUER, reason="needs the tests' OpenID provider (scripts/e2e.sh and scripts/e2e-replicas.sh start it)")
+def test_connected_accounts_each_caller_gets_their_own_data_on_any_replica() -> None:
+    """A tool that acts as its caller at the tests' OpenID provider (its
+    userinfo endpoint answers each person with their own claims): someone
+    who never connected gets the link; after connecting in the browser the
+    retry works, through either replica; two people each get their own; a
+    disconnect stops the next call."""
+    suffix = os.urandom(3).hex()
+    app, name = f"people_{suffix}", f"who_am_i_{suffix}"
+    host = ISSUER.split("://")[1]
+
+    async def scenario() -> None:
+        async with _as_admin() as admin:
+            registered = await admin.post(
+                "/api/apps/register",
+                data={"name": app, "department": "", "issuer": ISSUER, "authorize_url": "", "token_url": "", "revoke_url": "",
+                      "client_id": "people-app", "client_secret": os.environ["TOOLSHED_TEST_APP_SECRET"],
+                      "scopes": "openid profile", "hosts": host},
+            )
+            assert registered.status_code == 200, registered.text
+            me = (await admin.post("/api/me", data={})).json()
+            created = await admin.post(
+                "/api/tools/create", data={"name": name, "title": "Who am I", "description": "Who you are.", "tags": "", "visibility": "everyone"}
+            )
+            assert created.status_code in (200, 302, 303), created.text
+            tool = (await admin.post("/api/tools/detail", data={"department": me["department"], "name": name})).json()["id"]
+            settings = {"tool": str(tool), "title": "Who am I", "description": "Who you are.", "tags": "", "visibility": "everyone",
+                        "timeout_ms": "5000", "memory_mib": "32", "fetch_allow": host, "read_only_hint": "true"}
+            assert (await admin.post("/api/tools/settings", data=settings)).status_code == 200
+            assert (await admin.post("/api/tools/accounts", data={"id": str(tool), "accounts": app})).json() == [app]
+            code = f"const r = await $fetch('{ISSUER}/me', {{account: '{app}'}});\nreturn (await r.json()).sub;"
+            saved = await admin.post("/api/tools/save_version", json={"tool": tool, "code": code, "args": [], "changelog": "v1"})
+            assert saved.status_code == 200, saved.text
+            assert (await admin.post("/api/tools/publish", data={"tool": str(tool), "version": str(saved.json())})).status_code == 200
+            # A second person, with their own token.
+            invite = await admin.post("/api/people/invite", data={"department": me["department"], "role": "member", "days": "7"})
+            invitation = invite.json()["url"].split("invite=")[1]
+        path = f"/mcp/tools/{me['department']}/{name}"
+        people = {}
+        for login in ("ada", "bob"):
+            browser = _browser()
+            secret = "a-long-enough-password"
+            if login == "ada":
+                signed_in = await browser.post("/api/login", data={"username": "admin", "password": os.environ["TOOLSHED_ADMIN_PASSWORD"]})
+                token = TOKEN
+            else:
+                signed_in = await browser.post(
+                    "/api/register",
+                    data={"username": f"bob-{suffix}", "display_name": "Bob", "password": secret, "password_confirm": secret, "invite": invitation},
+                )
+                token = (await browser.post("/api/tokens/create", data={"name": "accounts", "expires_in_days": "1", "scope": ""})).json()
+            assert signed_in.status_code in (200, 302, 303), signed_in.text
+            people[login] = (browser, token)
+        try:
+            for login, (browser, token) in people.items():
+                async with connect(path, token=token) as client:
+                    first = await client.call_tool(name, {})
+                    assert first.is_error, first
+                    link = text_of(first).split("Open ")[1].split(" to connect")[0]
+                    assert link == f"{BASE}/connect/{app}"
+                await _connect_in_browser(browser, link, login)
+                # The retry works, on either replica: the account lives in the database.
+                for base in (BASE, REPLICA):
+                    async with connect(path, base=base, token=token) as client:
+                        assert text_of(await client.call_tool(name, {})) == login
+            # Bob disconnects: his next call asks him to connect again; Ada's still works.
+            bob_browser, bob_token = people["bob"]
+            assert (await bob_browser.post("/api/apps/disconnect", data={"app": app})).status_code == 200
+            async with connect(path, base=REPLICA, token=bob_token) as client:
+                assert "to connect it" in text_of(await client.call_tool(name, {}))
+            async with connect(path, token=TOKEN) as client:
+                assert text_of(await client.call_tool(name, {})) == "ada"
+        finally:
+            for browser, _ in people.values():
+                await browser.aclose()
 
     run(scenario())

@@ -4,7 +4,8 @@
 // calls it with `$fetch(url, {account})`; two employees call the tool through
 // MCP with the official TypeScript SDK and each gets their own data; someone
 // who never connected gets a link, connects in the browser, and the retry
-// works; an expired token is refreshed; a disconnect and a deactivation stop
+// works (a client that opens URLs is sent there within the call, which then
+// completes); an expired token is refreshed; a disconnect and a deactivation stop
 // the next call; no token the provider issued is anywhere in the database
 // files or the server's log. Real browser, real release server.
 import { test, before, after } from 'node:test';
@@ -13,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { BASE, launch, newPage, shot, hydrated, joinByInvite, signInAsAdmin, call, unique } from './browser.mjs';
 
 const ISSUER = process.env.TOOLSHED_TEST_ISSUER;
@@ -23,9 +25,21 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-/** One `tools/call` through the official SDK with `token`; its result. */
-async function sdkCall(token, path, name, args = {}) {
-  const client = new Client({ name: 'toolshed-e2e-accounts', version: '1.0.0' });
+/**
+ * One `tools/call` through the official SDK with `token`; its result. With
+ * `openUrl`, the client declares URL-mode elicitation and hands each URL it
+ * is sent to `openUrl` before it accepts.
+ */
+async function sdkCall(token, path, name, args = {}, openUrl = null) {
+  const capabilities = openUrl ? { elicitation: { form: {}, url: {} } } : {};
+  const client = new Client({ name: 'toolshed-e2e-accounts', version: '1.0.0' }, { capabilities });
+  if (openUrl) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      assert.equal(request.params.mode, 'url', JSON.stringify(request.params));
+      await openUrl(request.params.url, request.params.message);
+      return { action: 'accept' };
+    });
+  }
   await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   try {
     return await client.callTool({ name, arguments: args });
@@ -173,6 +187,19 @@ test('each caller acts as themselves: connect from the link, refresh, disconnect
   for (const t of live) assert.equal(await whoseToken(t), 401, 'revoked upstream at deactivation');
   const [[bobId]] = sql('SELECT id FROM users WHERE username = ?', bobName);
   assert.deepEqual(sql('SELECT COUNT(*) FROM connected_accounts WHERE user_id = ?', bobId), [[0]]);
+
+  // A client that opens URLs sends its person to connect in the middle of the call, which then completes.
+  const cleo = await newPage(browser);
+  await joinByInvite(browser, cleo, { department: unique('legal'), displayName: 'Cleo Counsel', role: 'member' });
+  const cleoToken = await call(cleo, 'tokens/create', { name: 'accounts', expires_in_days: '1', scope: '' });
+  const opened = [];
+  const answer = await sdkCall(cleoToken, path, name, {}, async (url, message) => {
+    opened.push(message);
+    await connectAt(cleo, url, 'cleo');
+  });
+  assert.equal(answer.content[0].text, 'You are cleo (Cleo).', JSON.stringify(answer));
+  assert.equal(opened.length, 1);
+  assert.match(opened[0], new RegExp(`Connect your account at “${app}”`));
 
   // No token the provider issued is in the database's files or the server's log in clear.
   const tokens = issuedTokens();

@@ -16,6 +16,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value};
 use toolshed_domain::asking::{AskedCall, MAX_ROUNDS};
+use toolshed_domain::connections::NotConnected;
 use toolshed_domain::ids::UserId;
 use toolshed_domain::sandbox::{Answer, Input, RunError, INPUT_METHODS};
 use toolshed_domain::Toolshed;
@@ -192,6 +193,28 @@ impl Asking {
         Some(Map::from_iter([(APPROVAL_KEY.to_owned(), question)]))
     }
 
+    /// The call acts as its caller at an app they have not connected: where
+    /// the client can open a URL for its person (URL-mode elicitation), the
+    /// question that sends them to connect it, once per call; the call then
+    /// runs again (connected meanwhile, it works). Else `None`: the link is
+    /// the call's answer, as a tool error.
+    pub(super) fn connect_at(&mut self, missing: &NotConnected) -> Option<Map<String, Value>> {
+        let opens_urls = self.capabilities.get("elicitation").is_some_and(|e| e.get("url").is_some());
+        if self.asks == Asks::Nowhere || !opens_urls || self.input.answers().contains_key(CONNECT_KEY) {
+            return None;
+        }
+        let question = serde_json::json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": format!("Connect your account at “{}”: this tool acts as you there. Accept once you have connected it.", missing.app),
+                "url": missing.link,
+                "elicitationId": format!("connect-{}", missing.app),
+            }
+        });
+        Some(Map::from_iter([(CONNECT_KEY.to_owned(), question)]))
+    }
+
     /// When the person declined (or dismissed) the question [`Asking::waits_on`]
     /// put: the request is withdrawn, and this is the call's answer.
     pub(super) async fn withdrawn(&self, toolshed: &Toolshed) -> Result<Option<CallToolResponse>, McpError> {
@@ -209,6 +232,8 @@ impl Asking {
 
 /// The key of the question a call waiting for approval puts to its client.
 const APPROVAL_KEY: &str = "toolshed_approval";
+/// The key of the question that sends a caller to connect an account.
+const CONNECT_KEY: &str = "toolshed_connect";
 
 /// A question of a kind the client did not declare it can answer: a
 /// protocol error (MCP's MissingRequiredClientCapability), whichever way

@@ -28,6 +28,7 @@ use toolshed_domain::calls::{Answer, Callables};
 use toolshed_domain::catalog::{favourites_target, CatalogSearch, CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOLS};
 use toolshed_domain::code_mode::transcript;
 use toolshed_domain::codegen::{ToolDef, RUN_CODE};
+use toolshed_domain::connections::NotConnected;
 use toolshed_domain::ids::ToolId;
 use toolshed_domain::names::CodeMode;
 use toolshed_domain::sandbox::{LogLevel, RunError, RunEvent, RunOutcome, ToolValue};
@@ -790,6 +791,10 @@ impl ListingHandler {
                 Some(question) => question,
                 None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(message)]).into())),
             },
+            Step::Connect(missing) => match asking.connect_at(&missing) {
+                Some(question) => question,
+                None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(missing.to_string())]).into())),
+            },
         };
         asking.next_round(&self.toolshed, &context.peer, requests).await
     }
@@ -928,6 +933,8 @@ pub(super) enum Step {
     Asks { requests: serde_json::Map<String, serde_json::Value>, approval: Option<String> },
     /// It waits for approval request `approval` (`message` says so) and did not run.
     Held { approval: String, message: String },
+    /// It acts as its caller at an app they have not connected, and did not run.
+    Connect(NotConnected),
 }
 
 /// What one run of a call of `name` comes to; a failure of the server's own
@@ -945,6 +952,7 @@ pub(super) fn step(name: &str, answer: Result<Answer, ToolError>) -> Result<Step
             let message = Held::Waiting { id: id.clone(), department }.to_string();
             Step::Held { approval: id, message }
         }
+        Err(ToolError::NotConnected(missing)) => Step::Connect(missing),
         Err(e) => Step::Done(refused(e)?),
     })
 }

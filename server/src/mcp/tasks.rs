@@ -119,6 +119,10 @@ impl TaskCall {
             let (asked, approval) = match self.await_run(&id, &mut run).await {
                 None => return,
                 Some(Ok(Step::Done(result))) => break Ending::Completed(as_object(&result)),
+                // A task has no one to send to the provider: the link is its answer.
+                Some(Ok(Step::Connect(missing))) => {
+                    break Ending::Completed(as_object(&CallToolResult::error(vec![ContentBlock::text(missing.to_string())])))
+                }
                 Some(Err(e)) => break Ending::Failed(as_object(&e)),
                 Some(Ok(Step::Asks { requests, approval })) => (requests, approval),
                 Some(Ok(Step::Held { approval: request, message })) => {

@@ -170,3 +170,18 @@ pub fn RequireUser(children: Children) -> impl IntoView {
         {children()}
     }
 }
+
+/// A message whose link to connect an account (`…/connect/APP`, what a call
+/// of a tool acting as its caller answers before they connected) is a link
+/// to follow; any other text as it is.
+#[component]
+pub fn WithConnectLink(text: String) -> impl IntoView {
+    let link = text.split_whitespace().find(|w| (w.starts_with("https://") || w.starts_with("http://")) && w.contains("/connect/"));
+    match link.and_then(|l| text.split_once(l).map(|(before, after)| (l.to_owned(), before.to_owned(), after.to_owned()))) {
+        Some((url, before, after)) => {
+            let href = url.clone();
+            view! { {before} <a class="connect-link" href=href rel="external" target="_blank">{url}</a> {after} }.into_any()
+        }
+        None => view! { {text} }.into_any(),
+    }
+}

@@ -127,6 +127,13 @@ test('each caller acts as themselves: connect from the link, refresh, disconnect
   await author.goto(`${BASE}/tools/${department}/${name}`);
   await hydrated(author);
   assert.match(await author.locator('.permissions .acts-as').textContent(), new RegExp(`Acts as you at ${app} \\(openid profile\\)`));
+  // Ann has not connected either: her Run panel answers with the link to follow.
+  await author.locator('.run-button').click();
+  const connectLink = author.locator('.alert.error a.connect-link');
+  await connectLink.waitFor();
+  assert.equal(await connectLink.getAttribute('href'), `${BASE}/connect/${app}`);
+  await author.locator('.alert.error').scrollIntoViewIfNeeded();
+  await shot(author, '99-connected-accounts-run-panel');
 
   // Ada has never connected: the call answers with the link and what to do.
   const path = `/mcp/tools/${department}/${name}`;

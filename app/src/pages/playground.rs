@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::api::{playground_options, ConsoleView, PlaygroundChoices};
-use crate::components::RequireUser;
+use crate::components::{RequireUser, WithConnectLink};
 use crate::pages::tools::ConsoleLines;
 
 /// One server-sent event of a turn (the domain's `PlaygroundEvent`).
@@ -238,7 +238,9 @@ fn ToolCallView(call: ToolEntry) -> impl IntoView {
                 <h4>"Console"</h4>
                 <ConsoleLines console=o.console />
                 <h4>{if o.ok { "Result" } else { "Error" }}</h4>
-                <pre class=if o.ok { "result tool-output" } else { "result tool-output failed" } tabindex="0">{o.output}</pre>
+                <pre class=if o.ok { "result tool-output" } else { "result tool-output failed" } tabindex="0">
+                    {if o.ok { view! { {o.output} }.into_any() } else { view! { <WithConnectLink text=o.output /> }.into_any() }}
+                </pre>
             })}
         </div>
     }

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::api::{ConsoleView, FetchView, MockArguments, QuestionField, QuestionView, RunTarget, RunTool, RunView};
 use crate::args::{ArgDef, ArgType};
+use crate::components::WithConnectLink;
 
 fn parse_object(text: &str) -> Map<String, Value> {
     serde_json::from_str::<Value>(text).ok().and_then(|v| v.as_object().cloned()).unwrap_or_default()
@@ -417,7 +418,7 @@ pub fn RunPanel(
                     view! { <Questions questions=view.questions answers answered=Callback::new(move |()| dispatch()) /> }.into_any()
                 }
                 Ok(view) => view! { <RunResult run=view /> }.into_any(),
-                Err(e) => view! { <p class="alert error">{e.to_string()}</p> }.into_any(),
+                Err(e) => view! { <p class="alert error"><WithConnectLink text=e.to_string() /></p> }.into_any(),
             })}
         </div>
     }

@@ -33,8 +33,9 @@ struct Provider {
 }
 
 /// A loopback OAuth provider: `POST /token` (a code `code-NAME` gives
-/// `NAME`'s tokens; a refresh gives a new access token), `POST /revoke`, and
-/// `GET /me`, which answers the name a live access token belongs to.
+/// `NAME`'s tokens; a refresh gives a new access token), `POST /revoke`,
+/// `GET /me`, which answers the name a live access token belongs to, and
+/// `GET /echo`, which answers the `Authorization` header it got.
 fn provider() -> (u16, Arc<Mutex<Provider>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -73,6 +74,10 @@ fn provider() -> (u16, Arc<Mutex<Provider>>) {
                     }
                     None => ("400 Bad Request", json!({"error": "invalid_grant"}).to_string()),
                 }
+            } else if head.starts_with("GET /echo") {
+                // An API that says back what it was sent, as some error pages do.
+                let sent = head.lines().find(|l| l.to_ascii_lowercase().starts_with("authorization:")).unwrap_or_default();
+                ("200 OK", json!(sent).to_string())
             } else if head.starts_with("POST /revoke") {
                 p.revoked.push(form["token"].clone());
                 ("200 OK", String::new())
@@ -258,4 +263,39 @@ store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |
     assert!(provider.lock().unwrap().issued.is_empty(), "no code was exchanged");
     let unknown = ts.connections().begin(&alice, "nothing").await.unwrap_err();
     assert!(matches!(unknown, ConnectionError::NoSuchApp(_)), "{unknown:?}");
+});
+
+store_test!(a_token_the_api_echoes_is_masked_in_results_errors_and_failed_call_recordings, |db: Db| async move {
+    let ts = Toolshed::new(db, settings());
+    let root = admin(&ts).await;
+    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, _) = provider();
+    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let tool = who_am_i(&ts, &alice, port).await;
+    ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+    let code = format!(
+        "const said = await (await $fetch('http://127.0.0.1:{port}/echo', {{account: 'people'}})).json();\n\
+         console.log('the API said', said);\nif ($fail) throw new Error('upstream: ' + said);\nreturn said;"
+    );
+    let args = serde_json::from_value(json!([{"name": "fail", "type": {"kind": "boolean"}, "required": true}])).unwrap();
+    ts.tools().save_version(&alice, tool.id, Source::parse(&code, args, None).unwrap(), "v2").await.unwrap();
+    ts.tools().publish(&alice, tool.id, 2).await.unwrap();
+    connect(&ts, &carol, "people", "carol").await;
+
+    let ok = ts.tools().run_tool(&carol, tool.id, RunSource::Published, json!({"fail": false}), "mcp-http", None).await.unwrap();
+    assert_eq!(ok.outcome.result.unwrap().to_json(), json!("authorization: Bearer {{secret:account.people}}"));
+    assert!(!format!("{:?}", ok.outcome.console).contains("access-"), "{:?}", ok.outcome.console);
+    let failed = ts.tools().run_tool(&carol, tool.id, RunSource::Published, json!({"fail": true}), "mcp-http", None).await.unwrap();
+    let error = failed.outcome.result.unwrap_err().to_string();
+    assert!(error.contains("{{secret:account.people}}") && !error.contains("access-"), "{error}");
+    ts.usage().flush().await;
+
+    // Kept for the author, with nothing of the token; replayed from the recording without it.
+    let kept = ts.tools().failed_calls(&alice, tool.id).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    let recorded = ts.tools().failed_call(&alice, tool.id, kept[0].id).await.unwrap();
+    let everything = format!("{recorded:?}");
+    assert!(!everything.contains("access-carol") && everything.contains("/echo"), "{everything}");
+    let replayed = ts.tools().replay_failed_call(&alice, tool.id, kept[0].id, RunSource::Version(2), json!({"fail": false})).await.unwrap();
+    assert!(!format!("{replayed:?}").contains("access-carol"));
 });

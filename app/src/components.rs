@@ -173,14 +173,22 @@ pub fn RequireUser(children: Children) -> impl IntoView {
 
 /// A message whose link to connect an account (`…/connect/APP`, what a call
 /// of a tool acting as its caller answers before they connected) is a link
-/// to follow; any other text as it is.
+/// to follow; any other text as it is. The link always leads to this site's
+/// own connect page, whatever host the text names: a tool's own error text
+/// cannot make it point elsewhere.
 #[component]
 pub fn WithConnectLink(text: String) -> impl IntoView {
-    let link = text.split_whitespace().find(|w| (w.starts_with("https://") || w.starts_with("http://")) && w.contains("/connect/"));
-    match link.and_then(|l| text.split_once(l).map(|(before, after)| (l.to_owned(), before.to_owned(), after.to_owned()))) {
-        Some((url, before, after)) => {
-            let href = url.clone();
-            view! { {before} <a class="connect-link" href=href rel="external" target="_blank">{url}</a> {after} }.into_any()
+    let found = text.split_whitespace().find_map(|word| {
+        let rest = word.strip_prefix("https://").or_else(|| word.strip_prefix("http://"))?;
+        let app = rest.split_once("/connect/")?.1;
+        let app_ok = !app.is_empty() && app.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        app_ok.then(|| (word.to_owned(), format!("/connect/{app}")))
+    });
+    match found.and_then(|(word, href)| {
+        text.split_once(word.as_str()).map(|(before, after)| (word.clone(), href, before.to_owned(), after.to_owned()))
+    }) {
+        Some((word, href, before, after)) => {
+            view! { {before} <a class="connect-link" href=href rel="external" target="_blank">{word}</a> {after} }.into_any()
         }
         None => view! { {text} }.into_any(),
     }

@@ -131,7 +131,8 @@ test('each caller acts as themselves: connect from the link, refresh, disconnect
   await author.locator('.run-button').click();
   const connectLink = author.locator('.alert.error a.connect-link');
   await connectLink.waitFor();
-  assert.equal(await connectLink.getAttribute('href'), `${BASE}/connect/${app}`);
+  assert.equal(await connectLink.getAttribute('href'), `/connect/${app}`);
+  assert.equal(await connectLink.textContent(), `${BASE}/connect/${app}`);
   await author.locator('.alert.error').scrollIntoViewIfNeeded();
   await shot(author, '99-connected-accounts-run-panel');
 
@@ -200,10 +201,13 @@ test('each caller acts as themselves: connect from the link, refresh, disconnect
   await joinByInvite(browser, cleo, { department: unique('legal'), displayName: 'Cleo Counsel', role: 'member' });
   const cleoToken = await call(cleo, 'tokens/create', { name: 'accounts', expires_in_days: '1', scope: '' });
   const opened = [];
+  let connecting;
   const answer = await sdkCall(cleoToken, path, name, {}, async (url, message) => {
     opened.push(message);
-    await connectAt(cleo, url, 'cleo');
+    // As a client does: it opens the page and answers at once; the person goes on in the browser.
+    connecting = connectAt(cleo, url, 'cleo');
   });
+  await connecting;
   assert.equal(answer.content[0].text, 'You are cleo (Cleo).', JSON.stringify(answer));
   assert.equal(opened.length, 1);
   assert.match(opened[0], new RegExp(`Connect your account at “${app}”`));

@@ -34,6 +34,10 @@ async fn start(State(toolshed): State<Toolshed>, session: Session, Path(app): Pa
         }
         Err(e) => return failed(&session, e.to_string()).await,
     };
+    // Only a name an app could have goes further (and into a message).
+    if toolshed_domain::connections::AppName::parse(&app).is_err() {
+        return failed(&session, "There is no such app to connect.".into()).await;
+    }
     let begun = toolshed.connections().begin(&user, &app).await;
     match begun {
         Ok((url, flow)) => match session.insert(FLOW_KEY, flow).await {
@@ -66,12 +70,15 @@ async fn finish(toolshed: &Toolshed, session: &Session, q: CallbackQuery) -> Res
     // Used once, whatever happens next.
     let flow: Flow = session.remove(FLOW_KEY).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
     let user = toolshed.sessions().session_user(session).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
-    if let Some(error) = q.error {
-        let said = q.error_description.unwrap_or(error);
-        return Err(ConnectionError::Declined(said.chars().filter(|c| !c.is_control()).take(200).collect()));
-    }
-    let (Some(code), Some(state)) = (q.code, q.state) else { return Err(ConnectionError::FlowLost) };
-    toolshed.connections().finish(&user, flow, &state, &code).await
+    let state = q.state.ok_or(ConnectionError::FlowLost)?;
+    let code = match (q.code, q.error) {
+        (Some(code), None) => Ok(code),
+        (_, error) => {
+            let said = q.error_description.or(error).unwrap_or_else(|| "no code came back".into());
+            Err(said.chars().filter(|c| !c.is_control()).take(200).collect())
+        }
+    };
+    toolshed.connections().finish(&user, flow, &state, code.as_deref().map_err(Clone::clone)).await
 }
 
 async fn failed(session: &Session, reason: String) -> Response {

@@ -307,7 +307,10 @@ impl Admin<'_> {
         tx.commit().await?;
         if !active {
             // After the commit: revoking waits on providers, which may be slow or down.
-            crate::connections::Connections::new(self.core).forget_all(user.id).await?;
+            if let Err(e) = crate::connections::Connections::new(self.core).forget_all(user.id).await {
+                // Deactivated all the same: their calls stop, whatever became of the tokens.
+                tracing::error!(user = %user.username, error = %e, "forgetting a deactivated person's connected accounts failed");
+            }
         }
         self.target_user(username).await
     }

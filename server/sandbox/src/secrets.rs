@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use regex::{Captures, Regex};
 use reqwest::Url;
 
-use crate::outbound::host_allowed;
+use crate::outbound::{host_allowed, split_port};
 
 /// A secret the code reaches only through its placeholder.
 #[derive(Clone, PartialEq, Eq)]
@@ -46,7 +46,19 @@ impl OutboundSecret {
     }
 
     fn bound_to(&self, url: &Url) -> bool {
-        host_allowed(&self.hosts, url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0))
+        let (host, port) = (url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0));
+        if self.is_account() && url.scheme() != "https" {
+            // A person's token goes in clear only to an entry that names its
+            // port (an internal or test service); to any other, https only.
+            let with_port: Vec<String> = self.hosts.iter().filter(|h| split_port(h).1.is_some()).cloned().collect();
+            return host_allowed(&with_port, host, port);
+        }
+        host_allowed(&self.hosts, host, port)
+    }
+
+    /// A connected account's token (`account.APP`), not the author's secret.
+    fn is_account(&self) -> bool {
+        self.name.starts_with(ACCOUNT_PREFIX)
     }
 }
 
@@ -77,6 +89,8 @@ pub(super) enum Refusal {
     Header { name: String, header: String },
     /// `{account: app}` for an app the tool does not declare.
     Undeclared { app: String },
+    /// A person's token anywhere but the `Authorization` header `{account}` sets.
+    AccountPlace { app: String, place: &'static str },
 }
 
 impl fmt::Display for Refusal {
@@ -94,6 +108,10 @@ impl fmt::Display for Refusal {
             Self::Header { name, header } => {
                 write!(f, "$fetch refused: a request carrying secret {name} may not set the {header} header; nothing was sent")
             }
+            Self::AccountPlace { app, place } => write!(
+                f,
+                "$fetch refused: the caller's token at {app} goes only in the Authorization header that {{account: '{app}'}} sets, not in {place}; nothing was sent"
+            ),
             Self::Undeclared { app } => write!(
                 f,
                 "$fetch refused: this tool does not declare the app {app} (its author adds it under Settings → Connected accounts); nothing was sent"
@@ -186,6 +204,17 @@ impl Secrets {
         let Some(first) = carried.first() else {
             return Ok((url.clone(), headers.to_vec()));
         };
+        // A person's token goes only where `$fetch`'s `account` puts it: the
+        // whole `Authorization` value. Anywhere else (a query, another
+        // header) a tool could have an API keep it for its author to read.
+        let elsewhere = [(query, "URL query")]
+            .into_iter()
+            .chain(headers.iter().filter(|(name, value)| !is_account_bearer(name, value)).map(|(_, value)| (value.as_str(), "a header")));
+        for (text, place) in elsewhere {
+            if let Some(secret) = self.named_in(text).find(|s| s.is_account()) {
+                return Err(Refusal::AccountPlace { app: secret.name.trim_start_matches(ACCOUNT_PREFIX).to_owned(), place });
+            }
+        }
         let places = [(outside_query.as_str(), "URL outside its query"), (body.unwrap_or_default(), "body")];
         let names = headers.iter().map(|(name, _)| (name.as_str(), "header name"));
         if let Some((secret, place)) = places.into_iter().chain(names).find_map(|(text, place)| Some((self.named_in(text).next()?, place)))
@@ -222,6 +251,14 @@ impl Secrets {
     pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// `Authorization: Bearer {{secret:account.APP}}`, as `$fetch`'s `account` writes it.
+fn is_account_bearer(name: &str, value: &str) -> bool {
+    name.eq_ignore_ascii_case("authorization")
+        && value.strip_prefix("Bearer ").is_some_and(|rest| {
+            pattern().find(rest).is_some_and(|m| m.start() == 0 && m.end() == rest.len() && rest.contains(ACCOUNT_PREFIX))
+        })
 }
 
 /// Every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
@@ -346,5 +383,19 @@ mod tests {
             assert!(refused.to_string().contains("does not declare the app github"), "{refused}");
         }
         assert_eq!(jira.mask("echo tok-ada".into()), "echo {{secret:account.jira}}");
+        // Not where an API could keep it: a query, another header.
+        let query = jira.fill(&url(&format!("https://jira.example.com/post?text={}", placeholder("account.jira"))), &[], None);
+        assert_eq!(query.unwrap_err(), Refusal::AccountPlace { app: "jira".into(), place: "URL query" });
+        let other = vec![("X-Note".to_string(), placeholder("account.jira"))];
+        assert_eq!(
+            jira.fill(&url("https://jira.example.com/"), &other, None).unwrap_err(),
+            Refusal::AccountPlace { app: "jira".into(), place: "a header" }
+        );
+        // Over plain http only to an entry that names its port; a downgrade drops it.
+        assert!(matches!(jira.fill(&url("http://jira.example.com/"), &bearer, None), Err(Refusal::NotBound { .. })));
+        assert!(!jira.may_follow(&bearer[0].1, &url("http://jira.example.com/next")));
+        let local = Secrets::new(vec![OutboundSecret::new("account.people", "tok-bo", vec!["127.0.0.1:8080".into()])]);
+        let to_local = vec![("Authorization".to_string(), format!("Bearer {}", placeholder("account.people")))];
+        assert_eq!(local.fill(&url("http://127.0.0.1:8080/me"), &to_local, None).unwrap().1[0].1, "Bearer tok-bo");
     }
 }

@@ -15,6 +15,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 use toolshed_domain::asking::{AskedCall, MAX_ROUNDS};
 use toolshed_domain::connections::NotConnected;
 use toolshed_domain::ids::UserId;
@@ -82,6 +83,8 @@ pub(super) struct Asking {
     /// The key the call's last admitted round was given, or the request it waits on.
     pub approval: Option<String>,
     asks: Asks,
+    /// The call already waited for its person to connect an account.
+    connect_waited: bool,
 }
 
 impl Asking {
@@ -119,6 +122,7 @@ impl Asking {
             capabilities,
             approval: None,
             asks,
+            connect_waited: false,
         };
         // Only 2026-07-28 answers in the request; a 2025 client is asked on its session.
         if let (Asks::InResult, Some(state)) = (asks, request.state) {
@@ -203,16 +207,41 @@ impl Asking {
         if self.asks == Asks::Nowhere || !opens_urls || self.input.answers().contains_key(CONNECT_KEY) {
             return None;
         }
+        // Unique per call: a client may keep several open.
+        let id = format!("connect-{}-{}", missing.app, rand::random::<u64>());
         let question = serde_json::json!({
             "method": "elicitation/create",
             "params": {
                 "mode": "url",
                 "message": format!("Connect your account at “{}”: this tool acts as you there. Accept once you have connected it.", missing.app),
                 "url": missing.link,
-                "elicitationId": format!("connect-{}", missing.app),
+                "elicitationId": id,
             }
         });
         Some(Map::from_iter([(CONNECT_KEY.to_owned(), question)]))
+    }
+
+    /// The person accepted to go and connect an account ([`Asking::connect_at`]):
+    /// accepting means they opened the page, not that they finished, so the
+    /// call waits (once, at most [`CONNECT_WAIT`], polling as approvals do)
+    /// until the account is connected. True: run the call again.
+    pub(super) async fn waited_for_connection(&mut self, toolshed: &Toolshed, app: &str, cancelled: &CancellationToken) -> bool {
+        let accepted = self.input.answers().get(CONNECT_KEY).is_some_and(|a| a.answer["action"] == "accept");
+        if !accepted || self.connect_waited {
+            return false;
+        }
+        self.connect_waited = true;
+        let until = tokio::time::Instant::now() + CONNECT_WAIT;
+        while tokio::time::Instant::now() < until {
+            if toolshed.connections().is_connected(self.user, app).await.unwrap_or(false) {
+                return true;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(CONNECT_POLL) => {}
+                () = cancelled.cancelled() => return false,
+            }
+        }
+        false
     }
 
     /// When the person declined (or dismissed) the question [`Asking::waits_on`]
@@ -234,6 +263,9 @@ impl Asking {
 const APPROVAL_KEY: &str = "toolshed_approval";
 /// The key of the question that sends a caller to connect an account.
 const CONNECT_KEY: &str = "toolshed_connect";
+/// How long a call waits for its person to finish connecting, and how often it looks.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
+const CONNECT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A question of a kind the client did not declare it can answer: a
 /// protocol error (MCP's MissingRequiredClientCapability), whichever way

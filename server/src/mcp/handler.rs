@@ -791,10 +791,15 @@ impl ListingHandler {
                 Some(question) => question,
                 None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(message)]).into())),
             },
-            Step::Connect(missing) => match asking.connect_at(&missing) {
-                Some(question) => question,
-                None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(missing.to_string())]).into())),
-            },
+            Step::Connect(missing) => {
+                if asking.waited_for_connection(&self.toolshed, &missing.app, &context.ct).await {
+                    return Ok(None);
+                }
+                match asking.connect_at(&missing) {
+                    Some(question) => question,
+                    None => return Ok(Some(CallToolResult::error(vec![ContentBlock::text(missing.to_string())]).into())),
+                }
+            }
         };
         asking.next_round(&self.toolshed, &context.peer, requests).await
     }

@@ -49,6 +49,9 @@ const REFRESH_MARGIN_MS: i64 = 30_000;
 /// The outbound-only secret a connected account's token travels as.
 pub const SECRET_PREFIX: &str = "account.";
 
+/// Names the connect routes keep for themselves (`/connect/callback`).
+const RESERVED: [&str; 1] = ["callback"];
+
 /// What tools call an app by: lowercase letters, digits and `_`, starting
 /// with a letter, at most 40.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,10 +63,10 @@ impl AppName {
         let ok = s.len() <= 40
             && s.starts_with(|c: char| c.is_ascii_lowercase())
             && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !ok {
+        if !ok || RESERVED.contains(&s) {
             return Err(Invalid {
                 field: "App name",
-                reason: format!("“{s}” must be lowercase letters, digits and _, starting with a letter, at most 40"),
+                reason: format!("“{s}” must be lowercase letters, digits and _, starting with a letter, at most 40, and not “callback”"),
             });
         }
         Ok(Self(s.to_owned()))
@@ -476,14 +479,16 @@ impl Connections<'_> {
     }
 
     /// Finishes a flow the provider sent the person back from with `state`
-    /// and `code`; answers the app's name. The flow is used once whatever
+    /// and `code` (or the error it said); answers the app's name. The flow is used once whatever
     /// happens (the caller has taken it out of the session).
-    pub async fn finish(self, user: &User, flow: Flow, state: &str, code: &str) -> Result<String, ConnectionError> {
+    pub async fn finish(self, user: &User, flow: Flow, state: &str, code: Result<&str, String>) -> Result<String, ConnectionError> {
         let fresh = now_ms() - flow.started_at < FLOW_LIFETIME_MS;
         let same = flow.user == user.id.0 && constant_time_eq(flow.state.as_bytes(), state.as_bytes());
         if !fresh || !same {
             return Err(ConnectionError::FlowLost);
         }
+        // Only the provider that was sent the state may say it declined.
+        let code = code.map_err(ConnectionError::Declined)?;
         let (app, secret) = self.app_row(&flow.app).await?;
         let endpoints = self.endpoints(&app, secret.as_deref())?;
         let internal = &self.core.settings().internal_hosts;
@@ -493,24 +498,37 @@ impl Connections<'_> {
         let access = boxed.seal(&purpose(user.id.0, app.id, "access"), &granted.access_token);
         let refresh = granted.refresh_token.as_deref().map(|t| boxed.seal(&purpose(user.id.0, app.id, "refresh"), t));
         let mut tx = self.core.begin().await?;
-        sqlx::query("DELETE FROM connected_accounts WHERE user_id = $1 AND app_id = $2")
-            .bind(user.id.0)
-            .bind(app.id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO connected_accounts (user_id, app_id, access_token, refresh_token, expires_at, scopes, status, generation, connected_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'ok', 0, $7)",
+        // Connecting again moves `generation` on: a refresh begun on the old
+        // tokens can then overwrite nothing.
+        let replaced = sqlx::query(
+            "UPDATE connected_accounts SET access_token = $1, refresh_token = $2, expires_at = $3, scopes = $4, status = 'ok', \
+             generation = generation + 1, connected_at = $5, refreshed_at = NULL WHERE user_id = $6 AND app_id = $7",
         )
-        .bind(user.id.0)
-        .bind(app.id)
-        .bind(access)
-        .bind(refresh)
+        .bind(&access)
+        .bind(&refresh)
         .bind(granted.expires_at)
         .bind(scopes.join(" "))
         .bind(now_ms())
+        .bind(user.id.0)
+        .bind(app.id)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected();
+        if replaced == 0 {
+            sqlx::query(
+                "INSERT INTO connected_accounts (user_id, app_id, access_token, refresh_token, expires_at, scopes, status, generation, connected_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'ok', 0, $7)",
+            )
+            .bind(user.id.0)
+            .bind(app.id)
+            .bind(access)
+            .bind(refresh)
+            .bind(granted.expires_at)
+            .bind(scopes.join(" "))
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+        }
         let after = serde_json::json!({"app": app.name, "scopes": scopes});
         audit::record(&mut tx, Some(user.id), "account.connected", &format!("user:{}", user.username), None, Some(after)).await?;
         tx.commit().await?;
@@ -605,6 +623,18 @@ impl Connections<'_> {
         Ok(out)
     }
 
+    /// Whether `user` has a usable account at `app` (connected, not waiting to reconnect).
+    pub async fn is_connected(self, user: UserId, app: &str) -> Result<bool, StoreError> {
+        let found = sqlx::query(
+            "SELECT 1 FROM connected_accounts c JOIN oauth_apps a ON a.id = c.app_id WHERE c.user_id = $1 AND a.name = $2 AND c.status = 'ok'",
+        )
+        .bind(user.0)
+        .bind(app)
+        .fetch_optional(self.core.db().pool())
+        .await?;
+        Ok(found.is_some())
+    }
+
     /// Whether `name` is an app of the company or of department `department_id`.
     pub(crate) async fn usable_in(self, name: &str, department_id: i64) -> Result<bool, StoreError> {
         let found = sqlx::query("SELECT 1 FROM oauth_apps WHERE name = $1 AND (department_id IS NULL OR department_id = $2)")
@@ -630,6 +660,17 @@ impl Connections<'_> {
         Ok(secrets)
     }
 
+    /// Marks the account for reconnecting, unless it changed since `generation`.
+    async fn needs_reconnect(self, user: i64, app: i64, generation: i64) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE connected_accounts SET status = 'reconnect' WHERE user_id = $1 AND app_id = $2 AND generation = $3")
+            .bind(user)
+            .bind(app)
+            .bind(generation)
+            .execute(self.core.db().pool())
+            .await?;
+        Ok(())
+    }
+
     /// A valid access token of `user` at `app` and the hosts it may go to.
     async fn access_token(self, user: &User, app: &str) -> Result<(String, Vec<String>), Access> {
         let held = self.held(user.id.0, app).await?.ok_or(Access::Missing { reconnect: false })?;
@@ -643,7 +684,11 @@ impl Connections<'_> {
             let token = boxed.open(&purpose(uid, aid, "access"), &held.access).map_err(ConnectionError::from)?;
             return Ok((token, held.app.hosts));
         }
-        let Some(sealed) = held.refresh.as_deref() else { return Err(Access::Missing { reconnect: true }) };
+        let Some(sealed) = held.refresh.as_deref() else {
+            // Expired, and nothing to renew it with: the Account page says so too.
+            self.needs_reconnect(uid, aid, held.generation).await.map_err(ConnectionError::from)?;
+            return Err(Access::Missing { reconnect: true });
+        };
         let refresh = boxed.open(&purpose(uid, aid, "refresh"), sealed).map_err(ConnectionError::from)?;
         let endpoints = self.endpoints(&held.app, held.secret.as_deref()).map_err(ConnectionError::from)?;
         let internal = &self.core.settings().internal_hosts;
@@ -680,13 +725,7 @@ impl Connections<'_> {
                     }
                 }
                 tracing::info!(app, reason = %said, "a connected account's refresh was refused; it needs reconnecting");
-                sqlx::query("UPDATE connected_accounts SET status = 'reconnect' WHERE user_id = $1 AND app_id = $2 AND generation = $3")
-                    .bind(uid)
-                    .bind(aid)
-                    .bind(held.generation)
-                    .execute(self.core.db().pool())
-                    .await
-                    .map_err(ConnectionError::from)?;
+                self.needs_reconnect(uid, aid, held.generation).await.map_err(ConnectionError::from)?;
                 Err(Access::Missing { reconnect: true })
             }
             Err(e @ Upstream::Unreachable(_)) => Err(Access::Failed(e.into())),

@@ -112,7 +112,12 @@ fn failure(error: TokenError) -> Upstream {
     match error {
         RequestTokenError::ServerResponse(r) => {
             let said = r.error_description().map(|d| format!("{}: {d}", r.error())).unwrap_or_else(|| r.error().to_string());
-            Upstream::Refused(said)
+            // Only a grant the provider no longer honours needs the person;
+            // a wrong client secret or a provider in trouble is not theirs to mend.
+            match r.error() {
+                BasicErrorResponseType::InvalidGrant => Upstream::Refused(said),
+                _ => Upstream::Unreachable(said),
+            }
         }
         RequestTokenError::Request(e) => Upstream::Unreachable(match &e {
             oauth2::HttpClientError::Reqwest(inner) => outbound::describe(inner),

@@ -114,7 +114,9 @@ impl FailureRecord {
         mask(&mut error, &values);
         let mut console = report.outcome.console.clone();
         console.iter_mut().for_each(|line| mask(&mut line.message, &values));
-        let mut fetches = report.outcome.fetches.clone();
+        // What a tool that acts as its caller fetched came with the caller's
+        // own account: their data, not its editors'. Such a failure keeps no exchanges.
+        let mut fetches = if tool.accounts.is_empty() { report.outcome.fetches.clone() } else { Vec::new() };
         fetches.iter_mut().for_each(|f| f.clean_texts(|text| mask(text, &values)));
         Some(Self {
             tool_id: tool.id.0,

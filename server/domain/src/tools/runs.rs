@@ -452,6 +452,13 @@ impl Tools<'_> {
         let gated = version.filter(|_| !matches!(transport, "test" | "replay"));
         let called = gated.map(|n| (n, input.clone()));
         let (args, absent) = runnable.arguments(input)?;
+        // The caller's tokens before the approval gate: a call that cannot run
+        // for want of an account asks no approver. A replay's `$fetch`es are
+        // answered from its recording: no token goes out.
+        let accounts = match transport {
+            "replay" => Vec::new(),
+            _ => self.account_tokens(user, tool).await?,
+        };
         // After the arguments were checked: a call that could not run asks nobody.
         let approval = match called {
             Some((n, called)) => super::approvals::Approvals::new(self.core).admit(user, (tool, n), &called, held).await?,
@@ -460,11 +467,7 @@ impl Tools<'_> {
         let (env, policy) = self.env_and_policy(id).await?;
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
-        request.outbound_secrets = env.outbound.clone();
-        // A replay's `$fetch`es are answered from its recording: no token goes out.
-        if request.replay.is_none() && transport != "replay" {
-            request.outbound_secrets.extend(self.account_tokens(user, tool).await?);
-        }
+        request.outbound_secrets = env.outbound.iter().cloned().chain(accounts).collect();
         let span = tracing::info_span!(
             "tool_run",
             listing = %tool.slug(),

@@ -122,7 +122,7 @@ async fn connect(ts: &Toolshed, user: &User, app: &str, who: &str) {
     let url = url::Url::parse(&url).unwrap();
     let state = url.query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
     assert!(url.query_pairs().any(|(k, v)| k == "code_challenge_method" && v == "S256"), "PKCE: {url}");
-    ts.connections().finish(user, flow, &state, &format!("code-{who}")).await.unwrap();
+    ts.connections().finish(user, flow, &state, Ok(&format!("code-{who}"))).await.unwrap();
 }
 
 /// A tool by `author` that answers who the people API says its caller is.
@@ -254,18 +254,23 @@ store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |
     let (port, provider) = provider();
     ts.connections().register(&root, registration("people", port)).await.unwrap();
     let (_, flow) = ts.connections().begin(&alice, "people").await.unwrap();
-    let err = ts.connections().finish(&alice, flow.clone(), "forged-state", "code-alice").await.unwrap_err();
+    let err = ts.connections().finish(&alice, flow.clone(), "forged-state", Ok("code-alice")).await.unwrap_err();
     assert!(matches!(err, ConnectionError::FlowLost), "{err:?}");
     let (url, flow) = ts.connections().begin(&alice, "people").await.unwrap();
     let state = url::Url::parse(&url).unwrap().query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
-    let err = ts.connections().finish(&carol, flow, &state, "code-carol").await.unwrap_err();
+    let err = ts.connections().finish(&carol, flow.clone(), &state, Ok("code-carol")).await.unwrap_err();
     assert!(matches!(err, ConnectionError::FlowLost), "{err:?}");
+    // A decline counts only with the state that was sent: a forged one is a lost flow, not the provider's word.
+    let forged = ts.connections().finish(&alice, flow.clone(), "forged", Err("access_denied".into())).await.unwrap_err();
+    assert!(matches!(forged, ConnectionError::FlowLost), "{forged:?}");
+    let declined = ts.connections().finish(&alice, flow, &state, Err("access_denied".into())).await.unwrap_err();
+    assert!(matches!(declined, ConnectionError::Declined(_)), "{declined:?}");
     assert!(provider.lock().unwrap().issued.is_empty(), "no code was exchanged");
     let unknown = ts.connections().begin(&alice, "nothing").await.unwrap_err();
     assert!(matches!(unknown, ConnectionError::NoSuchApp(_)), "{unknown:?}");
 });
 
-store_test!(a_token_the_api_echoes_is_masked_in_results_errors_and_failed_call_recordings, |db: Db| async move {
+store_test!(a_token_the_api_echoes_is_masked_and_a_failed_call_keeps_nothing_it_fetched, |db: Db| async move {
     let ts = Toolshed::new(db, settings());
     let root = admin(&ts).await;
     let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
@@ -290,12 +295,14 @@ store_test!(a_token_the_api_echoes_is_masked_in_results_errors_and_failed_call_r
     assert!(error.contains("{{secret:account.people}}") && !error.contains("access-"), "{error}");
     ts.usage().flush().await;
 
-    // Kept for the author, with nothing of the token; replayed from the recording without it.
+    // Kept for the author, with nothing of the token nor of what it fetched; a replay sends none.
     let kept = ts.tools().failed_calls(&alice, tool.id).await.unwrap();
     assert_eq!(kept.len(), 1);
     let recorded = ts.tools().failed_call(&alice, tool.id, kept[0].id).await.unwrap();
     let everything = format!("{recorded:?}");
-    assert!(!everything.contains("access-carol") && everything.contains("/echo"), "{everything}");
+    assert!(!everything.contains("access-carol") && everything.contains("{{secret:account.people}}"), "{everything}");
+    // What came back was fetched as Carol: hers, not her tool's editors'.
+    assert!(recorded.call.fetches.is_empty(), "{:?}", recorded.call.fetches);
     let replayed = ts.tools().replay_failed_call(&alice, tool.id, kept[0].id, RunSource::Version(2), json!({"fail": false})).await.unwrap();
     assert!(!format!("{replayed:?}").contains("access-carol"));
 });

@@ -376,7 +376,7 @@ mod convert {
         let permissions = match t.kind {
             tools::ListingKind::Tool => {
                 let p = ts.tools().permissions(&t).await.map_err(server::fail)?;
-                let accounts = ts.connections().scopes_of(&p.accounts).await.map_err(server::fail)?;
+                let accounts = p.accounts.into_iter().map(|a| (a.app, a.scopes)).collect();
                 Some(PermissionsView { hosts: p.hosts, secrets: p.secrets, writes: p.writes, accounts })
             }
             tools::ListingKind::Bundle => None,

@@ -610,7 +610,7 @@ impl Connections<'_> {
 
     /// Each of `names` with the scopes connecting to it asks for (an app
     /// since removed has none).
-    pub async fn scopes_of(self, names: &[String]) -> Result<Vec<(String, Vec<String>)>, ConnectionError> {
+    pub(crate) async fn scopes_of(self, names: &[String]) -> Result<Vec<(String, Vec<String>)>, ConnectionError> {
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             let scopes = match self.app_row(name).await {

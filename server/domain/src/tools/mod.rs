@@ -27,7 +27,7 @@ pub(crate) use failures::FailureBudget;
 pub use fork::Upstream;
 pub(crate) use gates::findings_in;
 pub(crate) use members::member_label;
-pub use permissions::{Permissions, META_KEY as PERMISSIONS_META_KEY};
+pub use permissions::{ActsAt, Permissions, META_KEY as PERMISSIONS_META_KEY};
 pub use push::{FileTestCase, PushOutcome, PushReport, ToolFile};
 pub use runs::{Live, RunReport, RunSource, Via};
 pub(crate) use runs::{PreparedRun, RunnableCache};

@@ -28,17 +28,25 @@ pub struct Permissions {
     pub writes: bool,
     /// Apps it acts as its caller at, with their caller's own token.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accounts: Vec<String>,
+    pub accounts: Vec<ActsAt>,
+}
+
+/// An app a tool acts as its caller at, and the scopes connecting to it grants.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActsAt {
+    pub app: String,
+    pub scopes: Vec<String>,
 }
 
 impl Permissions {
-    /// What `tool` can do under `policy`, with `secrets` its secret variables' names.
-    pub fn of(tool: &Tool, policy: &Policy, secrets: Vec<String>) -> Self {
+    /// What `tool` can do under `policy`, with `secrets` its secret variables'
+    /// names and `accounts` the apps it acts at.
+    pub fn of(tool: &Tool, policy: &Policy, secrets: Vec<String>, accounts: Vec<ActsAt>) -> Self {
         Permissions {
             hosts: tool.fetch_allow.iter().filter(|h| policy.permits_host(h)).cloned().collect(),
             secrets,
             writes: !tool.read_only_hint,
-            accounts: tool.accounts.clone(),
+            accounts,
         }
     }
 
@@ -73,6 +81,11 @@ impl Tools<'_> {
             .fetch_all(self.core.db().pool())
             .await?;
         let secrets = rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>()?;
-        Ok(Permissions::of(tool, policy, secrets))
+        let accounts = crate::connections::Connections::new(self.core).scopes_of(&tool.accounts).await.map_err(|e| match e {
+            crate::connections::ConnectionError::Store(e) => ToolError::Store(e),
+            other => ToolError::Conflict(other.to_string()),
+        })?;
+        let accounts = accounts.into_iter().map(|(app, scopes)| ActsAt { app, scopes }).collect();
+        Ok(Permissions::of(tool, policy, secrets, accounts))
     }
 }

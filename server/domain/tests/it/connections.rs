@@ -192,7 +192,9 @@ store_test!(each_caller_acts_as_themselves_refreshes_when_due_and_reconnects_whe
     assert!(unknown.to_string().contains("no app “jira”"), "{unknown}");
     assert!(matches!(ts.tools().set_accounts(&carol, tool.id, "people").await, Err(ToolError::Forbidden | ToolError::NotFound)));
     assert_eq!(ts.tools().set_accounts(&alice, tool.id, "people, people").await.unwrap(), ["people"]);
-    assert_eq!(ts.tools().permissions(&ts.tools().tool(&alice, tool.id).await.unwrap()).await.unwrap().accounts, ["people"]);
+    let label = ts.tools().permissions(&ts.tools().tool(&alice, tool.id).await.unwrap()).await.unwrap();
+    assert_eq!(label.accounts, [toolshed_domain::tools::ActsAt { app: "people".into(), scopes: vec!["profile".into()] }]);
+    assert_eq!(label.meta()["toolshed/permissions"]["accounts"], json!([{"app": "people", "scopes": ["profile"]}]));
 
     // Carol has not connected: the call says where to, and ran nothing.
     let Err(ToolError::NotConnected(missing)) = run(&ts, &carol, tool.id).await else { panic!("not connected") };

@@ -78,7 +78,7 @@ server_test!(a_read_only_tool_is_labelled_held_to_reading_and_found_by_the_filte
 
     // Shown on the listing page's data, and filtered on in browse.
     let (_, detail) = srv.call(&alice, "tools/detail", &[("department", "finance"), ("name", "trader")]).await;
-    assert_eq!(detail["permissions"], json!({"hosts": [allow], "secrets": ["API_KEY"], "writes": true}));
+    assert_eq!(detail["permissions"], json!({"hosts": [allow], "secrets": ["API_KEY"], "writes": true, "accounts": []}));
     let read_only = browse(&srv, &alice, "read_only").await;
     assert!(read_only.contains(&"finance/lookup".to_owned()) && !read_only.contains(&"finance/trader".to_owned()), "{read_only:?}");
     let offline = browse(&srv, &alice, "offline").await;

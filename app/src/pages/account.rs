@@ -96,7 +96,7 @@ fn ConnectedAccountsCard() -> impl IntoView {
                     view! {
                         {failure}
                         {connected}
-                        <table class="tokens-table accounts-table">
+                        <table class="admin-table accounts-table stacked">
                             <tbody>
                                 {card.accounts.into_iter().map(|a| {
                                     let href = format!("/connect/{}", a.app);
@@ -110,8 +110,8 @@ fn ConnectedAccountsCard() -> impl IntoView {
                                     view! {
                                         <tr data-account=a.app.clone()>
                                             <td><strong>{a.app.clone()}</strong><br /><span class="muted small">{a.hosts.join(", ")}</span></td>
-                                            <td class="small">{if scopes.is_empty() { "no scopes".to_owned() } else { scopes.join(" ") }}</td>
-                                            <td class="small status">{status}</td>
+                                            <td class="small" data-label="Scopes">{if scopes.is_empty() { "no scopes".to_owned() } else { scopes.join(" ") }}</td>
+                                            <td class="small status" data-label="Status">{status}</td>
                                             <td>
                                                 {action.map(|label| view! { <a class="button secondary small connect" href=href.clone() rel="external">{label}</a> })}
                                                 {(a.status != "none").then(|| view! {

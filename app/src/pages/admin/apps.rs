@@ -35,7 +35,7 @@ pub fn AppsCard() -> impl IntoView {
                         return view! { <p class="muted">"No app yet."</p> }.into_any();
                     }
                     view! {
-                        <table class="apps-table">
+                        <table class="admin-table apps-table stacked">
                             <thead><tr><th>"Name"</th><th>"Endpoints"</th><th>"Scopes and hosts"</th><th></th></tr></thead>
                             <tbody>{list.into_iter().map(|a| view! { <AppRow app=a remove /> }).collect_view()}</tbody>
                         </table>
@@ -77,10 +77,10 @@ fn AppRow(app: AppView, remove: ServerAction<RemoveApp>) -> impl IntoView {
     view! {
         <tr data-app=app.name.clone()>
             <td><code>{app.name.clone()}</code><br /><span class="muted small">{department}</span></td>
-            <td class="small">"authorize " <code>{app.authorize_url.clone()}</code><br />"token " <code>{app.token_url.clone()}</code>
+            <td class="small" data-label="Endpoints">"authorize " <code>{app.authorize_url.clone()}</code><br />"token " <code>{app.token_url.clone()}</code>
                 {app.revoke_url.clone().map(|r| view! { <br />"revoke " <code>{r}</code> })}
                 <br />"client " <code>{app.client_id.clone()}</code>{if app.secret_set { " · secret set" } else { " · no secret" }}</td>
-            <td class="small">{if app.scopes.is_empty() { "no scopes".to_owned() } else { app.scopes.join(" ") }}<br />
+            <td class="small" data-label="Scopes">{if app.scopes.is_empty() { "no scopes".to_owned() } else { app.scopes.join(" ") }}<br />
                 <span class="muted">"to " {app.hosts.join(", ")}</span></td>
             <td>
                 <ActionForm action=remove attr:class="inline-form">

@@ -222,3 +222,57 @@ test('each caller acts as themselves: connect from the link, refresh, disconnect
     for (const t of tokens) assert.ok(!bytes.includes(t), `a token in clear in ${file}`);
   }
 });
+
+test('a maintainer registers their department’s app once an admin allows it, and it is changed in place', async () => {
+  const department = unique('ops');
+  const maintainer = await newPage(browser);
+  await joinByInvite(browser, maintainer, { department, displayName: 'Mo Maintainer', role: 'maintainer' });
+  await maintainer.goto(`${BASE}/people`);
+  await hydrated(maintainer);
+  await maintainer.locator('section.members').waitFor();
+  assert.equal(await maintainer.locator('#apps').count(), 0, 'not until an admin allows it');
+
+  // The admin allows it on the Departments card.
+  const admin = await newPage(browser);
+  await signInAsAdmin(admin);
+  await admin.goto(`${BASE}/admin`);
+  await hydrated(admin);
+  const setting = admin.locator(`tr[data-department="${department}"] td[data-label="Maintainers register apps"]`);
+  await setting.locator('select').selectOption('yes');
+  await setting.locator('button').click();
+  await admin.getByText('App registration setting saved.').waitFor();
+
+  // Now the maintainer's People page has the card, for their department only.
+  await maintainer.reload();
+  await hydrated(maintainer);
+  const card = maintainer.locator('#apps');
+  assert.match(await card.locator('h2').textContent(), new RegExp(`Apps of ${department}`));
+  assert.equal(await card.locator('input[name=department]').getAttribute('type'), 'hidden');
+  const app = unique('ops_');
+  const form = card.locator('form.register-app');
+  await form.locator('input[name=name]').fill(app);
+  await form.locator('input[name=issuer]').fill(ISSUER);
+  await form.locator('input[name=client_id]').fill('people-app');
+  await form.locator('input[name=client_secret]').fill(APP_SECRET);
+  await form.locator('input[name=scopes]').fill('openid profile');
+  await form.locator('input[name=hosts]').fill(new URL(ISSUER).host);
+  await form.locator('button[type=submit]').click();
+  const row = card.locator(`tr[data-app="${app}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), new RegExp(department));
+
+  // Changed without removing it: the scopes narrowed, the secret kept.
+  const edit = card.locator(`tr[data-edit-app="${app}"]`);
+  await edit.locator('summary').click();
+  assert.equal(await edit.locator('input[name=client_secret]').inputValue(), '', 'a secret is never sent back to the page');
+  await edit.locator('input[name=scopes]').fill('openid');
+  await edit.locator('form.update-app').scrollIntoViewIfNeeded();
+  await shot(maintainer, '99-connected-accounts-maintainer-edits');
+  await edit.locator('button[type=submit]').click();
+  await card.getByText(`Saved “${app}”.`).waitFor();
+  assert.match(await row.locator('td[data-label="Scopes"]').textContent(), /^openid\s*to/);
+  assert.match(await row.textContent(), /secret set/);
+  // The audit log names who changed it, and that the secret was kept.
+  const audit = JSON.stringify(await call(admin, 'admin/audit', { action: 'oauth_app.changed', actor: '', target: `oauth_app:${app}`, from: '', to: '', page: '1' }));
+  assert.ok(audit.includes('oauth_app.changed') && audit.includes('kept'), audit);
+});

@@ -154,7 +154,7 @@ pub async fn set_user_status(username: String, status: String) -> Result<(), App
 }
 
 #[cfg(feature = "ssr")]
-fn department_name(raw: &str) -> Result<toolshed_domain::names::DepartmentName, AppError> {
+pub(super) fn department_name(raw: &str) -> Result<toolshed_domain::names::DepartmentName, AppError> {
     toolshed_domain::names::DepartmentName::parse(raw).map_err(|e| server::fail(AppError::Invalid(e.to_string())))
 }
 
@@ -177,6 +177,8 @@ pub struct DepartmentAdminView {
     pub title: String,
     pub review_required: bool,
     pub tests_required: bool,
+    /// Its maintainers register its apps for connected accounts.
+    pub maintainers_register_apps: bool,
     pub members: i64,
 }
 
@@ -191,6 +193,7 @@ pub async fn admin_departments() -> Result<Vec<DepartmentAdminView>, AppError> {
             title: d.title,
             review_required: d.review_required,
             tests_required: d.tests_required,
+            maintainers_register_apps: d.maintainers_register_apps,
             members: d.members,
         })
         .collect())

@@ -1,5 +1,5 @@
-//! Connected accounts: the upstream OAuth apps admins register
-//! (`/admin/apps`), each person's accounts at them (the Account page), and
+//! Connected accounts: the upstream OAuth apps admins register (the Admin
+//! page; allowed maintainers, for their department, on People), each person's accounts at them (the Account page), and
 //! the apps a tool acts as its caller at (the editor's settings). Connecting
 //! itself is a browser redirect (`/connect/{app}`, served by the server
 //! crate); a client secret or token never comes back from here.
@@ -53,12 +53,36 @@ fn app_view(a: toolshed_domain::connections::App) -> AppView {
     }
 }
 
-/// Every registered app (admins).
+/// The apps the viewer may change: every one (admins), or their own
+/// department's (its maintainers, where an admin allows).
 #[server(endpoint = "apps")]
 pub async fn oauth_apps() -> Result<Vec<AppView>, AppError> {
-    let user = server::require_admin().await?;
-    let apps = server::toolshed()?.connections().apps(&user).await.map_err(server::fail)?;
-    Ok(apps.into_iter().map(app_view).collect())
+    let user = server::require_user().await?;
+    let ts = server::toolshed()?;
+    let connections = ts.connections();
+    let mut apps = Vec::new();
+    for app in connections.apps(&user).await.map_err(server::fail)? {
+        if connections.may_manage(&user, app.department.as_deref()).await.map_err(server::fail)? {
+            apps.push(app_view(app));
+        }
+    }
+    Ok(apps)
+}
+
+#[cfg(feature = "ssr")]
+#[allow(clippy::too_many_arguments)]
+fn app_settings(
+    issuer: &str,
+    authorize_url: &str,
+    token_url: &str,
+    revoke_url: &str,
+    client_id: &str,
+    client_secret: &str,
+    scopes: &str,
+    hosts: &str,
+) -> Result<toolshed_domain::connections::AppSettings, AppError> {
+    toolshed_domain::connections::AppSettings::parse(issuer, authorize_url, token_url, revoke_url, client_id, client_secret, scopes, hosts)
+        .map_err(|e| server::fail(AppError::Invalid(e.to_string())))
 }
 
 /// Registers an app: `issuer` to discover its endpoints, or the endpoints
@@ -78,27 +102,46 @@ pub async fn register_app(
     hosts: String,
 ) -> Result<AppView, AppError> {
     use toolshed_domain::connections::AppRegistration;
-    let user = server::require_admin().await?;
-    let reg = AppRegistration::parse(
-        &name,
-        &department,
-        &issuer,
-        &authorize_url,
-        &token_url,
-        &revoke_url,
-        &client_id,
-        &client_secret,
-        &scopes,
-        &hosts,
-    )
-    .map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
+    let user = server::require_user().await?;
+    let settings = app_settings(&issuer, &authorize_url, &token_url, &revoke_url, &client_id, &client_secret, &scopes, &hosts)?;
+    let reg = AppRegistration::parse(&name, &department, settings).map_err(|e| server::fail(AppError::Invalid(e.to_string())))?;
     server::toolshed()?.connections().register(&user, reg).await.map(app_view).map_err(server::fail)
+}
+
+/// Changes an app's endpoints, client, scopes or hosts. An empty secret
+/// keeps the stored one; `clear_secret` (a checkbox, empty when unticked) removes it.
+#[allow(clippy::too_many_arguments)]
+#[server(endpoint = "apps/update")]
+pub async fn update_app(
+    name: String,
+    issuer: String,
+    authorize_url: String,
+    token_url: String,
+    revoke_url: String,
+    client_id: String,
+    client_secret: String,
+    #[server(default)] clear_secret: String,
+    scopes: String,
+    hosts: String,
+) -> Result<AppView, AppError> {
+    let user = server::require_user().await?;
+    let settings = app_settings(&issuer, &authorize_url, &token_url, &revoke_url, &client_id, &client_secret, &scopes, &hosts)?;
+    let ts = server::toolshed()?;
+    ts.connections().update(&user, &name, settings, !clear_secret.is_empty()).await.map(app_view).map_err(server::fail)
 }
 
 #[server(endpoint = "apps/remove")]
 pub async fn remove_app(name: String) -> Result<(), AppError> {
-    let user = server::require_admin().await?;
+    let user = server::require_user().await?;
     server::toolshed()?.connections().remove(&user, &name).await.map_err(server::fail)
+}
+
+/// `allowed`: `yes` or `no` (a plain form's select). Admins only.
+#[server(endpoint = "apps/maintainers")]
+pub async fn set_app_registration(department: String, allowed: String) -> Result<(), AppError> {
+    let user = server::require_admin().await?;
+    let department = super::admin::department_name(&department)?;
+    server::toolshed()?.admin().set_maintainers_register_apps(&user, &department, allowed == "yes").await.map_err(server::fail)
 }
 
 /// The Account page's card: the viewer's accounts, and why their last

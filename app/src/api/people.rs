@@ -55,6 +55,10 @@ pub struct PeopleView {
     /// The viewer's own department and whether its publishes need passing test
     /// cases, where the viewer maintains it.
     pub own_tests_required: Option<(String, bool)>,
+    /// The viewer's own department, where they register its apps for
+    /// connected accounts (a maintainer an admin allows; admins do it on the
+    /// Admin page).
+    pub own_apps: Option<String>,
 }
 
 #[server(endpoint = "people")]
@@ -69,6 +73,8 @@ pub async fn people() -> Result<PeopleView, AppError> {
         Some(name) => ts.admin().department_settings(&user, &name).await.ok().map(|d| (d.name, d.tests_required)),
         None => None,
     };
+    let registers = !user.is_admin && ts.connections().may_register(&user).await.map_err(server::fail)?;
+    let own_apps = registers.then(|| user.department.name.clone());
     let departments = if user.is_admin {
         ts.accounts().departments().await.map_err(server::fail)?.into_iter().map(|d| d.name).collect()
     } else {
@@ -76,6 +82,7 @@ pub async fn people() -> Result<PeopleView, AppError> {
     };
     Ok(PeopleView {
         own_tests_required,
+        own_apps,
         people: people
             .into_iter()
             .map(|p| PersonView {

@@ -1,5 +1,7 @@
 //! `/people`: a department's people, for its maintainers (and admins, for
-//! every department): invite someone, decide requests to join, change roles.
+//! every department): invite someone, decide requests to join, change roles;
+//! and its settings its maintainers decide (tests before publish, and its
+//! apps for connected accounts where an admin allows).
 //! Every action is a plain form, so it works before the wasm has loaded.
 
 use leptos::prelude::*;
@@ -7,6 +9,7 @@ use leptos_meta::Title;
 
 use crate::api::{people, CreateInvite, DecideRequest, InviteLink, PeopleView, SetDepartmentRole, SetDepartmentTests, WithdrawInvite};
 use crate::components::{first_error, RequireUser};
+use crate::pages::admin::AppsCard;
 use crate::pages::tools::{ago, now_ms};
 
 const ROLES: [(&str, &str); 3] = [("member", "Member"), ("author", "Author"), ("maintainer", "Maintainer")];
@@ -87,9 +90,10 @@ fn PeopleCards(
     set_role: ServerAction<SetDepartmentRole>,
 ) -> impl IntoView {
     let now = now_ms();
-    let PeopleView { people, invites, requests, departments, own_tests_required } = data;
+    let PeopleView { people, invites, requests, departments, own_tests_required, own_apps } = data;
     view! {
         {own_tests_required.map(|(department, required)| view! { <DepartmentTestsCard department required /> })}
+        {own_apps.map(|department| view! { <AppsCard department /> })}
         <section class="card invite">
             <h2>"Invite someone"</h2>
             <p class="muted small">

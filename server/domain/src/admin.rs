@@ -74,6 +74,8 @@ pub struct DepartmentRow {
     pub tests_required: bool,
     /// Calls of its tools that write wait for an approver.
     pub approval_required: bool,
+    /// Its maintainers register its apps for connected accounts.
+    pub maintainers_register_apps: bool,
     /// Who decides its approvals (usernames); empty: its maintainers.
     #[serde(default)]
     pub approvers: Vec<String>,
@@ -342,7 +344,7 @@ impl Admin<'_> {
     pub async fn admin_departments(self, admin: &User) -> Result<Vec<DepartmentRow>, AdminError> {
         require_admin(admin)?;
         let rows = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, d.maintainers_register_apps, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d ORDER BY d.name",
         )
         .fetch_all(self.core.db().pool())
@@ -456,23 +458,45 @@ impl Admin<'_> {
 
     /// Whether publishes in the department wait for an admin's review.
     pub async fn set_review_required(self, admin: &User, name: &DepartmentName, required: bool) -> Result<(), AdminError> {
+        self.set_flag(admin, name, "review_required", "department.review_changed", required).await
+    }
+
+    /// Whether the department's maintainers register its apps for connected
+    /// accounts ([`crate::connections`]).
+    pub async fn set_maintainers_register_apps(self, admin: &User, name: &DepartmentName, allowed: bool) -> Result<(), AdminError> {
+        self.set_flag(admin, name, "maintainers_register_apps", "department.app_registration_changed", allowed).await
+    }
+
+    /// Sets a department's yes/no `column` (admins only), audited as `action`.
+    async fn set_flag(
+        self,
+        admin: &User,
+        name: &DepartmentName,
+        column: &'static str,
+        action: &str,
+        value: bool,
+    ) -> Result<(), AdminError> {
         require_admin(admin)?;
-        let before = self.department_row(name).await?;
         let mut tx = self.core.begin().await?;
-        sqlx::query("UPDATE departments SET review_required = $1 WHERE name = $2")
-            .bind(i64::from(required))
+        let was: Option<i64> = sqlx::query_scalar(&format!("SELECT {column} FROM departments WHERE name = $1"))
+            .bind(name.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let was = was.ok_or_else(|| AdminError::UnknownDepartment(name.to_string()))?;
+        sqlx::query(&format!("UPDATE departments SET {column} = $1 WHERE name = $2"))
+            .bind(i64::from(value))
             .bind(name.as_str())
             .execute(&mut *tx)
             .await?;
-        let (b, a) = (serde_json::json!({"review_required": before.review_required}), serde_json::json!({"review_required": required}));
-        audit::record(&mut tx, Some(admin.id), "department.review_changed", &format!("department:{name}"), Some(b), Some(a)).await?;
+        let (b, a) = (serde_json::json!({column: was != 0}), serde_json::json!({column: value}));
+        audit::record(&mut tx, Some(admin.id), action, &format!("department:{name}"), Some(b), Some(a)).await?;
         tx.commit().await?;
         Ok(())
     }
 
     async fn department_row(self, name: &DepartmentName) -> Result<DepartmentRow, AdminError> {
         let row = sqlx::query(
-            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
+            "SELECT d.name, d.title, d.review_required, d.tests_required, d.approval_required, d.maintainers_register_apps, (SELECT COUNT(*) FROM users u WHERE u.department_id = d.id) AS members \
              FROM departments d WHERE d.name = $1",
         )
         .bind(name.as_str())
@@ -498,6 +522,7 @@ fn department_from_row(r: &sqlx::any::AnyRow) -> Result<DepartmentRow, sqlx::Err
         review_required: r.try_get::<i64, _>("review_required")? != 0,
         tests_required: r.try_get::<i64, _>("tests_required")? != 0,
         approval_required: r.try_get::<i64, _>("approval_required")? != 0,
+        maintainers_register_apps: r.try_get::<i64, _>("maintainers_register_apps")? != 0,
         approvers: Vec::new(),
         members: r.try_get("members")?,
     })

@@ -1,11 +1,14 @@
-//! Listing changes for live MCP sessions (`notifications/tools/list_changed`).
+//! Listing changes for live MCP sessions (`notifications/tools/list_changed`),
+//! and accounts just connected, for calls waiting on one.
 //!
 //! Every change that alters what a listing serves (publish, roll back, settings,
 //! moderation) already writes an audit row in its own transaction, so the audit
 //! log *is* the change feed: one poller per process reads new audit rows,
 //! broadcasts the targets of those actions, and empties the call cache
 //! ([`crate::cache`]) on any. A change made on any replica reaches sessions on
-//! every replica, and nothing lives only in memory.
+//! every replica, and nothing lives only in memory. A connected account
+//! (`account.connected`, whose target is its person) is told on a channel of
+//! its own: the provider may send the person back to any replica.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -28,6 +31,9 @@ const LIST_CHANGING: &str = "action IN ('tool.published', 'tool.rolled_back', 't
      'tool.hidden', 'tool.disabled', 'tool.restored', 'tool.deleted', 'mcp_server.tools_changed', 'mcp_server.definition_approved', 'mcp_server.removed') \
      OR action LIKE 'bundle.%' OR action LIKE 'favourite.%'";
 
+/// A person connected an account (the callback may land on any replica).
+const ACCOUNT_CONNECTED: &str = "action = 'account.connected'";
+
 /// A changed listing, as its audit target: `tool:dept/name`, `bundle:dept/name`,
 /// an external server's `mcp_server:name`, or a person's `favourites:{user id}`.
 pub type Changed = Arc<str>;
@@ -39,6 +45,8 @@ type News = (i64, Changed);
 pub struct ListingChanges {
     db: Db,
     tx: broadcast::Sender<News>,
+    /// Accounts connected: their person's target, `user:{username}`.
+    connected: broadcast::Sender<News>,
     /// The call cache's: moved whenever a new audit row appears.
     epoch: crate::store::Epoch,
 }
@@ -67,7 +75,8 @@ impl ListingChanges {
     /// list changes it keeps the call cache true to writes made elsewhere.
     pub(crate) fn start(db: Db, epoch: crate::store::Epoch) -> Self {
         let (tx, _) = broadcast::channel(256);
-        let this = Self { db: db.clone(), tx, epoch };
+        let (connected, _) = broadcast::channel(64);
+        let this = Self { db: db.clone(), tx, connected, epoch };
         let feed = this.clone();
         tokio::spawn(async move {
             // Kept across failures: rows written while the database was away
@@ -95,8 +104,17 @@ impl ListingChanges {
 
     /// Listens for changes from now on.
     pub async fn subscribe(&self) -> Result<Subscription, StoreError> {
-        let rx = self.tx.subscribe();
-        let since = latest_id(&self.db).await?;
+        Self::from_now(&self.db, &self.tx).await
+    }
+
+    /// Listens for accounts connected from now on (their person's target).
+    pub(crate) async fn subscribe_connected(&self) -> Result<Subscription, StoreError> {
+        Self::from_now(&self.db, &self.connected).await
+    }
+
+    async fn from_now(db: &Db, tx: &broadcast::Sender<News>) -> Result<Subscription, StoreError> {
+        let rx = tx.subscribe();
+        let since = latest_id(db).await?;
         Ok(Subscription { rx, since })
     }
 
@@ -114,7 +132,8 @@ impl ListingChanges {
         loop {
             tick.tick().await;
             let rows = sqlx::query(&format!(
-                "SELECT id, target, CASE WHEN {LIST_CHANGING} THEN 1 ELSE 0 END AS lists FROM audit_log WHERE id > $1 ORDER BY id"
+                "SELECT id, target, CASE WHEN {LIST_CHANGING} THEN 1 WHEN {ACCOUNT_CONNECTED} THEN 2 ELSE 0 END AS kind \
+                 FROM audit_log WHERE id > $1 ORDER BY id"
             ))
             .bind(cursor.high - REORDER_WINDOW)
             .fetch_all(db.pool())
@@ -122,18 +141,20 @@ impl ListingChanges {
             // Read whole before anything counts as delivered.
             let rows = rows
                 .into_iter()
-                .map(|r| Ok((r.try_get::<i64, _>("id")?, r.try_get::<String, _>("target")?, r.try_get::<i64, _>("lists")? != 0)))
+                .map(|r| Ok((r.try_get::<i64, _>("id")?, r.try_get::<String, _>("target")?, r.try_get::<i64, _>("kind")?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
             let mut seen_any = false;
-            let mut changed = Vec::new();
-            for (id, target, lists) in rows {
+            let (mut changed, mut connected) = (Vec::new(), Vec::new());
+            for (id, target, kind) in rows {
                 if id <= cursor.floor || id <= cursor.high - REORDER_WINDOW || !cursor.delivered.insert(id) {
                     continue;
                 }
                 cursor.high = cursor.high.max(id);
                 seen_any = true;
-                if lists {
-                    changed.push((id, target));
+                match kind {
+                    1 => changed.push((id, target)),
+                    2 => connected.push((id, target)),
+                    _ => {}
                 }
             }
             if seen_any {
@@ -144,6 +165,9 @@ impl ListingChanges {
             }
             for (id, target) in changed {
                 let _ = self.tx.send((id, target.into()));
+            }
+            for (id, target) in connected {
+                let _ = self.connected.send((id, target.into()));
             }
             cursor.delivered = cursor.delivered.split_off(&(cursor.high - REORDER_WINDOW));
         }

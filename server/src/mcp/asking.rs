@@ -223,25 +223,19 @@ impl Asking {
 
     /// The person accepted to go and connect an account ([`Asking::connect_at`]):
     /// accepting means they opened the page, not that they finished, so the
-    /// call waits (once, at most [`CONNECT_WAIT`], polling as approvals do)
-    /// until the account is connected. True: run the call again.
+    /// call waits (once, at most [`CONNECT_WAIT`]) until the account is
+    /// connected, woken by the connection itself. True: run the call again.
     pub(super) async fn waited_for_connection(&mut self, toolshed: &Toolshed, app: &str, cancelled: &CancellationToken) -> bool {
         let accepted = self.input.answers().get(CONNECT_KEY).is_some_and(|a| a.answer["action"] == "accept");
         if !accepted || self.connect_waited {
             return false;
         }
         self.connect_waited = true;
-        let until = tokio::time::Instant::now() + CONNECT_WAIT;
-        while tokio::time::Instant::now() < until {
-            if toolshed.connections().is_connected(self.user, app).await.unwrap_or(false) {
-                return true;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(CONNECT_POLL) => {}
-                () = cancelled.cancelled() => return false,
-            }
+        let Ok(Some(user)) = toolshed.accounts().user(self.user).await else { return false };
+        tokio::select! {
+            connected = toolshed.connections().wait_connected(&user, app, CONNECT_WAIT) => connected.unwrap_or(false),
+            () = cancelled.cancelled() => false,
         }
-        false
     }
 
     /// When the person declined (or dismissed) the question [`Asking::waits_on`]
@@ -263,9 +257,8 @@ impl Asking {
 const APPROVAL_KEY: &str = "toolshed_approval";
 /// The key of the question that sends a caller to connect an account.
 const CONNECT_KEY: &str = "toolshed_connect";
-/// How long a call waits for its person to finish connecting, and how often it looks.
+/// How long a call waits for its person to finish connecting.
 const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
-const CONNECT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A question of a kind the client did not declare it can answer: a
 /// protocol error (MCP's MissingRequiredClientCapability), whichever way

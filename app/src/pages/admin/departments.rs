@@ -1,9 +1,29 @@
-//! Departments: create, retitle (the slug in URLs never changes), and
-//! whether publishes wait for an admin's review.
+//! Departments: create, retitle (the slug in URLs never changes), whether
+//! publishes wait for an admin's review or passing tests, and whether its
+//! maintainers register its apps for connected accounts.
 
 use leptos::prelude::*;
 
-use crate::api::{admin_departments, CreateDepartment, RenameDepartment, SetDepartmentReview, SetDepartmentTests};
+use crate::api::{admin_departments, CreateDepartment, RenameDepartment, SetAppRegistration, SetDepartmentReview, SetDepartmentTests};
+
+/// A yes/no setting's cell: a plain form with a select of its two values and
+/// Save (a macro: each setting is a server function of its own type).
+macro_rules! setting_cell {
+    ($action:expr, $key:literal, $department:expr, $field:literal, $label:literal, ($off:literal, $off_label:literal), ($on:literal, $on_label:literal), $value:expr) => {
+        view! {
+            <td data-label=$label>
+                <ActionForm action=$action attr:class="inline-form">
+                    <input type="hidden" name=$key value=$department />
+                    <select name=$field aria-label=$label>
+                        <option value=$off selected=!$value>{$off_label}</option>
+                        <option value=$on selected=$value>{$on_label}</option>
+                    </select>
+                    <button type="submit" class="link-button">"Save"</button>
+                </ActionForm>
+            </td>
+        }
+    };
+}
 
 #[component]
 pub fn DepartmentsCard() -> impl IntoView {
@@ -11,8 +31,9 @@ pub fn DepartmentsCard() -> impl IntoView {
     let rename = ServerAction::<RenameDepartment>::new();
     let review = ServerAction::<SetDepartmentReview>::new();
     let tests = ServerAction::<SetDepartmentTests>::new();
+    let apps = ServerAction::<SetAppRegistration>::new();
     let list = Resource::new(
-        move || (create.version().get(), rename.version().get(), review.version().get(), tests.version().get()),
+        move || (create.version().get(), rename.version().get(), review.version().get(), tests.version().get(), apps.version().get()),
         |_| admin_departments(),
     );
     let (new_name, new_title) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
@@ -39,12 +60,18 @@ pub fn DepartmentsCard() -> impl IntoView {
             notice.set(Some("Test setting saved."));
         }
     });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = apps.value().get() {
+            notice.set(Some("App registration setting saved."));
+        }
+    });
     let error = move || {
         super::first_error([
             create.value().get().and_then(Result::err),
             rename.value().get().and_then(Result::err),
             review.value().get().and_then(Result::err),
             tests.value().get().and_then(Result::err),
+            apps.value().get().and_then(Result::err),
         ])
     };
     view! {
@@ -58,10 +85,10 @@ pub fn DepartmentsCard() -> impl IntoView {
                     let rows = list.await.unwrap_or_default();
                     view! {
                         <table class="admin-table stacked">
-                            <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th><th>"Tests before publish"</th></tr></thead>
+                            <thead><tr><th>"Name"</th><th>"Title"</th><th>"Members"</th><th>"Review before publish"</th><th>"Tests before publish"</th><th>"Maintainers register apps"</th></tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|d| {
-                                    let (for_rename, for_review, for_tests, title) = (d.name.clone(), d.name.clone(), d.name.clone(), d.title.clone());
+                                    let (for_rename, for_review, for_tests, for_apps, title) = (d.name.clone(), d.name.clone(), d.name.clone(), d.name.clone(), d.title.clone());
                                     view! {
                                     <tr data-department=d.name.clone()>
                                         <td><code>{d.name.clone()}</code></td>
@@ -73,26 +100,9 @@ pub fn DepartmentsCard() -> impl IntoView {
                                             </ActionForm>
                                         </td>
                                         <td data-label="Members">{d.members}</td>
-                                        <td data-label="Review before publish">
-                                            <ActionForm action=review attr:class="inline-form">
-                                                <input type="hidden" name="name" value=for_review />
-                                                <select name="review" aria-label="Review before publish">
-                                                    <option value="off" selected=!d.review_required>"off"</option>
-                                                    <option value="required" selected=d.review_required>"required"</option>
-                                                </select>
-                                                <button type="submit" class="link-button">"Save"</button>
-                                            </ActionForm>
-                                        </td>
-                                        <td data-label="Tests before publish">
-                                            <ActionForm action=tests attr:class="inline-form">
-                                                <input type="hidden" name="name" value=for_tests />
-                                                <select name="tests" aria-label="Tests before publish">
-                                                    <option value="off" selected=!d.tests_required>"off"</option>
-                                                    <option value="required" selected=d.tests_required>"required"</option>
-                                                </select>
-                                                <button type="submit" class="link-button">"Save"</button>
-                                            </ActionForm>
-                                        </td>
+                                        {setting_cell!(review, "name", for_review, "review", "Review before publish", ("off", "off"), ("required", "required"), d.review_required)}
+                                        {setting_cell!(tests, "name", for_tests, "tests", "Tests before publish", ("off", "off"), ("required", "required"), d.tests_required)}
+                                        {setting_cell!(apps, "department", for_apps, "allowed", "Maintainers register apps", ("no", "no"), ("yes", "allowed"), d.maintainers_register_apps)}
                                     </tr>
                                     }
                                 }).collect_view()}

@@ -17,6 +17,7 @@ mod users;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+pub(crate) use apps::AppsCard;
 pub use audit::AuditLog;
 pub use health::ToolHealth;
 pub(crate) use moderation::ModerateForm;
@@ -43,7 +44,7 @@ pub fn Admin() -> impl IntoView {
             <sso::GroupsCard />
             <PolicyCard />
             <chat_endpoints::ChatEndpointsCard />
-            <apps::AppsCard />
+            <AppsCard />
         </RequireUser>
     }
 }

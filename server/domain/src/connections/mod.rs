@@ -1,7 +1,8 @@
 //! Connected accounts: tools that act as the person who calls them.
 //!
-//! An admin registers an upstream OAuth app (`jira`, `github`, …): its
-//! endpoints, client, scopes and the hosts its tokens may go to. Each person
+//! An admin (or, where one allows it, a department's maintainer, for their
+//! own department) registers an upstream OAuth app (`jira`, `github`, …):
+//! its endpoints, client, scopes and the hosts its tokens may go to. Each person
 //! connects their own account at it (authorization code with PKCE; the
 //! server keeps the flow in their session) and may disconnect. A tool
 //! declares the apps it uses; a call of it carries the caller's tokens to
@@ -26,10 +27,10 @@ pub use oauth::{Discovered, Upstream};
 
 use crate::accounts::User;
 use crate::ids::UserId;
-use crate::names::Invalid;
+use crate::names::{Invalid, Role};
 use crate::sandbox::OutboundSecret;
 use crate::secrets::SecretError;
-use crate::store::StoreError;
+use crate::store::{StoreError, Tx};
 use crate::{audit, now_ms};
 
 handle! {
@@ -84,17 +85,25 @@ pub enum EndpointsGiven {
     Each { authorize_url: String, token_url: String, revoke_url: Option<String> },
 }
 
-/// An app as an admin registers it, parsed from the form's fields.
+/// An app's endpoints, client, scopes and hosts, as registering or editing
+/// it gives them, parsed from the form's fields.
+#[derive(Debug, Clone)]
+pub struct AppSettings {
+    pub endpoints: EndpointsGiven,
+    pub client_id: String,
+    /// `None`: none (registering), or keep the stored one (editing).
+    pub client_secret: Option<String>,
+    pub scopes: Vec<String>,
+    pub hosts: Vec<String>,
+}
+
+/// An app as an admin (or an allowed maintainer) registers it.
 #[derive(Debug, Clone)]
 pub struct AppRegistration {
     pub name: AppName,
     /// `None`: for every department.
     pub department: Option<String>,
-    pub endpoints: EndpointsGiven,
-    pub client_id: String,
-    pub client_secret: Option<String>,
-    pub scopes: Vec<String>,
-    pub hosts: Vec<String>,
+    pub settings: AppSettings,
 }
 
 fn http_url(field: &'static str, raw: &str) -> Result<String, Invalid> {
@@ -105,14 +114,12 @@ fn http_url(field: &'static str, raw: &str) -> Result<String, Invalid> {
     Ok(url.to_string())
 }
 
-impl AppRegistration {
+impl AppSettings {
     /// The form's fields: `issuer`, or `authorize_url` and `token_url` (and
     /// optionally `revoke_url`); `scopes` and `hosts` separated by spaces,
-    /// commas or lines.
+    /// commas or lines; an empty secret is `None`.
     #[allow(clippy::too_many_arguments)]
     pub fn parse(
-        name: &str,
-        department: &str,
         issuer: &str,
         authorize_url: &str,
         token_url: &str,
@@ -151,8 +158,6 @@ impl AppRegistration {
             return Err(Invalid { field: "Scopes", reason: "are printable ASCII words".into() });
         }
         Ok(Self {
-            name: AppName::parse(name)?,
-            department: Some(department.trim()).filter(|d| !d.is_empty()).map(str::to_owned),
             endpoints,
             client_id: client_id.to_owned(),
             client_secret: Some(client_secret.trim()).filter(|s| !s.is_empty()).map(str::to_owned),
@@ -160,6 +165,23 @@ impl AppRegistration {
             hosts,
         })
     }
+}
+
+impl AppRegistration {
+    /// `department` empty: for every department.
+    pub fn parse(name: &str, department: &str, settings: AppSettings) -> Result<Self, Invalid> {
+        Ok(Self { name: AppName::parse(name)?, department: Some(department.trim()).filter(|d| !d.is_empty()).map(str::to_owned), settings })
+    }
+}
+
+/// An app's settings as stored, its endpoints resolved.
+struct Stored {
+    authorize_url: String,
+    token_url: String,
+    revoke_url: Option<String>,
+    client_id: String,
+    scopes: Vec<String>,
+    hosts: Vec<String>,
 }
 
 /// A registered app, as pages show it (its secret never leaves).
@@ -263,7 +285,9 @@ impl NotConnected {
 pub enum ConnectionError {
     #[error(transparent)]
     Invalid(#[from] Invalid),
-    #[error("Only administrators may register and remove apps.")]
+    #[error(
+        "Only administrators, and a department's maintainers where an administrator allows it, may register, change and remove its apps."
+    )]
     Forbidden,
     #[error("There is no app “{0}”.")]
     NoSuchApp(String),
@@ -346,6 +370,27 @@ impl Connections<'_> {
         Ok(rows.iter().map(app_from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Whether `user` may register, change and remove apps: admins for any
+    /// department (or all), a maintainer for their own where an admin allows.
+    pub async fn may_register(self, user: &User) -> Result<bool, ConnectionError> {
+        if user.is_admin {
+            return Ok(true);
+        }
+        if user.role != Role::Maintainer {
+            return Ok(false);
+        }
+        let allowed: i64 = sqlx::query_scalar("SELECT maintainers_register_apps FROM departments WHERE id = $1")
+            .bind(user.department.id.0)
+            .fetch_one(self.core.db().pool())
+            .await?;
+        Ok(allowed != 0)
+    }
+
+    /// Whether `user` may change and remove `app` (one of `department`, `None`: the company's).
+    pub async fn may_manage(self, user: &User, department: Option<&str>) -> Result<bool, ConnectionError> {
+        Ok(user.is_admin || (department == Some(user.department.name.as_str()) && self.may_register(user).await?))
+    }
+
     async fn app_row(self, name: &str) -> Result<(App, Option<Vec<u8>>), ConnectionError> {
         let sql = format!("SELECT {APP_COLUMNS} FROM {APP_FROM} WHERE a.name = $1");
         let row = sqlx::query(&sql).bind(name).fetch_optional(self.core.db().pool()).await?;
@@ -353,9 +398,61 @@ impl Connections<'_> {
         Ok((app_from_row(&row)?, row.try_get("client_secret")?))
     }
 
+    /// The app `name`, if `user` may change it.
+    async fn managed(self, user: &User, name: &str) -> Result<App, ConnectionError> {
+        let (app, _) = self.app_row(name).await?;
+        match self.may_manage(user, app.department.as_deref()).await? {
+            true => Ok(app),
+            false => Err(ConnectionError::Forbidden),
+        }
+    }
+
+    /// The settings as stored: the endpoints as given, or discovered from
+    /// the issuer now; and the secret typed, if any.
+    async fn resolve(self, settings: AppSettings) -> Result<(Stored, Option<String>), ConnectionError> {
+        let AppSettings { endpoints, client_id, client_secret, scopes, hosts } = settings;
+        let (authorize_url, token_url, revoke_url) = match endpoints {
+            EndpointsGiven::Each { authorize_url, token_url, revoke_url } => (authorize_url, token_url, revoke_url),
+            EndpointsGiven::Issuer(issuer) => {
+                let found = oauth::discover(&self.core.settings().internal_hosts, &issuer).await?;
+                let check = |field, url: &str| http_url(field, url);
+                (
+                    check("Authorization endpoint", &found.authorization_endpoint)?,
+                    check("Token endpoint", &found.token_endpoint)?,
+                    found.revocation_endpoint.as_deref().map(|r| check("Revocation endpoint", r)).transpose()?,
+                )
+            }
+        };
+        Ok((Stored { authorize_url, token_url, revoke_url, client_id, scopes, hosts }, client_secret))
+    }
+
+    /// Writes app `id`'s settings; `secret`: `None` keeps the stored one,
+    /// `Some(None)` clears it. Answers what `secret` did, for the audit log.
+    async fn write(self, tx: &mut Tx, id: i64, stored: &Stored, secret: Option<Option<&str>>) -> Result<&'static str, ConnectionError> {
+        sqlx::query(
+            "UPDATE oauth_apps SET authorize_url = $1, token_url = $2, revoke_url = $3, client_id = $4, scopes = $5, hosts = $6 WHERE id = $7",
+        )
+        .bind(&stored.authorize_url)
+        .bind(&stored.token_url)
+        .bind(stored.revoke_url.as_deref())
+        .bind(&stored.client_id)
+        .bind(stored.scopes.join(" "))
+        .bind(stored.hosts.join("\n"))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+        let Some(secret) = secret else { return Ok("kept") };
+        // Sealed under its row's id, so it cannot be moved to another app.
+        let sealed = secret.map(|s| self.core.secrets().seal(&client_purpose(id), s));
+        sqlx::query("UPDATE oauth_apps SET client_secret = $1 WHERE id = $2").bind(&sealed).bind(id).execute(&mut **tx).await?;
+        Ok(if sealed.is_some() { "replaced" } else { "cleared" })
+    }
+
     /// Registers an app; with an issuer, its endpoints are discovered now.
-    pub async fn register(self, admin: &User, reg: AppRegistration) -> Result<App, ConnectionError> {
-        if !admin.is_admin {
+    /// A maintainer registers for their own department only.
+    pub async fn register(self, user: &User, reg: AppRegistration) -> Result<App, ConnectionError> {
+        let own = reg.department.as_deref() == Some(user.department.name.as_str());
+        if !(user.is_admin || (own && self.may_register(user).await?)) {
             return Err(ConnectionError::Forbidden);
         }
         let department_id: Option<i64> = match &reg.department {
@@ -369,61 +466,65 @@ impl Connections<'_> {
             ),
             None => None,
         };
-        let (authorize_url, token_url, revoke_url) = match reg.endpoints {
-            EndpointsGiven::Each { authorize_url, token_url, revoke_url } => (authorize_url, token_url, revoke_url),
-            EndpointsGiven::Issuer(issuer) => {
-                let found = oauth::discover(&self.core.settings().internal_hosts, &issuer).await?;
-                let check = |field, url: &str| http_url(field, url);
-                (
-                    check("Authorization endpoint", &found.authorization_endpoint)?,
-                    check("Token endpoint", &found.token_endpoint)?,
-                    found.revocation_endpoint.as_deref().map(|r| check("Revocation endpoint", r)).transpose()?,
-                )
-            }
-        };
+        let (stored, secret) = self.resolve(reg.settings).await?;
         let mut tx = self.core.begin().await?;
         let taken = sqlx::query("SELECT 1 FROM oauth_apps WHERE name = $1").bind(reg.name.as_str()).fetch_optional(&mut *tx).await?;
         if taken.is_some() {
             return Err(ConnectionError::NameTaken(reg.name.as_str().to_owned()));
         }
+        // The row first, its settings by the one write that changing them uses too.
         let id: i64 = sqlx::query(
-            "INSERT INTO oauth_apps (name, department_id, authorize_url, token_url, revoke_url, client_id, scopes, hosts, created_by, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+            "INSERT INTO oauth_apps (name, department_id, authorize_url, token_url, client_id, hosts, created_by, created_at) \
+             VALUES ($1, $2, '', '', '', '', $3, $4) RETURNING id",
         )
         .bind(reg.name.as_str())
         .bind(department_id)
-        .bind(&authorize_url)
-        .bind(&token_url)
-        .bind(revoke_url.as_deref())
-        .bind(&reg.client_id)
-        .bind(reg.scopes.join(" "))
-        .bind(reg.hosts.join("\n"))
-        .bind(admin.id.0)
+        .bind(user.id.0)
         .bind(now_ms())
         .fetch_one(&mut *tx)
         .await?
         .try_get("id")?;
-        if let Some(secret) = &reg.client_secret {
-            // Sealed under its row's id, so it cannot be moved to another app.
-            sqlx::query("UPDATE oauth_apps SET client_secret = $1 WHERE id = $2")
-                .bind(self.core.secrets().seal(&client_purpose(id), secret))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let after = serde_json::json!({"department": reg.department, "token_url": token_url, "scopes": reg.scopes, "hosts": reg.hosts});
-        audit::record(&mut tx, Some(admin.id), "oauth_app.registered", &format!("oauth_app:{}", reg.name.as_str()), None, Some(after))
+        self.write(&mut tx, id, &stored, secret.as_deref().map(Some)).await?;
+        let after = serde_json::json!({"department": reg.department, "token_url": stored.token_url, "scopes": stored.scopes, "hosts": stored.hosts});
+        audit::record(&mut tx, Some(user.id), "oauth_app.registered", &format!("oauth_app:{}", reg.name.as_str()), None, Some(after))
             .await?;
         tx.commit().await?;
         Ok(self.app_row(reg.name.as_str()).await?.0)
     }
 
-    /// Removes an app and every account connected at it (revoked upstream first).
-    pub async fn remove(self, admin: &User, name: &str) -> Result<(), ConnectionError> {
-        if !admin.is_admin {
-            return Err(ConnectionError::Forbidden);
+    /// Changes an app's endpoints, client, scopes or hosts; its name and
+    /// department stay (tools name it). The secret is kept unless a new one
+    /// is given or `clear_secret`. A new client or authorization server
+    /// cannot renew the old one's tokens: every account at the app then
+    /// needs connecting again.
+    pub async fn update(self, user: &User, name: &str, settings: AppSettings, clear_secret: bool) -> Result<App, ConnectionError> {
+        let before = self.managed(user, name).await?;
+        let (stored, secret) = self.resolve(settings).await?;
+        let new_client =
+            before.client_id != stored.client_id || before.authorize_url != stored.authorize_url || before.token_url != stored.token_url;
+        let mut tx = self.core.begin().await?;
+        let secret = if clear_secret { Some(None) } else { secret.as_deref().map(Some) };
+        let secret_change = self.write(&mut tx, before.id, &stored, secret).await?;
+        if new_client {
+            // Moving `generation` on also voids a refresh under way with the old client.
+            sqlx::query("UPDATE connected_accounts SET status = 'reconnect', generation = generation + 1 WHERE app_id = $1")
+                .bind(before.id)
+                .execute(&mut *tx)
+                .await?;
         }
-        let (app, _) = self.app_row(name).await?;
+        let old = serde_json::json!({"authorize_url": before.authorize_url, "token_url": before.token_url, "revoke_url": before.revoke_url,
+            "client_id": before.client_id, "scopes": before.scopes, "hosts": before.hosts});
+        let new = serde_json::json!({"authorize_url": stored.authorize_url, "token_url": stored.token_url, "revoke_url": stored.revoke_url,
+            "client_id": stored.client_id, "scopes": stored.scopes, "hosts": stored.hosts, "client_secret": secret_change,
+            "accounts_reconnect": new_client});
+        audit::record(&mut tx, Some(user.id), "oauth_app.changed", &format!("oauth_app:{name}"), Some(old), Some(new)).await?;
+        tx.commit().await?;
+        Ok(self.app_row(name).await?.0)
+    }
+
+    /// Removes an app and every account connected at it (revoked upstream first).
+    pub async fn remove(self, user: &User, name: &str) -> Result<(), ConnectionError> {
+        let app = self.managed(user, name).await?;
         let users: Vec<i64> = sqlx::query("SELECT user_id FROM connected_accounts WHERE app_id = $1")
             .bind(app.id)
             .fetch_all(self.core.db().pool())
@@ -436,7 +537,7 @@ impl Connections<'_> {
         }
         let mut tx = self.core.begin().await?;
         sqlx::query("DELETE FROM oauth_apps WHERE id = $1").bind(app.id).execute(&mut *tx).await?;
-        audit::record(&mut tx, Some(admin.id), "oauth_app.removed", &format!("oauth_app:{name}"), None, None).await?;
+        audit::record(&mut tx, Some(user.id), "oauth_app.removed", &format!("oauth_app:{name}"), None, None).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -635,6 +736,32 @@ impl Connections<'_> {
         Ok(found.is_some())
     }
 
+    /// Waits, at most `within`, until `user` has a usable account at `app`:
+    /// woken by each account they connect (on any replica, through the audit
+    /// feed), not by polling. True once it is there.
+    pub async fn wait_connected(self, user: &User, app: &str, within: std::time::Duration) -> Result<bool, StoreError> {
+        // Subscribed before the first look: a connection made between them is still told.
+        let mut news = self.core.listing_changes().subscribe_connected().await?;
+        let theirs = format!("user:{}", user.username);
+        let waiting = async {
+            loop {
+                if self.is_connected(user.id, app).await? {
+                    return Ok(true);
+                }
+                loop {
+                    match news.recv().await {
+                        Ok(target) if *target == *theirs => break,
+                        Ok(_) => {}
+                        // Missed some: look again.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(false),
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(within, waiting).await.unwrap_or(Ok(false))
+    }
+
     /// Whether `name` is an app of the company or of department `department_id`.
     pub(crate) async fn usable_in(self, name: &str, department_id: i64) -> Result<bool, StoreError> {
         let found = sqlx::query("SELECT 1 FROM oauth_apps WHERE name = $1 AND (department_id IS NULL OR department_id = $2)")
@@ -696,9 +823,12 @@ impl Connections<'_> {
             Ok(granted) => {
                 let access = boxed.seal(&purpose(uid, aid, "access"), &granted.access_token);
                 let rotated = granted.refresh_token.as_deref().map(|t| boxed.seal(&purpose(uid, aid, "refresh"), t));
+                // `status` too: a racing refresh the provider refused (this one's
+                // rotation made its grant stale) may have marked the account
+                // meanwhile, without moving `generation`; this answer stands.
                 let stored = sqlx::query(
                     "UPDATE connected_accounts SET access_token = $1, refresh_token = COALESCE($2, refresh_token), expires_at = $3, \
-                     generation = generation + 1, refreshed_at = $4 WHERE user_id = $5 AND app_id = $6 AND generation = $7",
+                     status = 'ok', generation = generation + 1, refreshed_at = $4 WHERE user_id = $5 AND app_id = $6 AND generation = $7",
                 )
                 .bind(access)
                 .bind(rotated)

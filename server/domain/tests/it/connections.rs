@@ -1,4 +1,4 @@
-//! Connected accounts, on SQLite and PostgreSQL: who may register apps, each
+//! Connected accounts, on SQLite and PostgreSQL: who may register and change apps, each
 //! caller's own token in their runs, refresh by compare-and-set, a refused
 //! refresh asking to reconnect, disconnect and deactivation revoking
 //! upstream, tokens sealed at rest. The provider here is a loopback stand-in
@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use sqlx::Row;
 use toolshed_domain::accounts::Registration;
-use toolshed_domain::connections::{AppRegistration, ConnectionError};
+use toolshed_domain::connections::{AppRegistration, AppSettings, ConnectionError};
+use toolshed_domain::names::{DepartmentName, Role};
 use toolshed_domain::names::{Description, Tags, Title};
 use toolshed_domain::outbound::InternalHosts;
 use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, ToolSettings, Visibility};
@@ -103,10 +104,15 @@ fn provider() -> (u16, Arc<Mutex<Provider>>) {
     (port, state)
 }
 
-fn registration(name: &str, port: u16) -> AppRegistration {
+/// The stand-in's endpoints for client `client`, its tokens for the stand-in's host.
+fn app_settings(port: u16, client: &str) -> AppSettings {
     let base = format!("http://127.0.0.1:{port}");
     let (auth, token, revoke) = (format!("{base}/authorize"), format!("{base}/token"), format!("{base}/revoke"));
-    AppRegistration::parse(name, "", "", &auth, &token, &revoke, "toolshed", "app-secret", "profile", &format!("127.0.0.1:{port}")).unwrap()
+    AppSettings::parse("", &auth, &token, &revoke, client, "app-secret", "profile", &format!("127.0.0.1:{port}")).unwrap()
+}
+
+fn registration(name: &str, port: u16) -> AppRegistration {
+    AppRegistration::parse(name, "", app_settings(port, "toolshed")).unwrap()
 }
 
 async fn admin(ts: &Toolshed) -> User {
@@ -173,8 +179,9 @@ store_test!(only_admins_register_apps_and_a_client_secret_is_stored_sealed, |db:
     let stored: Vec<u8> = sqlx::query("SELECT client_secret FROM oauth_apps").fetch_one(db.pool()).await.unwrap().get(0);
     assert!(!String::from_utf8_lossy(&stored).contains("app-secret"));
     // Names are what code writes; an issuer on an internal address is refused before anything is sent.
-    assert!(AppRegistration::parse("Jira!", "", "https://id.example", "", "", "", "c", "", "", "api.example.com").is_err());
-    let internal = AppRegistration::parse("meta", "", "http://169.254.169.254", "", "", "", "c", "", "", "api.example.com").unwrap();
+    let discovered = |issuer| AppSettings::parse(issuer, "", "", "", "c", "", "", "api.example.com").unwrap();
+    assert!(AppRegistration::parse("Jira!", "", discovered("https://id.example")).is_err());
+    let internal = AppRegistration::parse("meta", "", discovered("http://169.254.169.254")).unwrap();
     let err = Toolshed::new(db, Settings::default()).connections().register(&root, internal).await.unwrap_err();
     assert!(matches!(err, ConnectionError::Unreachable(_)), "{err:?}");
 });
@@ -307,4 +314,103 @@ store_test!(a_token_the_api_echoes_is_masked_and_a_failed_call_keeps_nothing_it_
     assert!(recorded.call.fetches.is_empty(), "{:?}", recorded.call.fetches);
     let replayed = ts.tools().replay_failed_call(&alice, tool.id, kept[0].id, RunSource::Version(2), json!({"fail": false})).await.unwrap();
     assert!(!format!("{replayed:?}").contains("access-carol"));
+});
+
+store_test!(maintainers_register_and_change_their_own_departments_apps_only_where_an_admin_allows, |db: Db| async move {
+    let ts = Toolshed::new(db, settings());
+    let root = admin(&ts).await;
+    let (bob, carol) = (user(&ts, "bob", "finance").await, user(&ts, "carol", "legal").await);
+    user(&ts, "alice", "finance").await;
+    let alice = ts.membership().set_role(&root, "alice", Role::Maintainer).await.unwrap();
+    let carol = ts.membership().set_role(&root, &carol.username, Role::Maintainer).await.unwrap();
+    let (port, _) = provider();
+    let finance = |name: &str| AppRegistration::parse(name, "finance", app_settings(port, "toolshed")).unwrap();
+    fn forbidden<T>(r: Result<T, ConnectionError>) -> bool {
+        matches!(r, Err(ConnectionError::Forbidden))
+    }
+
+    // Not allowed yet, and only an admin allows it.
+    assert!(!ts.connections().may_register(&alice).await.unwrap());
+    assert!(forbidden(ts.connections().register(&alice, finance("ledger")).await));
+    let dept = DepartmentName::parse("finance").unwrap();
+    let allowed = ts.admin().set_maintainers_register_apps(&alice, &dept, true).await;
+    assert!(matches!(allowed, Err(toolshed_domain::admin::AdminError::Forbidden)), "{allowed:?}");
+    ts.admin().set_maintainers_register_apps(&root, &dept, true).await.unwrap();
+    assert!(ts.admin().admin_departments(&root).await.unwrap().iter().any(|d| d.name == "finance" && d.maintainers_register_apps));
+
+    // Allowed: Alice registers for finance, and for nowhere else; Bob, an author there, does not.
+    assert!(ts.connections().may_register(&alice).await.unwrap());
+    let app = ts.connections().register(&alice, finance("ledger")).await.unwrap();
+    assert_eq!(app.department.as_deref(), Some("finance"));
+    assert!(forbidden(ts.connections().register(&alice, registration("everyone", port)).await), "a company-wide app is an admin's");
+    let legal = AppRegistration::parse("contracts", "legal", app_settings(port, "toolshed")).unwrap();
+    assert!(forbidden(ts.connections().register(&alice, legal).await));
+    assert!(!ts.connections().may_register(&bob).await.unwrap());
+    assert!(forbidden(ts.connections().register(&bob, finance("other")).await));
+    // Carol maintains legal, whose setting is off: finance's app is not hers to change.
+    assert!(forbidden(ts.connections().update(&carol, "ledger", app_settings(port, "stolen"), false).await));
+    assert!(forbidden(ts.connections().remove(&carol, "ledger").await));
+
+    let changed = ts.connections().update(&alice, "ledger", app_settings(port, "finance-client"), false).await.unwrap();
+    assert_eq!(changed.client_id, "finance-client");
+    // Withdrawn with the setting; an admin still may.
+    ts.admin().set_maintainers_register_apps(&root, &dept, false).await.unwrap();
+    assert!(forbidden(ts.connections().remove(&alice, "ledger").await));
+    ts.connections().remove(&root, "ledger").await.unwrap();
+});
+
+store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_a_new_client_asks_to_reconnect, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), settings());
+    let root = admin(&ts).await;
+    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, _) = provider();
+    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let tool = who_am_i(&ts, &alice, port).await;
+    ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+    connect(&ts, &carol, "people", "carol").await;
+    let sealed =
+        || async { sqlx::query("SELECT client_secret FROM oauth_apps").fetch_one(db.pool()).await.unwrap().get::<Option<Vec<u8>>, _>(0) };
+    let secret = sealed().await;
+
+    // Its hosts narrowed elsewhere: the next call's token may no longer go to the API.
+    let mut elsewhere = app_settings(port, "toolshed");
+    (elsewhere.client_secret, elsewhere.hosts) = (None, vec!["api.example.com".into()]);
+    let app = ts.connections().update(&root, "people", elsewhere, false).await.unwrap();
+    assert!(app.secret_set && sealed().await == secret, "an empty secret keeps the stored one");
+    assert!(run(&ts, &carol, tool.id).await.unwrap().starts_with("failed:"), "its token is not sent to a host no longer the app's");
+    let mut back = app_settings(port, "toolshed");
+    back.client_secret = None;
+    ts.connections().update(&root, "people", back, false).await.unwrap();
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol", "the same client: still connected");
+
+    // A new client cannot renew the old one's tokens: everyone connects again.
+    let app = ts.connections().update(&root, "people", app_settings(port, "new-client"), true).await.unwrap();
+    assert!(!app.secret_set && sealed().await.is_none(), "cleared");
+    let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
+    assert!(again.reconnect);
+    connect(&ts, &carol, "people", "carol").await;
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    let missing = ts.connections().update(&root, "nothing", app_settings(port, "x"), false).await.unwrap_err();
+    assert!(matches!(missing, ConnectionError::NoSuchApp(_)), "{missing:?}");
+});
+
+store_test!(a_call_waiting_for_a_connection_wakes_when_it_is_made_on_another_replica, |db: Db| async move {
+    // Replicas share the sealing key.
+    let shared = settings();
+    let (here, there) = (Toolshed::new(db.clone(), shared.clone()), Toolshed::new(db, shared));
+    let root = admin(&here).await;
+    let carol = user(&here, "carol", "legal").await;
+    let (port, _) = provider();
+    here.connections().register(&root, registration("people", port)).await.unwrap();
+    let short = std::time::Duration::from_millis(300);
+    assert!(!here.connections().wait_connected(&carol, "people", short).await.unwrap(), "nobody connected: it gives up");
+
+    let waiting = tokio::spawn({
+        let (here, carol) = (here.clone(), carol.clone());
+        async move { here.connections().wait_connected(&carol, "people", std::time::Duration::from_secs(60)).await }
+    });
+    // The provider sends Carol back to the other replica.
+    connect(&there, &carol, "people", "carol").await;
+    assert!(waiting.await.unwrap().unwrap(), "woken by the connection, well before the minute");
+    assert!(here.connections().wait_connected(&carol, "people", short).await.unwrap(), "already connected: at once");
 });

@@ -354,7 +354,9 @@ process_test!(sigterm_closes_idle_event_streams_ends_subscriptions_and_the_serve
 
     let asked = std::time::Instant::now();
     assert!(srv.stops_cleanly().await);
-    assert!(asked.elapsed() < std::time::Duration::from_secs(5), "took {:?}", asked.elapsed());
+    // Idle keep-alive connections may hold the drain its 4 s; the open streams
+    // must not hold the exit to the 30 s grace. Loose enough for a loaded machine.
+    assert!(asked.elapsed() < std::time::Duration::from_secs(15), "took {:?}", asked.elapsed());
     assert!(streamable.ends_within(std::time::Duration::from_secs(1)).await);
     assert!(legacy.ends_within(std::time::Duration::from_secs(1)).await);
     let last = listening.message().await;

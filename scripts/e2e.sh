@@ -78,7 +78,8 @@ cd end2end
 mkdir -p output
 files=(tests/)
 [ $# -eq 0 ] || { files=("$@"); files=("${files[@]/#/tests/}"); files=("${files[@]/%/.test.mjs}"); }
-# E2E_ONLY='words': only the tests whose names match (node's --test-name-pattern).
+# E2E_ONLY='words': only the tests whose names match (node's --test-name-pattern);
+# PY_ONLY='expr': only the Python tests pytest's -k picks.
 only=()
 [ -z "${E2E_ONLY:-}" ] || only=("--test-name-pattern=$E2E_ONLY")
 TOOLSHED_URL="$base" TOOLSHED_ADMIN_PASSWORD="$admin_password" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" \
@@ -90,7 +91,7 @@ echo "e2e: the official MCP Python SDK (end2end/python)" >&2
 # No .pytest_cache or __pycache__ in the tree.
 TOOLSHED_URL="$base" TOOLSHED_TOKEN="$token" TOOLSHED_PUBLISH_TOKEN="$publish_token" TOOLSHED_ADMIN_PASSWORD="$admin_password" \
     TOOLSHED_TEST_ISSUER="$issuer" TOOLSHED_TEST_APP_SECRET="$app_secret" PYTHONDONTWRITEBYTECODE=1 \
-    "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider end2end/python
+    "$TOOLS/venv/bin/python" -m pytest -q -p no:cacheprovider ${PY_ONLY:+-k "$PY_ONLY"} end2end/python
 
 echo "e2e: the official MCP Python SDK, two replicas on PostgreSQL (tasks, approvals, connected accounts)" >&2
 scripts/with-postgres.sh scripts/e2e-replicas.sh

@@ -629,7 +629,7 @@ async def _connect_in_browser(browser: httpx2.AsyncClient, link: str, login: str
         if 'name="login"' in page.text:
             form |= {"login": login, "password": "any password"}
         page = await browser.post(str(page.url), data=form, follow_redirects=True)
-    assert "/account?connected=" in str(page.url), page.url
+    assert "/account?connected=" in str(page.url), (page.url, page.status_code, page.text[:600])
 
 
 @pytest.mark.skipif(not ISSUER, reason="needs the tests' OpenID provider (scripts/e2e.sh and scripts/e2e-replicas.sh start it)")
@@ -638,7 +638,8 @@ def test_connected_accounts_each_caller_gets_their_own_data_on_any_replica() -> 
     userinfo endpoint answers each person with their own claims): someone
     who never connected gets the link; after connecting in the browser the
     retry works, through either replica; two people each get their own; a
-    disconnect stops the next call."""
+    disconnect stops the next call; a client that opens URLs is sent to
+    connect within the call, in either protocol, and the call completes."""
     suffix = os.urandom(3).hex()
     app, name = f"people_{suffix}", f"who_am_i_{suffix}"
     host = ISSUER.split("://")[1]
@@ -704,6 +705,25 @@ def test_connected_accounts_each_caller_gets_their_own_data_on_any_replica() -> 
                 assert "to connect it" in text_of(await client.call_tool(name, {}))
             async with connect(path, token=TOKEN) as client:
                 assert text_of(await client.call_tool(name, {})) == "ada"
+
+            # A client that opens URLs: the call sends Bob to connect (URL-mode elicitation,
+            # as a 2026 input-required result or on a 2025 session's stream), then completes.
+            for mode in ("auto", "legacy"):
+                opened: list[str] = []
+
+                async def open_url(context, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+                    assert isinstance(params, mcp_types.ElicitRequestURLParams), params
+                    opened.append(params.url)
+                    await _connect_in_browser(bob_browser, params.url, "bob")
+                    return mcp_types.ElicitResult(action="accept")
+
+                # On the replica whose address the provider sends people back to (replicas
+                # behind one address share it; here each has its own).
+                async with connect(path, token=bob_token, mode=mode, elicitation_callback=open_url) as client:
+                    result = await client.call_tool(name, {})
+                    assert not result.is_error and text_of(result) == "bob", (mode, result)
+                assert opened == [f"{BASE}/connect/{app}"], (mode, opened)
+                assert (await bob_browser.post("/api/apps/disconnect", data={"app": app})).status_code == 200
         finally:
             for browser, _ in people.values():
                 await browser.aclose()

@@ -272,6 +272,16 @@ test('a maintainer registers their department’s app once an admin allows it, a
   await card.getByText(`Saved “${app}”.`).waitFor();
   assert.match(await row.locator('td[data-label="Scopes"]').textContent(), /^openid\s*to/);
   assert.match(await row.textContent(), /secret set/);
+  // Two tabs connecting at once (a link followed twice): each comes back to its own flow.
+  const first = await maintainer.context().newPage();
+  await first.goto(`${BASE}/connect/${app}`);
+  await first.locator('input[name=login]').waitFor();
+  const second = await maintainer.context().newPage();
+  await connectAt(second, `${BASE}/connect/${app}`, 'mo');
+  await connectAt(first, first.url(), 'mo');
+  assert.match(await first.locator(`#connected-accounts tr[data-account="${app}"] .status`).textContent(), /connected/);
+  await Promise.all([first.close(), second.close()]);
+
   // The audit log names who changed it, and that the secret was kept.
   const audit = JSON.stringify(await call(admin, 'admin/audit', { action: 'oauth_app.changed', actor: '', target: `oauth_app:${app}`, from: '', to: '', page: '1' }));
   assert.ok(audit.includes('oauth_app.changed') && audit.includes('kept'), audit);

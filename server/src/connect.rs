@@ -3,7 +3,8 @@
 //! `GET /connect/{app}` (the link a call that needs the account answers
 //! with) starts the authorization code flow with PKCE; the flow waits in the
 //! browser's session (SameSite=Lax, so the provider's redirect back carries
-//! it) and is used once. `GET /connect/callback` hands the code to the domain
+//! it), beside the few others the person may have started in other tabs, and
+//! is used once: the callback takes the one its `state` names. `GET /connect/callback` hands the code to the domain
 //! (`Connections::finish`), which exchanges it and seals the tokens. Both
 //! end on the Account page: `?connected=APP`, or `?connect=failed` with the
 //! reason kept in the session for the page to say once.
@@ -18,7 +19,9 @@ use toolshed_domain::Toolshed;
 use tower_sessions::Session;
 use tracing::Instrument;
 
-const FLOW_KEY: &str = "connect.flow";
+const FLOW_KEY: &str = "connect.flows";
+/// Flows a session keeps under way at once (tabs, a link followed twice); the oldest goes first.
+const MAX_FLOWS: usize = 4;
 
 pub fn routes<S: Clone + Send + Sync + 'static>(toolshed: Toolshed) -> Router<S> {
     // The callback's own route wins over `{app}`: no app can be named "callback" anyway.
@@ -40,7 +43,7 @@ async fn start(State(toolshed): State<Toolshed>, session: Session, Path(app): Pa
     }
     let begun = toolshed.connections().begin(&user, &app).await;
     match begun {
-        Ok((url, flow)) => match session.insert(FLOW_KEY, flow).await {
+        Ok((url, flow)) => match session.insert(FLOW_KEY, with_flow(flows(&session).await, flow)).await {
             Ok(()) => Redirect::to(&url).into_response(),
             Err(_) => failed(&session, "Your session could not be stored. Try again.".into()).await,
         },
@@ -66,11 +69,24 @@ async fn callback(State(toolshed): State<Toolshed>, session: Session, Query(q): 
     }
 }
 
+async fn flows(session: &Session) -> Vec<Flow> {
+    session.get(FLOW_KEY).await.ok().flatten().unwrap_or_default()
+}
+
+fn with_flow(mut flows: Vec<Flow>, flow: Flow) -> Vec<Flow> {
+    flows.push(flow);
+    let extra = flows.len().saturating_sub(MAX_FLOWS);
+    flows.drain(..extra);
+    flows
+}
+
 async fn finish(toolshed: &Toolshed, session: &Session, q: CallbackQuery) -> Result<String, ConnectionError> {
-    // Used once, whatever happens next.
-    let flow: Flow = session.remove(FLOW_KEY).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
-    let user = toolshed.sessions().session_user(session).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
     let state = q.state.ok_or(ConnectionError::FlowLost)?;
+    // Used once, whatever happens next; the others wait on.
+    let mut flows = flows(session).await;
+    let flow = flows.iter().position(|f| f.is_for(&state)).map(|at| flows.remove(at)).ok_or(ConnectionError::FlowLost)?;
+    session.insert(FLOW_KEY, flows).await.map_err(|_| ConnectionError::FlowLost)?;
+    let user = toolshed.sessions().session_user(session).await.ok().flatten().ok_or(ConnectionError::FlowLost)?;
     let code = match (q.code, q.error) {
         (Some(code), None) => Ok(code),
         (_, error) => {

@@ -260,6 +260,13 @@ pub struct Flow {
     started_at: i64,
 }
 
+impl Flow {
+    /// Whether the provider's `state` is this flow's.
+    pub fn is_for(&self, state: &str) -> bool {
+        constant_time_eq(self.state.as_bytes(), state.as_bytes())
+    }
+}
+
 /// A call of a tool acting as its caller at an app the caller has not
 /// connected (or must connect again): where to connect, and then call again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -584,7 +591,7 @@ impl Connections<'_> {
     /// happens (the caller has taken it out of the session).
     pub async fn finish(self, user: &User, flow: Flow, state: &str, code: Result<&str, String>) -> Result<String, ConnectionError> {
         let fresh = now_ms() - flow.started_at < FLOW_LIFETIME_MS;
-        let same = flow.user == user.id.0 && constant_time_eq(flow.state.as_bytes(), state.as_bytes());
+        let same = flow.user == user.id.0 && flow.is_for(state);
         if !fresh || !same {
             return Err(ConnectionError::FlowLost);
         }

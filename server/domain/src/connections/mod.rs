@@ -502,17 +502,21 @@ impl Connections<'_> {
     /// Changes an app's endpoints, client, scopes or hosts; its name and
     /// department stay (tools name it). The secret is kept unless a new one
     /// is given or `clear_secret`. A new client or authorization server
-    /// cannot renew the old one's tokens: every account at the app then
+    /// cannot renew the old one's tokens, and people connected knowing which
+    /// hosts their tokens go to: after either change every account at the app
     /// needs connecting again.
     pub async fn update(self, user: &User, name: &str, settings: AppSettings, clear_secret: bool) -> Result<App, ConnectionError> {
         let before = self.managed(user, name).await?;
         let (stored, secret) = self.resolve(settings).await?;
         let new_client =
             before.client_id != stored.client_id || before.authorize_url != stored.authorize_url || before.token_url != stored.token_url;
+        // People connected having seen where their tokens would go; somewhere new asks them again.
+        let new_hosts = stored.hosts.iter().any(|h| !before.hosts.contains(h));
+        let reconnect = new_client || new_hosts;
         let mut tx = self.core.begin().await?;
         let secret = if clear_secret { Some(None) } else { secret.as_deref().map(Some) };
         let secret_change = self.write(&mut tx, before.id, &stored, secret).await?;
-        if new_client {
+        if reconnect {
             // Moving `generation` on also voids a refresh under way with the old client.
             sqlx::query("UPDATE connected_accounts SET status = 'reconnect', generation = generation + 1 WHERE app_id = $1")
                 .bind(before.id)
@@ -523,7 +527,7 @@ impl Connections<'_> {
             "client_id": before.client_id, "scopes": before.scopes, "hosts": before.hosts});
         let new = serde_json::json!({"authorize_url": stored.authorize_url, "token_url": stored.token_url, "revoke_url": stored.revoke_url,
             "client_id": stored.client_id, "scopes": stored.scopes, "hosts": stored.hosts, "client_secret": secret_change,
-            "accounts_reconnect": new_client});
+            "accounts_reconnect": reconnect});
         audit::record(&mut tx, Some(user.id), "oauth_app.changed", &format!("oauth_app:{name}"), Some(old), Some(new)).await?;
         tx.commit().await?;
         Ok(self.app_row(name).await?.0)

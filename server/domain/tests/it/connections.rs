@@ -359,7 +359,7 @@ store_test!(maintainers_register_and_change_their_own_departments_apps_only_wher
     ts.connections().remove(&root, "ledger").await.unwrap();
 });
 
-store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_a_new_client_asks_to_reconnect, |db: Db| async move {
+store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_new_hosts_or_a_new_client_ask_to_reconnect, |db: Db| async move {
     let ts = Toolshed::new(db.clone(), settings());
     let root = admin(&ts).await;
     let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
@@ -372,16 +372,24 @@ store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_a_new_client_as
         || async { sqlx::query("SELECT client_secret FROM oauth_apps").fetch_one(db.pool()).await.unwrap().get::<Option<Vec<u8>>, _>(0) };
     let secret = sealed().await;
 
-    // Its hosts narrowed elsewhere: the next call's token may no longer go to the API.
-    let mut elsewhere = app_settings(port, "toolshed");
-    (elsewhere.client_secret, elsewhere.hosts) = (None, vec!["api.example.com".into()]);
-    let app = ts.connections().update(&root, "people", elsewhere, false).await.unwrap();
+    let hosts = |list: &[&str]| {
+        let mut settings = app_settings(port, "toolshed");
+        (settings.client_secret, settings.hosts) = (None, list.iter().map(|h| h.to_string()).collect());
+        settings
+    };
+    let (api, other) = (format!("127.0.0.1:{port}"), "api.example.com");
+    // Its tokens may go somewhere new: everyone connects again, having seen where.
+    let app = ts.connections().update(&root, "people", hosts(&[&api, other]), false).await.unwrap();
     assert!(app.secret_set && sealed().await == secret, "an empty secret keeps the stored one");
+    let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
+    assert!(again.reconnect);
+    connect(&ts, &carol, "people", "carol").await;
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    // Narrowed: still connected, and the token no longer goes to the host taken away, from the next call on.
+    ts.connections().update(&root, "people", hosts(&[other]), false).await.unwrap();
     assert!(run(&ts, &carol, tool.id).await.unwrap().starts_with("failed:"), "its token is not sent to a host no longer the app's");
-    let mut back = app_settings(port, "toolshed");
-    back.client_secret = None;
-    ts.connections().update(&root, "people", back, false).await.unwrap();
-    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol", "the same client: still connected");
+    let status = ts.connections().accounts(&carol).await.unwrap()[0].connected.as_ref().unwrap().status;
+    assert_eq!(status, toolshed_domain::connections::AccountStatus::Connected);
 
     // A new client cannot renew the old one's tokens: everyone connects again.
     let app = ts.connections().update(&root, "people", app_settings(port, "new-client"), true).await.unwrap();

@@ -222,7 +222,7 @@ mod from_domain {
                 E::Invalid(_) => AppError::Invalid(e.to_string()),
                 E::Forbidden => AppError::Forbidden,
                 E::NoSuchApp(_) | E::NoSuchDepartment(_) => AppError::Invalid(e.to_string()),
-                E::NameTaken(_) => AppError::Conflict(e.to_string()),
+                E::NameTaken(_) | E::ChangedMeanwhile => AppError::Conflict(e.to_string()),
                 E::FlowLost | E::Declined(_) | E::Unreachable(_) => AppError::Refused(e.to_string()),
                 E::Secret(_) | E::Store(_) => {
                     tracing::error!(error = %e, "connected accounts failure");

@@ -203,39 +203,20 @@ impl Asking {
     /// runs again (connected meanwhile, it works). Else `None`: the link is
     /// the call's answer, as a tool error.
     pub(super) fn connect_at(&mut self, missing: &NotConnected) -> Option<Map<String, Value>> {
-        let opens_urls = self.capabilities.get("elicitation").is_some_and(|e| e.get("url").is_some());
-        if self.asks == Asks::Nowhere || !opens_urls || self.input.answers().contains_key(CONNECT_KEY) {
+        if self.asks == Asks::Nowhere {
             return None;
         }
-        // Unique per call: a client may keep several open.
-        let id = format!("connect-{}-{}", missing.app, rand::random::<u64>());
-        let question = serde_json::json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "url",
-                "message": format!("Connect your account at “{}”: this tool acts as you there. Accept once you have connected it.", missing.app),
-                "url": missing.link,
-                "elicitationId": id,
-            }
-        });
-        Some(Map::from_iter([(CONNECT_KEY.to_owned(), question)]))
+        connect_question(&self.capabilities, &self.input, missing)
     }
 
     /// The person accepted to go and connect an account ([`Asking::connect_at`]):
-    /// accepting means they opened the page, not that they finished, so the
-    /// call waits (once, at most [`CONNECT_WAIT`]) until the account is
-    /// connected, woken by the connection itself. True: run the call again.
+    /// the call waits for it, once ([`waited_for_connection`]). True: run the call again.
     pub(super) async fn waited_for_connection(&mut self, toolshed: &Toolshed, app: &str, cancelled: &CancellationToken) -> bool {
-        let accepted = self.input.answers().get(CONNECT_KEY).is_some_and(|a| a.answer["action"] == "accept");
-        if !accepted || self.connect_waited {
+        if self.connect_waited || !connect_accepted(&self.input) {
             return false;
         }
         self.connect_waited = true;
-        let Ok(Some(user)) = toolshed.accounts().user(self.user).await else { return false };
-        tokio::select! {
-            connected = toolshed.connections().wait_connected(&user, app, CONNECT_WAIT) => connected.unwrap_or(false),
-            () = cancelled.cancelled() => false,
-        }
+        waited_for_connection(toolshed, self.user, app, cancelled).await
     }
 
     /// When the person declined (or dismissed) the question [`Asking::waits_on`]
@@ -259,6 +240,45 @@ const APPROVAL_KEY: &str = "toolshed_approval";
 const CONNECT_KEY: &str = "toolshed_connect";
 /// How long a call waits for its person to finish connecting.
 const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// Where the client can open a URL for its person (URL-mode elicitation)
+/// and has not been sent yet in this call: the question that sends them to
+/// connect their account at `missing.app`.
+pub(super) fn connect_question(capabilities: &Map<String, Value>, input: &Input, missing: &NotConnected) -> Option<Map<String, Value>> {
+    let opens_urls = capabilities.get("elicitation").is_some_and(|e| e.get("url").is_some());
+    if !opens_urls || input.answers().contains_key(CONNECT_KEY) {
+        return None;
+    }
+    // Unique per call: a client may keep several open.
+    let id = format!("connect-{}-{}", missing.app, rand::random::<u64>());
+    let question = serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "message": format!("Connect your account at “{}”: this tool acts as you there. Accept once you have connected it.", missing.app),
+            "url": missing.link,
+            "elicitationId": id,
+        }
+    });
+    Some(Map::from_iter([(CONNECT_KEY.to_owned(), question)]))
+}
+
+/// Whether the person accepted [`connect_question`].
+pub(super) fn connect_accepted(input: &Input) -> bool {
+    input.answers().get(CONNECT_KEY).is_some_and(|a| a.answer["action"] == "accept")
+}
+
+/// Once the person accepted [`connect_question`]: accepting means they
+/// opened the page, not that they finished, so this waits (at most
+/// [`CONNECT_WAIT`]) until the account is connected, woken by the connection
+/// itself. True: run the call again.
+pub(super) async fn waited_for_connection(toolshed: &Toolshed, user: UserId, app: &str, cancelled: &CancellationToken) -> bool {
+    let Ok(Some(user)) = toolshed.accounts().user(user).await else { return false };
+    tokio::select! {
+        connected = toolshed.connections().wait_connected(&user, app, CONNECT_WAIT) => connected.unwrap_or(false),
+        () = cancelled.cancelled() => false,
+    }
+}
 
 /// A question of a kind the client did not declare it can answer: a
 /// protocol error (MCP's MissingRequiredClientCapability), whichever way

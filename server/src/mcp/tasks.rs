@@ -32,7 +32,7 @@ use toolshed_domain::tools::approvals::ApprovalStatus;
 use toolshed_domain::tools::{Live, ToolError, Via};
 use toolshed_domain::Toolshed;
 
-use super::asking::{input_requests, undeclared};
+use super::asking::{connect_accepted, connect_question, input_requests, undeclared, waited_for_connection};
 use super::handler::{step, Step};
 
 /// How long an `optional` tool's call runs in its request before it becomes a task.
@@ -114,15 +114,22 @@ impl TaskCall {
     /// its request before it became a task.
     async fn run_on(self, id: String, mut run: Run, mut input: Input, mut rounds: usize) {
         let tasks = self.toolshed.tasks();
+        // The app the person was sent to connect (once a call).
+        let mut connecting = None;
         let ending = loop {
             // The questions, and the approval (if any) the run that asked them was admitted under.
             let (asked, approval) = match self.await_run(&id, &mut run).await {
                 None => return,
                 Some(Ok(Step::Done(result))) => break Ending::Completed(as_object(&result)),
-                // A task has no one to send to the provider: the link is its answer.
-                Some(Ok(Step::Connect(missing))) => {
-                    break Ending::Completed(as_object(&CallToolResult::error(vec![ContentBlock::text(missing.to_string())])))
-                }
+                // Where the client opens URLs the task sends its person to connect (input
+                // required); else, or once they were sent, the link is its answer.
+                Some(Ok(Step::Connect(missing))) => match connect_question(&self.capabilities, &input, &missing) {
+                    Some(asked) => {
+                        connecting = Some(missing.app);
+                        (asked, None)
+                    }
+                    None => break Ending::Completed(as_object(&CallToolResult::error(vec![ContentBlock::text(missing.to_string())]))),
+                },
                 Some(Err(e)) => break Ending::Failed(as_object(&e)),
                 Some(Ok(Step::Asks { requests, approval })) => (requests, approval),
                 Some(Ok(Step::Held { approval: request, message })) => {
@@ -154,6 +161,12 @@ impl TaskCall {
                 Some(answers) => answers,
                 None => return,
             };
+            if let Some(app) = connecting.take().filter(|_| connect_accepted(&input)) {
+                // Connected or not (the run then answers with the link), the call runs again.
+                if !self.await_connection(&id, &app).await && self.cancel.is_cancelled() {
+                    return;
+                }
+            }
             run = self.round(input.clone(), approval);
         };
         if let Err(e) = tasks.settle(&id, ending).await {
@@ -224,6 +237,29 @@ impl TaskCall {
                 Ok(Some(ApprovalStatus::Pending)) => {}
                 Ok(_) => return true,
                 Err(e) => tracing::warn!(error = %e, "could not look in on an approval"),
+            }
+        }
+    }
+
+    /// Waits for the person to connect their account at `app`, saying so as
+    /// the task's status and looking in on the task meanwhile; true once connected.
+    async fn await_connection(&self, id: &str, app: &str) -> bool {
+        let tasks = self.toolshed.tasks();
+        if let Err(e) = tasks.say(id, &format!("Waiting for you to connect your account at “{app}”.")).await {
+            tracing::warn!(error = %e, "could not record a task's status");
+        }
+        let waiting = waited_for_connection(&self.toolshed, self.user, app, &self.cancel);
+        tokio::pin!(waiting);
+        let mut poll = tokio::time::interval(POLL);
+        loop {
+            tokio::select! {
+                connected = &mut waiting => return connected,
+                _ = poll.tick() => match tasks.beat(id).await {
+                    Ok(Some((status, _))) if !status.is_terminal() => {}
+                    // Cancelled: the wait ends with it.
+                    Ok(_) => self.cancel.cancel(),
+                    Err(e) => tracing::warn!(error = %e, "could not look in on a task"),
+                },
             }
         }
     }

@@ -152,7 +152,7 @@ fn AppRow(app: AppView, update: ServerAction<UpdateApp>, remove: ServerAction<Re
                 <details>
                     <summary>{summary}</summary>
                     <p class="muted small">
-                        "Its name and department stay: tools name it. A new host, client ID or endpoint asks everyone connected to connect again."
+                        "Its name and department stay: tools name it. A new host asks everyone connected to connect again; a new client ID or endpoint disconnects everyone (revoked at the old endpoints) and clears the secret unless you type it again."
                     </p>
                     <ActionForm action=update attr:class="stack update-app">
                         <input type="hidden" name="name" value=for_update />

@@ -174,6 +174,14 @@ impl AppRegistration {
     }
 }
 
+/// An account taken away (its app removed or given a new client): its
+/// tokens, sealed, to revoke.
+struct Taken {
+    user: i64,
+    access: Vec<u8>,
+    refresh: Option<Vec<u8>>,
+}
+
 /// An app's settings as stored, its endpoints resolved.
 struct Stored {
     authorize_url: String,
@@ -184,8 +192,28 @@ struct Stored {
     hosts: Vec<String>,
 }
 
+impl From<&App> for Stored {
+    fn from(app: &App) -> Self {
+        Self {
+            authorize_url: app.authorize_url.clone(),
+            token_url: app.token_url.clone(),
+            revoke_url: app.revoke_url.clone(),
+            client_id: app.client_id.clone(),
+            scopes: app.scopes.clone(),
+            hosts: app.hosts.clone(),
+        }
+    }
+}
+
+/// What a flow must find unchanged to finish: where the code and the
+/// tokens go, and what the person saw.
+fn fingerprint(app: &App) -> String {
+    let revoke = app.revoke_url.as_deref().unwrap_or_default();
+    format!("{}\n{}\n{revoke}\n{}\n{}", app.authorize_url, app.token_url, app.client_id, app.hosts.join(" "))
+}
+
 /// A registered app, as pages show it (its secret never leaves).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct App {
     pub id: i64,
     pub name: String,
@@ -254,6 +282,9 @@ pub struct AccountView {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Flow {
     app: String,
+    /// The app's endpoints, client and hosts when the flow began: a flow
+    /// begun before a change of them finishes nowhere.
+    app_was: String,
     state: String,
     verifier: String,
     user: i64,
@@ -302,6 +333,8 @@ pub enum ConnectionError {
     NameTaken(String),
     #[error("There is no department “{0}”.")]
     NoSuchDepartment(String),
+    #[error("The app was changed meanwhile; look at it again and redo your change.")]
+    ChangedMeanwhile,
     /// The browser came back without a flow it started, or too late.
     #[error("This connection was not started here, or took too long; start it again from your Account page.")]
     FlowLost,
@@ -433,11 +466,20 @@ impl Connections<'_> {
         Ok((Stored { authorize_url, token_url, revoke_url, client_id, scopes, hosts }, client_secret))
     }
 
-    /// Writes app `id`'s settings; `secret`: `None` keeps the stored one,
-    /// `Some(None)` clears it. Answers what `secret` did, for the audit log.
-    async fn write(self, tx: &mut Tx, id: i64, stored: &Stored, secret: Option<Option<&str>>) -> Result<&'static str, ConnectionError> {
-        sqlx::query(
-            "UPDATE oauth_apps SET authorize_url = $1, token_url = $2, revoke_url = $3, client_id = $4, scopes = $5, hosts = $6 WHERE id = $7",
+    /// Writes app `id`'s settings, if they are still `was` (else it changed
+    /// meanwhile); `secret`: `None` keeps the stored one, `Some(None)` clears
+    /// it. Answers what `secret` did, for the audit log.
+    async fn write(
+        self,
+        tx: &mut Tx,
+        id: i64,
+        was: &Stored,
+        stored: &Stored,
+        secret: Option<Option<&str>>,
+    ) -> Result<&'static str, ConnectionError> {
+        let written = sqlx::query(
+            "UPDATE oauth_apps SET authorize_url = $1, token_url = $2, revoke_url = $3, client_id = $4, scopes = $5, hosts = $6 \
+             WHERE id = $7 AND authorize_url = $8 AND token_url = $9 AND COALESCE(revoke_url, '') = $10 AND client_id = $11 AND hosts = $12",
         )
         .bind(&stored.authorize_url)
         .bind(&stored.token_url)
@@ -446,8 +488,16 @@ impl Connections<'_> {
         .bind(stored.scopes.join(" "))
         .bind(stored.hosts.join("\n"))
         .bind(id)
+        .bind(&was.authorize_url)
+        .bind(&was.token_url)
+        .bind(was.revoke_url.as_deref().unwrap_or_default())
+        .bind(&was.client_id)
+        .bind(was.hosts.join("\n"))
         .execute(&mut **tx)
         .await?;
+        if written.rows_affected() == 0 {
+            return Err(ConnectionError::ChangedMeanwhile);
+        }
         let Some(secret) = secret else { return Ok("kept") };
         // Sealed under its row's id, so it cannot be moved to another app.
         let sealed = secret.map(|s| self.core.secrets().seal(&client_purpose(id), s));
@@ -491,7 +541,8 @@ impl Connections<'_> {
         .fetch_one(&mut *tx)
         .await?
         .try_get("id")?;
-        self.write(&mut tx, id, &stored, secret.as_deref().map(Some)).await?;
+        let placeholder = Stored::from(&App::default());
+        self.write(&mut tx, id, &placeholder, &stored, secret.as_deref().map(Some)).await?;
         let after = serde_json::json!({"department": reg.department, "token_url": stored.token_url, "scopes": stored.scopes, "hosts": stored.hosts});
         audit::record(&mut tx, Some(user.id), "oauth_app.registered", &format!("oauth_app:{}", reg.name.as_str()), None, Some(after))
             .await?;
@@ -507,49 +558,81 @@ impl Connections<'_> {
     /// needs connecting again.
     pub async fn update(self, user: &User, name: &str, settings: AppSettings, clear_secret: bool) -> Result<App, ConnectionError> {
         let before = self.managed(user, name).await?;
-        let (stored, secret) = self.resolve(settings).await?;
-        let new_client =
-            before.client_id != stored.client_id || before.authorize_url != stored.authorize_url || before.token_url != stored.token_url;
+        let (_, old_secret) = self.app_row(name).await?;
+        let (stored, typed) = self.resolve(settings).await?;
+        let endpoints_moved =
+            before.authorize_url != stored.authorize_url || before.token_url != stored.token_url || before.revoke_url != stored.revoke_url;
+        let new_client = endpoints_moved || before.client_id != stored.client_id;
         // People connected having seen where their tokens would go; somewhere new asks them again.
         let new_hosts = stored.hosts.iter().any(|h| !before.hosts.contains(h));
-        let reconnect = new_client || new_hosts;
+        // The secret goes to the token and revocation endpoints: to new ones only if typed again.
+        let secret = match (clear_secret, typed.as_deref()) {
+            (true, _) => Some(None),
+            (false, Some(typed)) => Some(Some(typed)),
+            (false, None) if endpoints_moved => Some(None),
+            (false, None) => None,
+        };
         let mut tx = self.core.begin().await?;
-        let secret = if clear_secret { Some(None) } else { secret.as_deref().map(Some) };
-        let secret_change = self.write(&mut tx, before.id, &stored, secret).await?;
-        if reconnect {
-            // Moving `generation` on also voids a refresh under way with the old client.
-            sqlx::query("UPDATE connected_accounts SET status = 'reconnect', generation = generation + 1 WHERE app_id = $1")
-                .bind(before.id)
-                .execute(&mut *tx)
-                .await?;
-        }
+        let secret_change = self.write(&mut tx, before.id, &Stored::from(&before), &stored, secret).await?;
+        // A new client or endpoint: no token of the old one may reach the new
+        // endpoints, so the accounts are forgotten (revoked at the old ones
+        // below, once committed); new hosts only: connecting again shows them.
+        let forgotten = match new_client {
+            true => self.take_accounts(&mut tx, before.id).await?,
+            false => {
+                if new_hosts {
+                    sqlx::query("UPDATE connected_accounts SET status = 'reconnect', generation = generation + 1 WHERE app_id = $1")
+                        .bind(before.id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                Vec::new()
+            }
+        };
         let old = serde_json::json!({"authorize_url": before.authorize_url, "token_url": before.token_url, "revoke_url": before.revoke_url,
             "client_id": before.client_id, "scopes": before.scopes, "hosts": before.hosts});
         let new = serde_json::json!({"authorize_url": stored.authorize_url, "token_url": stored.token_url, "revoke_url": stored.revoke_url,
             "client_id": stored.client_id, "scopes": stored.scopes, "hosts": stored.hosts, "client_secret": secret_change,
-            "accounts_reconnect": reconnect});
+            "accounts": if new_client { "forgotten" } else if new_hosts { "reconnect" } else { "kept" }});
         audit::record(&mut tx, Some(user.id), "oauth_app.changed", &format!("oauth_app:{name}"), Some(old), Some(new)).await?;
         tx.commit().await?;
+        self.revoke_all(&before, old_secret.as_deref(), forgotten).await;
         Ok(self.app_row(name).await?.0)
     }
 
-    /// Removes an app and every account connected at it (revoked upstream first).
+    /// Deletes every account at app `app_id` in `tx`, answering their tokens
+    /// (sealed) for revoking once the deletion is committed.
+    async fn take_accounts(self, tx: &mut Tx, app_id: i64) -> Result<Vec<Taken>, ConnectionError> {
+        let rows = sqlx::query("SELECT user_id, access_token, refresh_token FROM connected_accounts WHERE app_id = $1")
+            .bind(app_id)
+            .fetch_all(&mut **tx)
+            .await?;
+        let taken = rows
+            .iter()
+            .map(|r| Ok(Taken { user: r.try_get("user_id")?, access: r.try_get("access_token")?, refresh: r.try_get("refresh_token")? }))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        sqlx::query("DELETE FROM connected_accounts WHERE app_id = $1").bind(app_id).execute(&mut **tx).await?;
+        Ok(taken)
+    }
+
+    /// Revokes taken accounts' tokens at `app`'s endpoints (as they were), best effort.
+    async fn revoke_all(self, app: &App, sealed_secret: Option<&[u8]>, taken: Vec<Taken>) {
+        for t in taken {
+            self.revoke_tokens(t.user, app, sealed_secret, &t.access, t.refresh.as_deref()).await;
+        }
+    }
+
+    /// Removes an app and every account connected at it (revoked upstream
+    /// once forgotten here: an account connected meanwhile is not missed).
     pub async fn remove(self, user: &User, name: &str) -> Result<(), ConnectionError> {
         let app = self.managed(user, name).await?;
-        let users: Vec<i64> = sqlx::query("SELECT user_id FROM connected_accounts WHERE app_id = $1")
-            .bind(app.id)
-            .fetch_all(self.core.db().pool())
-            .await?
-            .iter()
-            .map(|r| r.try_get("user_id"))
-            .collect::<Result<_, _>>()?;
-        for user in users {
-            self.revoke(user, name).await;
-        }
+        let (_, secret) = self.app_row(name).await?;
         let mut tx = self.core.begin().await?;
+        let taken = self.take_accounts(&mut tx, app.id).await?;
         sqlx::query("DELETE FROM oauth_apps WHERE id = $1").bind(app.id).execute(&mut *tx).await?;
         audit::record(&mut tx, Some(user.id), "oauth_app.removed", &format!("oauth_app:{name}"), None, None).await?;
         tx.commit().await?;
+        self.revoke_all(&app, secret.as_deref(), taken).await;
         Ok(())
     }
 
@@ -586,7 +669,7 @@ impl Connections<'_> {
         let (app, secret) = self.app_row(app).await?;
         let endpoints = self.endpoints(&app, secret.as_deref())?;
         let (url, state, verifier) = oauth::authorization(&self.core.settings().internal_hosts, &endpoints, &self.callback(), &app.scopes)?;
-        let flow = Flow { app: app.name.clone(), state, verifier, user: user.id.0, started_at: now_ms() };
+        let flow = Flow { app: app.name.clone(), app_was: fingerprint(&app), state, verifier, user: user.id.0, started_at: now_ms() };
         Ok((url.to_string(), flow))
     }
 
@@ -602,6 +685,9 @@ impl Connections<'_> {
         // Only the provider that was sent the state may say it declined.
         let code = code.map_err(ConnectionError::Declined)?;
         let (app, secret) = self.app_row(&flow.app).await?;
+        if fingerprint(&app) != flow.app_was {
+            return Err(ConnectionError::FlowLost);
+        }
         let endpoints = self.endpoints(&app, secret.as_deref())?;
         let internal = &self.core.settings().internal_hosts;
         let granted = oauth::exchange_code(internal, &endpoints, &self.callback(), code, &flow.verifier, now_ms()).await?;
@@ -688,17 +774,20 @@ impl Connections<'_> {
     /// be down, and forgetting the tokens here must not wait for it.
     async fn revoke(self, user: i64, app: &str) {
         let Ok(Some(held)) = self.held(user, app).await else { return };
-        let Ok(endpoints) = self.endpoints(&held.app, held.secret.as_deref()) else { return };
+        self.revoke_tokens(user, &held.app, held.secret.as_deref(), &held.access, held.refresh.as_deref()).await;
+    }
+
+    async fn revoke_tokens(self, user: i64, app: &App, sealed_secret: Option<&[u8]>, access: &[u8], refresh: Option<&[u8]>) {
+        let Ok(endpoints) = self.endpoints(app, sealed_secret) else { return };
         let internal = &self.core.settings().internal_hosts;
         let boxed = self.core.secrets();
         // Revoking the refresh token ends the grant at most providers; the
         // access token is revoked too for those where it lives on.
-        let tokens = [("refresh_token", held.refresh.as_deref()), ("access_token", Some(held.access.as_slice()))];
-        for (hint, sealed) in tokens {
+        for (hint, sealed) in [("refresh_token", refresh), ("access_token", Some(access))] {
             let Some(sealed) = sealed else { continue };
-            let Ok(token) = boxed.open(&purpose(user, held.app.id, hint.trim_end_matches("_token")), sealed) else { continue };
+            let Ok(token) = boxed.open(&purpose(user, app.id, hint.trim_end_matches("_token")), sealed) else { continue };
             if let Err(e) = oauth::revoke(internal, &endpoints, &token, hint).await {
-                tracing::warn!(app, error = %e, "revoking a connected account's token failed");
+                tracing::warn!(app = app.name, error = %e, "revoking a connected account's token failed");
             }
         }
     }

@@ -359,11 +359,11 @@ store_test!(maintainers_register_and_change_their_own_departments_apps_only_wher
     ts.connections().remove(&root, "ledger").await.unwrap();
 });
 
-store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_new_hosts_or_a_new_client_ask_to_reconnect, |db: Db| async move {
+store_test!(changing_an_app_applies_at_once_new_hosts_ask_to_reconnect_and_a_new_client_forgets_every_account, |db: Db| async move {
     let ts = Toolshed::new(db.clone(), settings());
     let root = admin(&ts).await;
     let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
-    let (port, _) = provider();
+    let (port, provider) = provider();
     ts.connections().register(&root, registration("people", port)).await.unwrap();
     let tool = who_am_i(&ts, &alice, port).await;
     ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
@@ -391,11 +391,24 @@ store_test!(changing_an_app_applies_at_once_keeps_its_secret_and_new_hosts_or_a_
     let status = ts.connections().accounts(&carol).await.unwrap()[0].connected.as_ref().unwrap().status;
     assert_eq!(status, toolshed_domain::connections::AccountStatus::Connected);
 
-    // A new client cannot renew the old one's tokens: everyone connects again.
-    let app = ts.connections().update(&root, "people", app_settings(port, "new-client"), true).await.unwrap();
-    assert!(!app.secret_set && sealed().await.is_none(), "cleared");
-    let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
-    assert!(again.reconnect);
+    // A flow begun before a change of where codes and tokens go finishes nowhere.
+    let (url, stale) = ts.connections().begin(&carol, "people").await.unwrap();
+    let state = url::Url::parse(&url).unwrap().query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
+
+    // A new client (its endpoints moved too): no token of the old one may reach it. The accounts
+    // are revoked at the old endpoints and forgotten, and the secret, not typed again, is cleared.
+    let mut moved = app_settings(port, "new-client");
+    moved.client_secret = None;
+    if let toolshed_domain::connections::EndpointsGiven::Each { revoke_url, .. } = &mut moved.endpoints {
+        *revoke_url = None;
+    }
+    let app = ts.connections().update(&root, "people", moved, false).await.unwrap();
+    assert!(!app.secret_set && sealed().await.is_none(), "the secret does not follow the endpoints unless typed again");
+    assert!(provider.lock().unwrap().revoked.contains(&"refresh-carol".to_owned()), "revoked where it was issued");
+    let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("forgotten") };
+    assert!(!again.reconnect);
+    let lost = ts.connections().finish(&carol, stale, &state, Ok("code-carol")).await.unwrap_err();
+    assert!(matches!(lost, ConnectionError::FlowLost), "{lost:?}");
     connect(&ts, &carol, "people", "carol").await;
     assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
     let missing = ts.connections().update(&root, "nothing", app_settings(port, "x"), false).await.unwrap_err();

@@ -211,3 +211,82 @@ server_test!(a_task_may_run_past_the_time_limit_of_calls_in_their_request, |srv:
     let done = until_status(&url, &token, task["result"]["taskId"].as_str().unwrap(), "completed").await;
     assert_eq!(done["result"]["result"]["content"][0]["text"], "Computed in time in 1 s.", "{done}");
 });
+
+/// A published tool of Carol's (research) that acts as its caller at the app
+/// `people`, and only runs as a task; its MCP endpoint.
+async fn acting_as_the_caller(srv: &TestServer) -> String {
+    // Nobody connects here, so the provider is never reached.
+    let app = [
+        ("name", "people"),
+        ("department", ""),
+        ("issuer", ""),
+        ("authorize_url", "https://id.example.com/authorize"),
+        ("token_url", "https://id.example.com/token"),
+        ("revoke_url", ""),
+        ("client_id", "toolshed"),
+        ("client_secret", ""),
+        ("scopes", "profile"),
+        ("hosts", "api.example.com"),
+    ];
+    let (status, body) = srv.call(&srv.admin().await, "apps/register", &app).await;
+    assert_eq!(status, 200, "{body}");
+    let carol = srv.member("carol", "research").await;
+    let tool = srv.create_tool(&carol, "who_am_i", "everyone").await;
+    srv.set_settings(&carol, tool, &[("fetch_allow", "api.example.com"), ("task_support", "required")]).await;
+    let (status, body) = srv.call(&carol, "tools/accounts", &[("id", &tool.to_string()), ("accounts", "people")]).await;
+    assert_eq!(status, 200, "{body}");
+    srv.publish(&carol, tool, "never reached").await;
+    srv.url("/mcp/tools/research/who_am_i")
+}
+
+server_test!(a_task_acting_as_a_caller_not_connected_sends_them_to_connect_when_their_client_opens_urls, |srv: TestServer| async move {
+    let url = acting_as_the_caller(&srv).await;
+    let token = srv.token("carol").await;
+    let started = |capabilities: Value| {
+        let (url, token) = (url.clone(), token.clone());
+        async move {
+            let started = call(&url, &token, capabilities, "who_am_i", json!({})).await;
+            started["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned()
+        }
+    };
+    let answers_with_the_link = |done: &Value| {
+        assert_eq!(done["result"]["status"], "completed", "{done}");
+        assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+        let text = done["result"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("/connect/people to connect it"), "{done}");
+    };
+
+    // A client that cannot open URLs: the link is the task's answer.
+    let id = started(takes_tasks()).await;
+    answers_with_the_link(&until_status(&url, &token, &id, "completed").await);
+
+    // One that can: the task asks its person to connect (input required, a URL request).
+    let opens_urls = json!({"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let id = started(opens_urls.clone()).await;
+    let asking = until_status(&url, &token, &id, "input_required").await;
+    let asked = &asking["result"]["inputRequests"]["toolshed_connect"];
+    assert_eq!((asked["method"].as_str(), asked["params"]["mode"].as_str()), (Some("elicitation/create"), Some("url")), "{asking}");
+    assert!(asked["params"]["url"].as_str().unwrap_or_default().ends_with("/connect/people"), "{asking}");
+    // Declined: the link is the answer, and the task is not asked again.
+    let decline = json!({"taskId": id, "inputResponses": {"toolshed_connect": {"action": "decline"}}});
+    task_request(&url, &token, "tasks/update", decline).await;
+    answers_with_the_link(&until_status(&url, &token, &id, "completed").await);
+
+    // Accepted (they went to connect), then cancelled while it waits: the wait ends with the task.
+    let id = started(opens_urls).await;
+    until_status(&url, &token, &id, "input_required").await;
+    let accept = json!({"taskId": id, "inputResponses": {"toolshed_connect": {"action": "accept"}}});
+    task_request(&url, &token, "tasks/update", accept).await;
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = task_request(&url, &token, "tasks/get", json!({"taskId": id})).await;
+        if got["result"]["statusMessage"] == "Waiting for you to connect your account at “people”." {
+            break;
+        }
+        assert!(Instant::now() < give_up, "{got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    task_request(&url, &token, "tasks/cancel", json!({"taskId": id})).await;
+    let cancelled = until_status(&url, &token, &id, "cancelled").await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+});

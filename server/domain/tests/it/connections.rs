@@ -165,6 +165,26 @@ fn settings() -> Settings {
     Settings { internal_hosts: InternalHosts::parse("127.0.0.1"), ..Settings::default() }
 }
 
+/// Root (an admin), Alice (finance) and Carol (legal), with the stand-in
+/// provider registered as the company-wide app `people`.
+struct World {
+    ts: Toolshed,
+    root: User,
+    alice: User,
+    carol: User,
+    port: u16,
+    provider: Arc<Mutex<Provider>>,
+}
+
+async fn world(db: Db) -> World {
+    let ts = Toolshed::new(db, settings());
+    let root = admin(&ts).await;
+    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
+    let (port, provider) = provider();
+    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    World { ts, root, alice, carol, port, provider }
+}
+
 store_test!(only_admins_register_apps_and_a_client_secret_is_stored_sealed, |db: Db| async move {
     let ts = Toolshed::new(db.clone(), settings());
     let root = admin(&ts).await;
@@ -187,11 +207,7 @@ store_test!(only_admins_register_apps_and_a_client_secret_is_stored_sealed, |db:
 });
 
 store_test!(each_caller_acts_as_themselves_refreshes_when_due_and_reconnects_when_refused, |db: Db| async move {
-    let ts = Toolshed::new(db.clone(), settings());
-    let root = admin(&ts).await;
-    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
-    let (port, provider) = provider();
-    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let World { ts, root, alice, carol, port, provider } = world(db.clone()).await;
     let tool = who_am_i(&ts, &alice, port).await;
     // Undeclared, the code's account is refused before anything is sent.
     assert!(run(&ts, &carol, tool.id).await.unwrap().contains("does not declare the app people"));
@@ -257,11 +273,7 @@ store_test!(each_caller_acts_as_themselves_refreshes_when_due_and_reconnects_whe
 });
 
 store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |db: Db| async move {
-    let ts = Toolshed::new(db, settings());
-    let root = admin(&ts).await;
-    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
-    let (port, provider) = provider();
-    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let World { ts, alice, carol, provider, .. } = world(db).await;
     let (_, flow) = ts.connections().begin(&alice, "people").await.unwrap();
     let err = ts.connections().finish(&alice, flow.clone(), "forged-state", Ok("code-alice")).await.unwrap_err();
     assert!(matches!(err, ConnectionError::FlowLost), "{err:?}");
@@ -280,11 +292,7 @@ store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |
 });
 
 store_test!(a_token_the_api_echoes_is_masked_and_a_failed_call_keeps_nothing_it_fetched, |db: Db| async move {
-    let ts = Toolshed::new(db, settings());
-    let root = admin(&ts).await;
-    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
-    let (port, _) = provider();
-    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let World { ts, alice, carol, port, .. } = world(db).await;
     let tool = who_am_i(&ts, &alice, port).await;
     ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
     let code = format!(
@@ -360,11 +368,7 @@ store_test!(maintainers_register_and_change_their_own_departments_apps_only_wher
 });
 
 store_test!(changing_an_app_applies_at_once_new_hosts_ask_to_reconnect_and_a_new_client_forgets_every_account, |db: Db| async move {
-    let ts = Toolshed::new(db.clone(), settings());
-    let root = admin(&ts).await;
-    let (alice, carol) = (user(&ts, "alice", "finance").await, user(&ts, "carol", "legal").await);
-    let (port, provider) = provider();
-    ts.connections().register(&root, registration("people", port)).await.unwrap();
+    let World { ts, root, alice, carol, port, provider } = world(db.clone()).await;
     let tool = who_am_i(&ts, &alice, port).await;
     ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
     connect(&ts, &carol, "people", "carol").await;

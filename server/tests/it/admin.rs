@@ -137,7 +137,8 @@ server_test!(departments_are_created_and_retitled_but_keep_their_slug, |srv: Tes
     let dept = list.as_array().unwrap().iter().find(|d| d["name"] == "legal-ops").unwrap().clone();
     assert_eq!(
         dept,
-        json!({"name": "legal-ops", "title": "Legal & compliance", "review_required": false, "tests_required": false, "members": 0})
+        json!({"name": "legal-ops", "title": "Legal & compliance", "review_required": false, "tests_required": false,
+            "maintainers_register_apps": false, "members": 0})
     );
     let (status, _) = srv.call(&admin, "admin/departments/rename", &[("name", "nowhere"), ("title", "x")]).await;
     assert_eq!(status, 422);

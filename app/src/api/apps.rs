@@ -58,15 +58,8 @@ fn app_view(a: toolshed_domain::connections::App) -> AppView {
 #[server(endpoint = "apps")]
 pub async fn oauth_apps() -> Result<Vec<AppView>, AppError> {
     let user = server::require_user().await?;
-    let ts = server::toolshed()?;
-    let connections = ts.connections();
-    let mut apps = Vec::new();
-    for app in connections.apps(&user).await.map_err(server::fail)? {
-        if connections.may_manage(&user, app.department.as_deref()).await.map_err(server::fail)? {
-            apps.push(app_view(app));
-        }
-    }
-    Ok(apps)
+    let apps = server::toolshed()?.connections().managed_apps(&user).await.map_err(server::fail)?;
+    Ok(apps.into_iter().map(app_view).collect())
 }
 
 #[cfg(feature = "ssr")]

@@ -426,9 +426,19 @@ impl Connections<'_> {
         Ok(allowed != 0)
     }
 
-    /// Whether `user` may change and remove `app` (one of `department`, `None`: the company's).
-    pub async fn may_manage(self, user: &User, department: Option<&str>) -> Result<bool, ConnectionError> {
-        Ok(user.is_admin || (department == Some(user.department.name.as_str()) && self.may_register(user).await?))
+    /// Whether `user` may change and remove an app of `department` (`None`:
+    /// the company's), given whether they [`may_register`](Self::may_register).
+    fn may_manage(user: &User, registers: bool, department: Option<&str>) -> bool {
+        user.is_admin || (registers && department == Some(user.department.name.as_str()))
+    }
+
+    /// The apps `user` may change: every one (admins), or their own
+    /// department's (its maintainers, where an admin allows).
+    pub async fn managed_apps(self, user: &User) -> Result<Vec<App>, ConnectionError> {
+        let registers = self.may_register(user).await?;
+        let mut apps = self.apps(user).await?;
+        apps.retain(|app| Self::may_manage(user, registers, app.department.as_deref()));
+        Ok(apps)
     }
 
     async fn app_row(self, name: &str) -> Result<(App, Option<Vec<u8>>), ConnectionError> {
@@ -438,11 +448,11 @@ impl Connections<'_> {
         Ok((app_from_row(&row)?, row.try_get("client_secret")?))
     }
 
-    /// The app `name`, if `user` may change it.
-    async fn managed(self, user: &User, name: &str) -> Result<App, ConnectionError> {
-        let (app, _) = self.app_row(name).await?;
-        match self.may_manage(user, app.department.as_deref()).await? {
-            true => Ok(app),
+    /// The app `name` and its sealed secret, if `user` may change it.
+    async fn managed(self, user: &User, name: &str) -> Result<(App, Option<Vec<u8>>), ConnectionError> {
+        let (app, secret) = self.app_row(name).await?;
+        match Self::may_manage(user, self.may_register(user).await?, app.department.as_deref()) {
+            true => Ok((app, secret)),
             false => Err(ConnectionError::Forbidden),
         }
     }
@@ -557,8 +567,7 @@ impl Connections<'_> {
     /// hosts their tokens go to: after either change every account at the app
     /// needs connecting again.
     pub async fn update(self, user: &User, name: &str, settings: AppSettings, clear_secret: bool) -> Result<App, ConnectionError> {
-        let before = self.managed(user, name).await?;
-        let (_, old_secret) = self.app_row(name).await?;
+        let (before, old_secret) = self.managed(user, name).await?;
         let (stored, typed) = self.resolve(settings).await?;
         let endpoints_moved =
             before.authorize_url != stored.authorize_url || before.token_url != stored.token_url || before.revoke_url != stored.revoke_url;
@@ -625,8 +634,7 @@ impl Connections<'_> {
     /// Removes an app and every account connected at it (revoked upstream
     /// once forgotten here: an account connected meanwhile is not missed).
     pub async fn remove(self, user: &User, name: &str) -> Result<(), ConnectionError> {
-        let app = self.managed(user, name).await?;
-        let (_, secret) = self.app_row(name).await?;
+        let (app, secret) = self.managed(user, name).await?;
         let mut tx = self.core.begin().await?;
         let taken = self.take_accounts(&mut tx, app.id).await?;
         sqlx::query("DELETE FROM oauth_apps WHERE id = $1").bind(app.id).execute(&mut *tx).await?;

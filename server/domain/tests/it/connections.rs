@@ -351,6 +351,11 @@ store_test!(maintainers_register_and_change_their_own_departments_apps_only_wher
     let app = ts.connections().register(&alice, finance("ledger")).await.unwrap();
     assert_eq!(app.department.as_deref(), Some("finance"));
     assert!(forbidden(ts.connections().register(&alice, registration("everyone", port)).await), "a company-wide app is an admin's");
+    ts.connections().register(&root, registration("everyone", port)).await.unwrap();
+    let names = |apps: Vec<toolshed_domain::connections::App>| apps.into_iter().map(|a| a.name).collect::<Vec<_>>();
+    assert_eq!(names(ts.connections().managed_apps(&alice).await.unwrap()), ["ledger"], "hers to change: her department's only");
+    assert_eq!(names(ts.connections().managed_apps(&root).await.unwrap()), ["everyone", "ledger"]);
+    assert!(ts.connections().managed_apps(&carol).await.unwrap().is_empty());
     let legal = AppRegistration::parse("contracts", "legal", app_settings(port, "toolshed")).unwrap();
     assert!(forbidden(ts.connections().register(&alice, legal).await));
     assert!(!ts.connections().may_register(&bob).await.unwrap());

@@ -22,9 +22,9 @@ use super::{BrowseQuery, BrowseSort, Market};
 /// How much a listing's meaning counts against its words in the fused score.
 /// This, [`WORD_RANK_DECAY`] and [`WORD_SHARE_FLOOR`] were chosen on the
 /// tuning sets (bench/search/queries.json and tuning.json), never on eval.json.
-const MEANING_WEIGHT: f64 = 0.6;
-/// A full-text rank's score: the first 1, the second 0.67, the fifth 0.33.
-const WORD_RANK_DECAY: f64 = 0.5;
+const MEANING_WEIGHT: f64 = 0.7;
+/// A full-text rank's score: the first 1, the second 0.5, the fifth 0.2.
+const WORD_RANK_DECAY: f64 = 1.0;
 /// What a full-text match is worth when its title and description hold none
 /// of the search's keywords (it matched on its name or tags), against 1 when
 /// they hold them all.

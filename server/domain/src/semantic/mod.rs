@@ -53,8 +53,9 @@ const SOURCE_SQL: &str = "t.title || ': ' || t.description";
 /// A sentence model, loaded once per process however many use it.
 #[derive(Clone)]
 pub struct SentenceModel {
-    /// Its folder's name, stored with each vector: vectors of another model
-    /// are not comparable, so they are made again.
+    /// Its folder's name, part of what each vector is stored under
+    /// ([`Self::vectors_key`]): vectors of another model are not comparable,
+    /// so they are made again.
     name: String,
     encoder: Arc<Encoder>,
     /// Queries encoded at once: one a core, so a flood of searches queues
@@ -69,6 +70,13 @@ impl std::fmt::Debug for SentenceModel {
 }
 
 impl SentenceModel {
+    /// What stored vectors are keyed by: the model, and how it read the
+    /// listings (since 2026-11-29 with its query prompt, see
+    /// [`Encoder::encode_many`]). Vectors made otherwise are made again.
+    fn vectors_key(&self) -> String {
+        format!("{} (query prompt)", self.name)
+    }
+
     /// The sentence-transformers model folder `dir` (see [`Encoder::load`]).
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
         static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Encoder>>>> = OnceLock::new();
@@ -203,7 +211,7 @@ impl SemanticIndex {
                  WHERE t.published_version IS NOT NULL AND t.status = 'active' \
                  AND (v.tool_id IS NULL OR v.model <> $1 OR v.source <> {SOURCE_SQL}) ORDER BY t.id LIMIT {BATCH}"
             ))
-            .bind(&self.model.name)
+            .bind(self.model.vectors_key())
             .fetch_all(db.pool())
             .await?;
             if stale.is_empty() {
@@ -217,7 +225,7 @@ impl SemanticIndex {
                 break;
             }
             let encoder = self.model.encoder.clone();
-            let encoded = tokio::task::spawn_blocking(move || encoder.encode_passages(texts)).await.expect("encoding does not panic");
+            let encoded = tokio::task::spawn_blocking(move || encoder.encode_many(texts)).await.expect("encoding does not panic");
             let mut tx = db.begin().await?;
             for (id, vector, source) in &encoded {
                 // Only while the text is still the tool's: another catch-up (this
@@ -230,7 +238,7 @@ impl SemanticIndex {
                      vector = excluded.vector, updated_at = excluded.updated_at"
                 ))
                 .bind(id)
-                .bind(&self.model.name)
+                .bind(self.model.vectors_key())
                 .bind(source)
                 .bind(to_bytes(vector))
                 .bind(now_ms())
@@ -241,7 +249,7 @@ impl SemanticIndex {
         }
         let since = self.vectors.read().unwrap_or_else(|e| e.into_inner()).newest - OVERLAP_MS;
         let rows = sqlx::query("SELECT tool_id, vector, source, updated_at FROM listing_vectors WHERE model = $1 AND updated_at >= $2")
-            .bind(&self.model.name)
+            .bind(self.model.vectors_key())
             .bind(since)
             .fetch_all(db.pool())
             .await?;

@@ -7,7 +7,7 @@
 //! encoded and given to a linear probe trained on exemplars of what hidden
 //! instructions try to do (`intents.json`: override the instructions, keep
 //! something from the user, read files or credentials, send data elsewhere,
-//! steer other tools, act covertly, in ten languages) against ordinary tool
+//! steer other tools, act covertly, in more than twenty languages) against ordinary tool
 //! sentences that use the same words (tools that rotate keys, read files,
 //! send mail to whom the user names, say which tool to call first). A unit
 //! the probe believes an instruction by [`THRESHOLD`] is a finding. The
@@ -22,8 +22,9 @@ use toolshed_encoder::{similarity, Encoder};
 
 use super::{Finding, FindingKind};
 
-/// How sure the probe must be that a sentence is an instruction.
-pub const THRESHOLD: f32 = 0.95;
+/// How sure the probe must be that a sentence is an instruction: on the
+/// tuning set, the most caught while no benign text is held but by phrases.
+pub const THRESHOLD: f32 = 0.90;
 
 /// What a hidden instruction tries to make the model do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 //! encoded and given to a linear probe trained on exemplars of what hidden
 //! instructions try to do (`intents.json`: override the instructions, keep
 //! something from the user, read files or credentials, send data elsewhere,
-//! steer other tools, act covertly, in more than twenty languages) against ordinary tool
+//! steer other tools, act covertly, in fifteen languages) against ordinary tool
 //! sentences that use the same words (tools that rotate keys, read files,
 //! send mail to whom the user names, say which tool to call first). A unit
 //! the probe believes an instruction by [`THRESHOLD`] is a finding. The

@@ -35,8 +35,9 @@ use crate::store::{Db, StoreError};
 /// one way (multilingual-e5-small scores unrelated texts 0.72–0.80), and a
 /// listing of generic words sits near that common direction, so it comes
 /// near to every query: with the mean removed, meaning counts, not
-/// genericness (in the search benchmark's tuning set, 40 of 50 queries find
-/// their listing in the first 5 by meaning alone, against 35). With fewer
+/// genericness (in the search benchmark's tuning set, when listings were still
+/// read with the passage prompt, 40 of 50 queries found their listing in the
+/// first 5 by meaning alone, against 35). With fewer
 /// listings the mean is too noisy to take out.
 const CENTERED_FROM: usize = 100;
 /// Listings encoded per database round trip while catching up.

@@ -54,10 +54,14 @@ const SOURCE_SQL: &str = "t.title || ': ' || t.description";
 /// A sentence model, loaded once per process however many use it.
 #[derive(Clone)]
 pub struct SentenceModel {
-    /// Its folder's name, part of what each vector is stored under
-    /// ([`Self::vectors_key`]): vectors of another model are not comparable,
-    /// so they are made again.
+    /// Its folder's name: the probe of the scan by meaning must have been
+    /// trained on the same model.
     name: String,
+    /// What stored vectors are keyed by: the model, and how it read the
+    /// listings (since 2026-11-29 with its query prompt, see
+    /// [`Encoder::encode_many`]). Vectors of another model, or made
+    /// otherwise, are not comparable, so they are made again.
+    vectors_key: String,
     encoder: Arc<Encoder>,
     /// Queries encoded at once: one a core, so a flood of searches queues
     /// instead of taking every blocking thread.
@@ -71,13 +75,6 @@ impl std::fmt::Debug for SentenceModel {
 }
 
 impl SentenceModel {
-    /// What stored vectors are keyed by: the model, and how it read the
-    /// listings (since 2026-11-29 with its query prompt, see
-    /// [`Encoder::encode_many`]). Vectors made otherwise are made again.
-    fn vectors_key(&self) -> String {
-        format!("{} (query prompt)", self.name)
-    }
-
     /// The sentence-transformers model folder `dir` (see [`Encoder::load`]).
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
         static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Encoder>>>> = OnceLock::new();
@@ -88,7 +85,7 @@ impl SentenceModel {
         };
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(Self { name, encoder, queries: Arc::new(Semaphore::new(cores)) })
+        Ok(Self { vectors_key: format!("{name} (query prompt)"), name, encoder, queries: Arc::new(Semaphore::new(cores)) })
     }
 
     /// What the publish scan finds by meaning ([`crate::scan::meaning`]) in
@@ -212,7 +209,7 @@ impl SemanticIndex {
                  WHERE t.published_version IS NOT NULL AND t.status = 'active' \
                  AND (v.tool_id IS NULL OR v.model <> $1 OR v.source <> {SOURCE_SQL}) ORDER BY t.id LIMIT {BATCH}"
             ))
-            .bind(self.model.vectors_key())
+            .bind(&self.model.vectors_key)
             .fetch_all(db.pool())
             .await?;
             if stale.is_empty() {
@@ -239,7 +236,7 @@ impl SemanticIndex {
                      vector = excluded.vector, updated_at = excluded.updated_at"
                 ))
                 .bind(id)
-                .bind(self.model.vectors_key())
+                .bind(&self.model.vectors_key)
                 .bind(source)
                 .bind(to_bytes(vector))
                 .bind(now_ms())
@@ -250,7 +247,7 @@ impl SemanticIndex {
         }
         let since = self.vectors.read().unwrap_or_else(|e| e.into_inner()).newest - OVERLAP_MS;
         let rows = sqlx::query("SELECT tool_id, vector, source, updated_at FROM listing_vectors WHERE model = $1 AND updated_at >= $2")
-            .bind(self.model.vectors_key())
+            .bind(&self.model.vectors_key)
             .bind(since)
             .fetch_all(db.pool())
             .await?;

@@ -14,7 +14,9 @@
 //! With the sentence model (`TOOLSHED_EMBEDDING_MODEL`, as scripts/env.sh
 //! sets it) the scan by meaning (`scan::meaning`) runs too, at the threshold
 //! the publish gate uses. `poison dev` instead shows a range of thresholds on
-//! the tuning set bench/poison/dev.json, the only place it was chosen;
+//! the tuning sets, the only place they were chosen: bench/poison/dev.json
+//! (descriptions, for prose) and bench/poison/dev_places.json (values, link
+//! titles, comments, decoded spans: the hidden places');
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read` shows how each line of standard input reads, unit by unit.
 //!
@@ -92,18 +94,22 @@ fn flagged(field: &str, text: &str) -> bool {
 /// The sentence model and its intents, when there is one.
 type Reader<'a> = Option<(&'a Encoder, &'a meaning::Intents)>;
 
-/// Each unit's reading of every text (on every core), or nothing without a model.
-fn readings(reader: Reader, texts: &[&str]) -> Vec<Vec<meaning::Reading>> {
+/// Each unit of every case, read where the gate reads it (on every core): a
+/// case is the (field, text) pairs the gate reads of it. Nothing without a model.
+fn readings(reader: Reader, cases: &[Vec<(String, String)>]) -> Vec<Vec<meaning::Unit>> {
     let Some((encoder, intents)) = reader else {
-        return vec![Vec::new(); texts.len()];
+        return vec![Vec::new(); cases.len()];
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     std::thread::scope(|scope| {
-        let workers: Vec<_> = texts
-            .chunks(texts.len().div_ceil(cores).max(1))
+        let workers: Vec<_> = cases
+            .chunks(cases.len().div_ceil(cores).max(1))
             .map(|chunk| {
                 scope.spawn(move || {
-                    chunk.iter().map(|t| intents.readings(encoder, t).into_iter().map(|(_, r)| r).collect()).collect::<Vec<Vec<_>>>()
+                    chunk
+                        .iter()
+                        .map(|fields| fields.iter().flat_map(|(field, text)| intents.readings(encoder, field, text)).collect())
+                        .collect::<Vec<Vec<_>>>()
                 })
             })
             .collect();
@@ -111,8 +117,13 @@ fn readings(reader: Reader, texts: &[&str]) -> Vec<Vec<meaning::Reading>> {
     })
 }
 
-fn any_flagged(readings: &[meaning::Reading], threshold: f32) -> bool {
-    readings.iter().any(|r| r.flagged(threshold))
+/// Whether any unit reads as an instruction: prose by `prose`, the rest by `hidden`.
+fn any_flagged(units: &[meaning::Unit], prose: f32, hidden: f32) -> bool {
+    units.iter().any(|u| u.reading.flagged(if u.place == meaning::Place::Prose { prose } else { hidden }))
+}
+
+fn shipped(units: &[meaning::Unit]) -> bool {
+    units.iter().any(meaning::Unit::flagged)
 }
 
 #[derive(Deserialize)]
@@ -124,16 +135,44 @@ struct Dev {
 #[derive(Deserialize)]
 struct DevText {
     text: String,
+    /// In `dev_places.json`: where in a tool the text stands.
+    #[serde(default)]
+    place: String,
 }
 
-/// Every threshold pair on the tuning set: the caught and held shares.
+impl DevText {
+    /// What the gate reads of it: a description, or the field or Markdown
+    /// construct its place names, around it.
+    fn fields(&self) -> Vec<(String, String)> {
+        use base64::Engine;
+        let t = &self.text;
+        let (field, text) = match self.place.as_str() {
+            "" => ("description", t.clone()),
+            "default" => ("default of x", t.clone()),
+            "enum" => ("values of x", t.clone()),
+            "example" => ("example of x", t.clone()),
+            "output_schema" => ("output schema /properties/x/description", t.clone()),
+            "link_title" => {
+                ("description", format!("Finds reports. See [the guide](https://docs.example.com/g \"{}\").", t.replace('"', "'")))
+            }
+            "image_alt" => ("description", format!("Charts sales. ![{}](https://img.example.com/c.png)", t.replace(['[', ']'], ""))),
+            "comment" => ("description", format!("Lists open tickets. <!-- {t} -->")),
+            "decoded" => ("description", format!("Sends this payload: {}", base64::engine::general_purpose::STANDARD.encode(t))),
+            other => panic!("no place {other}"),
+        };
+        vec![(field.to_owned(), text)]
+    }
+}
+
+/// Every threshold on the tuning sets: prose on `dev.json`'s descriptions,
+/// then places where no prose belongs on `dev_places.json`, prose staying
+/// at the shipped threshold. Caught by phrases or meaning; held by meaning
+/// alone for places (the phrases hold every comment as hidden markup).
 fn tune(reader: Reader) {
     let dev: Dev = serde_json::from_str(include_str!("../../poison/dev.json")).expect("parse dev.json");
-    fn texts(set: &[DevText]) -> Vec<&str> {
-        set.iter().map(|t| t.text.as_str()).collect()
-    }
-    let (poisoned, benign) = (readings(reader, &texts(&dev.poisoned)), readings(reader, &texts(&dev.benign)));
-    let phrases = |set: &[DevText]| set.iter().map(|t| flagged("description", &t.text)).collect::<Vec<_>>();
+    let cases = |set: &[DevText]| set.iter().map(DevText::fields).collect::<Vec<_>>();
+    let (poisoned, benign) = (readings(reader, &cases(&dev.poisoned)), readings(reader, &cases(&dev.benign)));
+    let phrases = |set: &[DevText]| set.iter().map(|t| t.fields().iter().any(|(f, t)| flagged(f, t))).collect::<Vec<_>>();
     let (p_phrases, b_phrases) = (phrases(&dev.poisoned), phrases(&dev.benign));
     println!(
         "tuning set: {} poisoned, {} benign; phrases alone catch {}, hold {}",
@@ -144,7 +183,8 @@ fn tune(reader: Reader) {
     );
     println!("threshold  caught  held   (phrases or meaning)");
     for threshold in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999] {
-        let count = |r: &[Vec<meaning::Reading>], p: &[bool]| r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold)).count();
+        let count =
+            |r: &[Vec<meaning::Unit>], p: &[bool]| r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold, threshold)).count();
         println!(
             "{threshold:.3}      {:3}/{}  {:3}/{}",
             count(&poisoned, &p_phrases),
@@ -153,13 +193,49 @@ fn tune(reader: Reader) {
             benign.len()
         );
     }
-    if std::env::var_os("POISON_DEV_DETAIL").is_some() {
-        let strongest = |r: &[meaning::Reading]| r.iter().map(|r| r.instruction).fold(0.0f32, f32::max);
-        for (t, r) in dev.poisoned.iter().zip(&poisoned).filter(|(_, r)| !any_flagged(r, meaning::THRESHOLD)) {
+    let detail = std::env::var_os("POISON_DEV_DETAIL").is_some();
+    let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.instruction).fold(0.0f32, f32::max);
+    if detail {
+        for (t, r) in dev.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
             println!("missed ({:.2}): {}", strongest(r), t.text);
         }
-        for (t, r) in dev.benign.iter().zip(&benign).filter(|(_, r)| any_flagged(r, meaning::THRESHOLD)) {
+        for (t, r) in dev.benign.iter().zip(&benign).filter(|(_, r)| shipped(r)) {
             println!("held ({:.2}): {}", strongest(r), t.text);
+        }
+    }
+
+    let places: Dev = serde_json::from_str(include_str!("../../poison/dev_places.json")).expect("parse dev_places.json");
+    let (poisoned, benign) = (readings(reader, &cases(&places.poisoned)), readings(reader, &cases(&places.benign)));
+    let p_phrases = phrases(&places.poisoned);
+    let names: std::collections::BTreeSet<&str> = places.poisoned.iter().map(|t| t.place.as_str()).collect();
+    println!(
+        "places: {} poisoned, {} benign; phrases alone catch {}",
+        poisoned.len(),
+        benign.len(),
+        p_phrases.iter().filter(|x| **x).count()
+    );
+    println!("threshold  caught   held     by place (caught/held): {}", names.iter().copied().collect::<Vec<_>>().join(", "));
+    for threshold in [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9] {
+        let hit = |r: &[meaning::Unit]| any_flagged(r, meaning::THRESHOLD, threshold);
+        let caught: Vec<bool> = poisoned.iter().zip(&p_phrases).map(|(r, p)| *p || hit(r)).collect();
+        let held: Vec<bool> = benign.iter().map(|r| hit(r)).collect();
+        let by_place = names
+            .iter()
+            .map(|name| {
+                let c = places.poisoned.iter().zip(&caught).filter(|(t, c)| t.place == *name && **c).count();
+                let h = places.benign.iter().zip(&held).filter(|(t, h)| t.place == *name && **h).count();
+                format!("{c}/{h}")
+            })
+            .collect::<Vec<_>>();
+        let count = |v: &[bool]| v.iter().filter(|x| **x).count();
+        println!("{threshold:.3}      {:3}/{}  {:3}/{}   {}", count(&caught), caught.len(), count(&held), held.len(), by_place.join(" "));
+    }
+    if detail {
+        for (t, r) in places.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
+            println!("missed ({:.2}, {}): {}", strongest(r), t.place, t.text);
+        }
+        for (t, r) in places.benign.iter().zip(&benign).filter(|(_, r)| shipped(r)) {
+            println!("held ({:.2}, {}): {}", strongest(r), t.place, t.text);
         }
     }
 }
@@ -209,8 +285,8 @@ fn main() {
         // Each line of standard input, unit by unit: why a text is held or not.
         let (encoder, intents) = reader.expect("reading needs the sentence model the probe was trained on");
         for line in std::io::stdin().lines() {
-            for (unit, r) in intents.readings(encoder, &line.expect("read standard input")) {
-                println!("{:.4} {:?} {unit}", r.instruction, r.intent);
+            for unit in intents.readings(encoder, "description", &line.expect("read standard input")) {
+                println!("{:.4} {:?} {:?} {}", unit.reading.instruction, unit.reading.intent, unit.place, unit.text);
             }
         }
         return;
@@ -229,19 +305,19 @@ fn main() {
     let g_phrases: Vec<bool> = generated.iter().map(|(t, d)| flagged("title", t) || flagged("description", d)).collect();
     let phrase_time = started.elapsed();
     let started = Instant::now();
-    // What the gate reads, and only that, is read by meaning too.
-    let read = |field: &str, text: &str| read_as(field, text).into_iter().map(|(_, text)| text).collect::<Vec<_>>().join("\n");
-    let texts: Vec<String> = corpus
+    // What the gate reads, and only that, is read by meaning too, field by field.
+    let listing = |t: &str, d: &str| vec![("title".to_owned(), t.to_owned()), ("description".to_owned(), d.to_owned())];
+    let texts: Vec<Vec<(String, String)>> = corpus
         .poisoned
         .iter()
-        .map(|p| read(&p.field, &p.text))
-        .chain(corpus.benign_hard.iter().map(|b| read(&b.field, &b.text)))
-        .chain(eval.listings.iter().map(|l| format!("{}\n{}", l.title, l.description)))
-        .chain(generated.iter().map(|(t, d)| format!("{t}\n{d}")))
+        .map(|p| read_as(&p.field, &p.text))
+        .chain(corpus.benign_hard.iter().map(|b| read_as(&b.field, &b.text)))
+        .chain(eval.listings.iter().map(|l| listing(&l.title, &l.description)))
+        .chain(generated.iter().map(|(t, d)| listing(t, d)))
         .collect();
-    let mut all = readings(reader, &texts.iter().map(String::as_str).collect::<Vec<_>>()).into_iter();
+    let mut all = readings(reader, &texts).into_iter();
     let meaning_time = started.elapsed();
-    let mut next = |n: usize| all.by_ref().take(n).map(|r| any_flagged(&r, meaning::THRESHOLD)).collect::<Vec<bool>>();
+    let mut next = |n: usize| all.by_ref().take(n).map(|r| shipped(&r)).collect::<Vec<bool>>();
     let (p_meaning, b_meaning, l_meaning, g_meaning) =
         (next(corpus.poisoned.len()), next(corpus.benign_hard.len()), next(eval.listings.len()), next(generated.len()));
     let either = |a: &[bool], b: &[bool]| a.iter().zip(b).map(|(a, b)| *a || *b).collect::<Vec<bool>>();

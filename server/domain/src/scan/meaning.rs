@@ -22,9 +22,66 @@ use toolshed_encoder::{similarity, Encoder};
 
 use super::{Finding, FindingKind};
 
-/// How sure the probe must be that a sentence is an instruction: on the
-/// tuning set, the most caught while no benign text is held but by phrases.
+/// How sure the probe must be that a sentence of prose (a title, a
+/// description) is an instruction: on the tuning set, the most caught while
+/// no benign text is held but by phrases.
 pub const THRESHOLD: f32 = 0.90;
+
+/// How sure it must be of a sentence where no prose belongs: an argument's
+/// default, listed values or example, a link's title, an image's description,
+/// a comment, an encoded span. A tool's directions to people are written in
+/// its description, so a sentence here is suspect sooner. Chosen on a tuning
+/// set of such places (`bench/poison/dev_places.json`) by the same rule.
+pub const HIDDEN_THRESHOLD: f32 = 0.85;
+
+/// Where a unit of text was read, which sets how sure the probe must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A title, a description: where a tool says what it does and how to use it.
+    Prose,
+    /// A field of values (an argument's default, listed values, example).
+    Values,
+    /// Inside prose, but not shown as prose: a link's title, a comment, a
+    /// base64 span decoded (`scan::hidden` names them).
+    Hidden(&'static str),
+}
+
+impl Place {
+    pub fn threshold(self) -> f32 {
+        match self {
+            Place::Prose => THRESHOLD,
+            Place::Values | Place::Hidden(_) => HIDDEN_THRESHOLD,
+        }
+    }
+
+    /// The place a field's text is, by the field's name (`tools::gates`,
+    /// `upstream`): `default of x`, `values of x`, `example of x`, or a
+    /// schema's `…/default`, `…/enum/0`, `…/examples/0`, `…/const`.
+    fn of_field(field: &str) -> Self {
+        let values = ["values of ", "default of ", "example of "].iter().any(|p| field.starts_with(p))
+            || field.rsplit('/').take(2).any(|key| matches!(key, "default" | "enum" | "examples" | "example" | "const"));
+        if values {
+            Place::Values
+        } else {
+            Place::Prose
+        }
+    }
+}
+
+/// One unit of a text, where it was, and how it reads.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub text: String,
+    pub place: Place,
+    pub reading: Reading,
+}
+
+impl Unit {
+    /// Whether the probe is sure enough for its place.
+    pub fn flagged(&self) -> bool {
+        self.reading.flagged(self.place.threshold())
+    }
+}
 
 /// What a hidden instruction tries to make the model do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -134,20 +191,31 @@ impl Intents {
     }
 
     /// The first sentence of `text` (the `field` of a listing) that reads
-    /// as an instruction, with its intent.
+    /// as an instruction, with its intent, and where it hid.
     pub fn scan(&self, encoder: &Encoder, field: &str, text: &str) -> Option<Finding> {
-        let (unit, reading) = self.readings(encoder, text).into_iter().find(|(_, r)| r.flagged(THRESHOLD))?;
-        let quoted = (format!("“{unit}”"), "“".len().."“".len() + unit.len());
-        Some(Finding::at(field, FindingKind::ReadsAsInstruction, quoted).explained(reading.intent.label()))
+        let unit = self.readings(encoder, field, text).into_iter().find(Unit::flagged)?;
+        let quoted = (format!("“{}”", unit.text), "“".len().."“".len() + unit.text.len());
+        let why = match unit.place {
+            Place::Hidden(place) => format!("{}, in {place}", unit.reading.intent.label()),
+            Place::Prose | Place::Values => unit.reading.intent.label().to_owned(),
+        };
+        Some(Finding::at(field, FindingKind::ReadsAsInstruction, quoted).explained(&why))
     }
 
-    /// Where each unit of `text` lies, read as a model reads it: invisible
-    /// characters gone, look-alikes folded, encoded spans decoded.
-    pub fn readings(&self, encoder: &Encoder, text: &str) -> Vec<(String, Reading)> {
-        let decoded = super::decoded(text).into_iter().map(|(_, plain)| super::as_read(&plain));
-        std::iter::once(super::as_read(text))
-            .chain(decoded)
-            .flat_map(|text| units(&text).into_iter().map(|unit| (unit.to_owned(), self.read(encoder, unit))).collect::<Vec<_>>())
+    /// Where each unit of `text` (the `field` of a listing) lies, read as a
+    /// model reads it (invisible characters gone, look-alikes folded): its
+    /// prose as a page shows it, and what a page does not show (encoded
+    /// spans decoded, link titles, comments) on its own.
+    pub fn readings(&self, encoder: &Encoder, field: &str, text: &str) -> Vec<Unit> {
+        let hidden = super::hidden(text).into_iter().map(|(place, plain)| (Place::Hidden(place), super::as_read(&plain)));
+        std::iter::once((Place::of_field(field), super::as_read(&super::shown(text))))
+            .chain(hidden)
+            .flat_map(|(place, text)| {
+                units(&text)
+                    .into_iter()
+                    .map(|unit| Unit { text: unit.to_owned(), place, reading: self.read(encoder, unit) })
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 }
@@ -274,7 +342,28 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{exemplars_hash, units, Intents};
+    use super::{exemplars_hash, units, Intents, Place};
+
+    #[test]
+    fn fields_of_values_are_read_more_strictly_than_prose() {
+        for field in [
+            "default of city",
+            "values of unit",
+            "example of query",
+            "input schema /properties/a/default",
+            "input schema /properties/a/enum/2",
+            "input schema /properties/a/examples/0",
+        ] {
+            assert_eq!(Place::of_field(field), Place::Values, "{field}");
+        }
+        for field in
+            ["title", "description", "argument city", "output schema /properties/a/description", "input schema /properties/a/description"]
+        {
+            assert_eq!(Place::of_field(field), Place::Prose, "{field}");
+        }
+        assert!(Place::Values.threshold() < Place::Prose.threshold());
+        assert_eq!(Place::Hidden("a comment").threshold(), Place::Values.threshold());
+    }
 
     #[test]
     fn the_shipped_probe_was_trained_on_the_exemplars_as_they_are() {

@@ -282,6 +282,25 @@ async fn main() {
     }
     let queries: Vec<_> = eval.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
     run_set(&ts, &catalog, &slugs, "evaluation (eval.json)", &queries).await;
+    // What a search's time is made of: the query's encoding alone, the best
+    // of three runs of each query (the rest is full text, nearness and rows).
+    if let Some(dir) = std::env::var_os("TOOLSHED_EMBEDDING_MODEL") {
+        let model = SentenceModel::load(dir.as_ref()).expect("loaded once already");
+        let mut best = vec![f64::MAX; queries.len()];
+        for _ in 0..3 {
+            for ((query, _, _), best) in queries.iter().zip(&mut best) {
+                let t = Instant::now();
+                std::hint::black_box(model.parts().1.encode_query(query));
+                *best = best.min(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        best.sort_by(f64::total_cmp);
+        println!(
+            "the query's encoding alone (best of 3): median {:.2} ms, p95 {:.2} ms",
+            best[best.len() / 2],
+            best[best.len() * 95 / 100]
+        );
+    }
 
     // What a model is shown: the personal endpoint's list, or every tool the reader may use, one by one.
     let me = token_count(&tools_list_json(&catalog.tool_defs().await.unwrap()));

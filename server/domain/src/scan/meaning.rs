@@ -23,16 +23,20 @@ use toolshed_encoder::{similarity, Encoder};
 use super::{Finding, FindingKind};
 
 /// How sure the probe must be that a sentence of prose (a title, a
-/// description) is an instruction: on the tuning set, the most caught while
-/// no benign text is held but by phrases.
+/// description) is an instruction: on the tuning set (`bench/poison/dev.json`),
+/// the most caught while at most 1 % of its ordinary texts are held beyond
+/// what the phrases hold.
 pub const THRESHOLD: f32 = 0.90;
 
 /// How sure it must be of a sentence where no prose belongs: an argument's
 /// default, listed values or example, a link's title, an image's description,
 /// a comment, an encoded span. A tool's directions to people are written in
 /// its description, so a sentence here is suspect sooner. Chosen on a tuning
-/// set of such places (`bench/poison/dev_places.json`) by the same rule.
-pub const HIDDEN_THRESHOLD: f32 = 0.85;
+/// set of such places (`bench/poison/dev_places.json`), half of whose
+/// ordinary texts are built to look like instructions (prompts as defaults,
+/// notes to maintainers): the most caught while at most 5 % of them are held
+/// (no threshold holds fewer than 3 %).
+pub const HIDDEN_THRESHOLD: f32 = 0.80;
 
 /// Where a unit of text was read, which sets how sure the probe must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -61,14 +61,16 @@ impl Market<'_> {
         let terms = corrected.as_ref().map_or_else(|| typed.clone(), |c| c.and_words_of(typed));
         let text = corrected.unwrap_or_else(|| typed.clone());
         let words = BrowseQuery { text: Some(terms), sort: BrowseSort::Relevance, page: 1, ..query.clone() };
-        let lexical = self.ranked(user, &words, limit.max(FUSION_CANDIDATES), 0).await?;
+        let by_words = self.ranked(user, &words, limit.max(FUSION_CANDIDATES), 0);
         let Some(semantic) = semantic else {
-            return Ok(lexical.into_iter().take(limit).map(|id| Found { id, by_words: true, nearness: 0.0 }).collect());
+            return Ok(by_words.await?.into_iter().take(limit).map(|id| Found { id, by_words: true, nearness: 0.0 }).collect());
         };
+        // The full-text query runs while the search is encoded.
+        let (lexical, near) = tokio::join!(by_words, semantic.nearest(&text, NEAREST_ASKED));
+        let lexical = lexical?;
         // The nearest the caller may see, whatever the filters, and of those
         // the ones the filters keep. Nearness is scaled among the former:
         // neither a listing the caller may not see nor a filter moves it.
-        let near = semantic.nearest(&text, NEAREST_ASKED).await;
         let ids = |near: &[(ToolId, f32)]| near.iter().map(|(id, _)| *id).collect::<Vec<_>>();
         let anyone =
             BrowseQuery { sort: BrowseSort::Newest, among: Some(ids(&near)), within: query.within.clone(), ..BrowseQuery::default() };

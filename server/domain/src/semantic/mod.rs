@@ -66,6 +66,32 @@ pub struct SentenceModel {
     /// Queries encoded at once: one a core, so a flood of searches queues
     /// instead of taking every blocking thread.
     queries: Arc<Semaphore>,
+    /// The last searches' vectors: the Browse box's next page, or an agent
+    /// asking again, is not encoded again.
+    recent: Arc<Mutex<Recent>>,
+}
+
+/// The most recently used vectors of the last [`Recent::KEPT`] texts, most
+/// recent first.
+#[derive(Default)]
+struct Recent(std::collections::VecDeque<(String, Arc<Vec<f32>>)>);
+
+impl Recent {
+    const KEPT: usize = 64;
+
+    fn get(&mut self, text: &str) -> Option<Arc<Vec<f32>>> {
+        let at = self.0.iter().position(|(t, _)| t == text)?;
+        let found = self.0.remove(at)?;
+        let vector = found.1.clone();
+        self.0.push_front(found);
+        Some(vector)
+    }
+
+    fn put(&mut self, text: String, vector: Arc<Vec<f32>>) {
+        self.0.retain(|(t, _)| *t != text);
+        self.0.push_front((text, vector));
+        self.0.truncate(Self::KEPT);
+    }
 }
 
 impl std::fmt::Debug for SentenceModel {
@@ -85,7 +111,8 @@ impl SentenceModel {
         };
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(Self { vectors_key: format!("{name} (query prompt)"), name, encoder, queries: Arc::new(Semaphore::new(cores)) })
+        let queries = Arc::new(Semaphore::new(cores));
+        Ok(Self { vectors_key: format!("{name} (query prompt)"), name, encoder, queries, recent: Arc::default() })
     }
 
     /// What the publish scan finds by meaning ([`crate::scan::meaning`]) in
@@ -112,11 +139,18 @@ impl SentenceModel {
         (&self.name, &self.encoder)
     }
 
-    /// `text`'s meaning as a unit vector (CPU-bound: off the async workers).
-    async fn encode(&self, text: String) -> Vec<f32> {
+    /// A search's meaning as a unit vector (CPU-bound: off the async
+    /// workers), or the one kept from when it was last searched.
+    async fn encode(&self, text: String) -> Arc<Vec<f32>> {
+        if let Some(kept) = self.recent.lock().unwrap_or_else(|e| e.into_inner()).get(&text) {
+            return kept;
+        }
         let _turn = self.queries.acquire().await.expect("the semaphore is never closed");
         let encoder = self.encoder.clone();
-        tokio::task::spawn_blocking(move || encoder.encode_query(&text)).await.expect("encoding does not panic")
+        let read = text.clone();
+        let vector = Arc::new(tokio::task::spawn_blocking(move || encoder.encode_query(&read)).await.expect("encoding does not panic"));
+        self.recent.lock().unwrap_or_else(|e| e.into_inner()).put(text, vector.clone());
+        vector
     }
 }
 
@@ -312,5 +346,29 @@ impl SemanticIndex {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Recent;
+
+    #[test]
+    fn the_last_searches_vectors_are_kept_and_the_least_recently_used_go_first() {
+        let mut recent = Recent::default();
+        let v = |x: f32| Arc::new(vec![x]);
+        for i in 0..Recent::KEPT {
+            recent.put(format!("query {i}"), v(i as f32));
+        }
+        assert_eq!(recent.get("query 0"), Some(v(0.0)), "used again: now the most recent");
+        recent.put("one more".into(), v(-1.0));
+        assert_eq!(recent.get("query 1"), None, "the least recently used went");
+        assert_eq!(recent.get("query 0"), Some(v(0.0)));
+        assert_eq!(recent.get("one more"), Some(v(-1.0)));
+        recent.put("one more".into(), v(-2.0));
+        assert_eq!(recent.get("one more"), Some(v(-2.0)), "a text is kept once, with its latest vector");
+        assert_eq!(recent.0.len(), Recent::KEPT);
     }
 }

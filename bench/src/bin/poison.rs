@@ -13,7 +13,7 @@
 //!
 //! With the sentence model (`TOOLSHED_EMBEDDING_MODEL`, as scripts/env.sh
 //! sets it) the scan by meaning (`scan::meaning`) runs too, at the threshold
-//! the publish gate uses. `poison dev` instead shows a range of thresholds on
+//! the publish gate uses. `poison dev` instead shows ranges of thresholds on
 //! the tuning sets, the only place they were chosen: bench/poison/dev.json
 //! (descriptions, for prose) and bench/poison/dev_places.json (values, link
 //! titles, comments, decoded spans: the hidden places');
@@ -183,8 +183,10 @@ fn tune(reader: Reader) {
     );
     println!("threshold  caught  held   (phrases or meaning)");
     for threshold in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999] {
-        let count =
-            |r: &[Vec<meaning::Unit>], p: &[bool]| r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold, threshold)).count();
+        // What a description hides (a link's title, a comment) at the shipped threshold for it.
+        let count = |r: &[Vec<meaning::Unit>], p: &[bool]| {
+            r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold, meaning::HIDDEN_THRESHOLD)).count()
+        };
         println!(
             "{threshold:.3}      {:3}/{}  {:3}/{}",
             count(&poisoned, &p_phrases),

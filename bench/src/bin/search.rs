@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use toolshed_bench::{insert_version, seed_listings, Lcg};
-use toolshed_domain::accounts::Registration;
+use toolshed_domain::accounts::{Registration, User};
 use toolshed_domain::catalog::{Catalog, CatalogSearch};
 use toolshed_domain::codegen::{token_count, tools_list_json};
 use toolshed_domain::ids::ToolId;
@@ -150,9 +150,9 @@ async fn seed(db: &Db, written: &[Listing]) -> Result<(), sqlx::Error> {
 
 /// Where the wanted listing stands among all by meaning alone (before
 /// visibility), and its similarity: why fusion missed it.
-async fn meaning_rank(ts: &Toolshed, query: &str, wanted: ToolId) -> String {
+async fn meaning_rank(ts: &Toolshed, reader: &User, query: &str, wanted: ToolId) -> String {
     let Some(index) = ts.semantic() else { return String::new() };
-    let near = index.nearest(&SearchText::parse(query).unwrap().unwrap(), 10_000).await;
+    let near = index.nearest(reader.id, &SearchText::parse(query).unwrap().unwrap(), 10_000).await;
     match near.iter().position(|(id, _)| *id == wanted) {
         Some(rank) => format!("(by meaning: #{}, similarity {:.2})", rank + 1, near[rank].1),
         None => "(by meaning: below the similarity floor)".into(),
@@ -213,7 +213,7 @@ async fn run_set(ts: &Toolshed, catalog: &Catalog, slugs: &[String], set: &str, 
                 format!("\"{}\"", query.chars().take(58).collect::<String>()),
                 want,
                 hits.first().map_or("nothing", |h| h.name.as_str()),
-                meaning_rank(ts, query, ToolId(LISTINGS - slugs.len() as i64 + 1 + id as i64)).await,
+                meaning_rank(ts, catalog.user(), query, ToolId(LISTINGS - slugs.len() as i64 + 1 + id as i64)).await,
             ));
         }
     }
@@ -288,10 +288,10 @@ async fn main() {
         let model = SentenceModel::load(dir.as_ref()).expect("loaded once already");
         let mut best = vec![f64::MAX; queries.len()];
         for _ in 0..3 {
-            for ((query, _, _), best) in queries.iter().zip(&mut best) {
+            for ((query, _, _), fastest) in queries.iter().zip(&mut best) {
                 let t = Instant::now();
                 std::hint::black_box(model.parts().1.encode_query(query));
-                *best = best.min(t.elapsed().as_secs_f64() * 1e3);
+                *fastest = fastest.min(t.elapsed().as_secs_f64() * 1e3);
             }
         }
         best.sort_by(f64::total_cmp);

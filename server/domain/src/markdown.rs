@@ -4,8 +4,13 @@
 
 use pulldown_cmark::{html, Event, Options, Parser, TagEnd};
 
+/// `markdown` parsed with the extensions pages render (the scan reads it the same way).
+pub(crate) fn parser(markdown: &str) -> Parser<'_> {
+    Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS)
+}
+
 pub fn to_safe_html(markdown: &str) -> String {
-    let parser = Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS);
+    let parser = parser(markdown);
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut out, parser);
     ammonia::Builder::default().link_rel(Some("noopener noreferrer nofollow")).clean(&out).to_string()

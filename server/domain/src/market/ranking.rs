@@ -65,8 +65,9 @@ impl Market<'_> {
         let Some(semantic) = semantic else {
             return Ok(by_words.await?.into_iter().take(limit).map(|id| Found { id, by_words: true, nearness: 0.0 }).collect());
         };
-        // The full-text query runs while the search is encoded.
-        let (lexical, near) = tokio::join!(by_words, semantic.nearest(&text, NEAREST_ASKED));
+        // Independent: the full-text query waits on the database while the
+        // search is encoded (most of a search's time) on another thread.
+        let (lexical, near) = tokio::join!(by_words, semantic.nearest(user.id, &text, NEAREST_ASKED));
         let lexical = lexical?;
         // The nearest the caller may see, whatever the filters, and of those
         // the ones the filters keep. Nearness is scaled among the former:

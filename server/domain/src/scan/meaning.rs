@@ -10,10 +10,12 @@
 //! steer other tools, act covertly, in fifteen languages) against ordinary tool
 //! sentences that use the same words (tools that rotate keys, read files,
 //! send mail to whom the user names, say which tool to call first). A unit
-//! the probe believes an instruction by [`THRESHOLD`] is a finding. The
-//! exemplars were written without looking at the evaluation corpus
-//! (`bench/poison/corpus.json`); the threshold and the probe's settings were
-//! chosen on a tuning set of their own (`bench/poison/dev.json`).
+//! the probe believes an instruction by its place's threshold is a finding:
+//! [`THRESHOLD`] for prose, [`HIDDEN_THRESHOLD`] for fields of values and what
+//! a page hides. The exemplars were written without looking at the evaluation
+//! corpus (`bench/poison/corpus.json`); the thresholds and the probe's
+//! settings were chosen on tuning sets of their own (`bench/poison/dev.json`,
+//! `bench/poison/dev_places.json`).
 
 use std::collections::BTreeMap;
 
@@ -60,10 +62,21 @@ impl Place {
 
     /// The place a field's text is, by the field's name (`tools::gates`,
     /// `upstream`): `default of x`, `values of x`, `example of x`, or a
-    /// schema's `…/default`, `…/enum/0`, `…/examples/0`, `…/const`.
+    /// schema's text under a `default`, `enum`, `examples` or `const`
+    /// keyword, at any depth (`…/examples/0/query`), but not a property so
+    /// named (`…/properties/default/description` is prose).
     fn of_field(field: &str) -> Self {
-        let values = ["values of ", "default of ", "example of "].iter().any(|p| field.starts_with(p))
-            || field.rsplit('/').take(2).any(|key| matches!(key, "default" | "enum" | "examples" | "example" | "const"));
+        const NAMING: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+        const VALUES: [&str; 5] = ["default", "enum", "examples", "example", "const"];
+        let mut segments = field.split('/').skip(1);
+        let mut values = ["values of ", "default of ", "example of "].iter().any(|p| field.starts_with(p));
+        while let Some(segment) = segments.next() {
+            if NAMING.contains(&segment) {
+                segments.next();
+            } else if VALUES.contains(&segment) {
+                values = true;
+            }
+        }
         if values {
             Place::Values
         } else {
@@ -357,12 +370,20 @@ mod tests {
             "input schema /properties/a/default",
             "input schema /properties/a/enum/2",
             "input schema /properties/a/examples/0",
+            "input schema /properties/a/examples/0/query",
+            "input schema /properties/a/default/b/c",
         ] {
             assert_eq!(Place::of_field(field), Place::Values, "{field}");
         }
-        for field in
-            ["title", "description", "argument city", "output schema /properties/a/description", "input schema /properties/a/description"]
-        {
+        for field in [
+            "title",
+            "description",
+            "argument city",
+            "output schema /properties/a/description",
+            "input schema /properties/a/description",
+            "output schema /properties/example/description",
+            "input schema /$defs/default/properties/enum/description",
+        ] {
             assert_eq!(Place::of_field(field), Place::Prose, "{field}");
         }
         assert!(Place::Values.threshold() < Place::Prose.threshold());

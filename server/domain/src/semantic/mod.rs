@@ -23,7 +23,7 @@ use toolshed_encoder::{from_bytes, to_bytes};
 pub use toolshed_encoder::{similarity, Encoder, ModelError};
 
 use crate::changes::ListingChanges;
-use crate::ids::ToolId;
+use crate::ids::{ToolId, UserId};
 use crate::market::{SearchText, Vocabulary};
 use crate::now_ms;
 use crate::scan::meaning::Intents;
@@ -66,30 +66,34 @@ pub struct SentenceModel {
     /// Queries encoded at once: one a core, so a flood of searches queues
     /// instead of taking every blocking thread.
     queries: Arc<Semaphore>,
-    /// The last searches' vectors: the Browse box's next page, or an agent
-    /// asking again, is not encoded again.
+    /// The last searches' vectors, by who searched: the Browse box's next
+    /// page, or an agent asking again, is not encoded again. By who, so no
+    /// one can time whether someone else searched a text.
     recent: Arc<Mutex<Recent>>,
 }
 
-/// The most recently used vectors of the last [`Recent::KEPT`] texts, most
-/// recent first.
+/// The most recently used vectors of the last [`Recent::KEPT`] searches
+/// (who, text), most recent first.
 #[derive(Default)]
-struct Recent(std::collections::VecDeque<(String, Arc<Vec<f32>>)>);
+struct Recent(std::collections::VecDeque<(Search, Arc<Vec<f32>>)>);
+
+/// Who searched, and for what.
+type Search = (UserId, String);
 
 impl Recent {
     const KEPT: usize = 64;
 
-    fn get(&mut self, text: &str) -> Option<Arc<Vec<f32>>> {
-        let at = self.0.iter().position(|(t, _)| t == text)?;
+    fn get(&mut self, asker: UserId, text: &str) -> Option<Arc<Vec<f32>>> {
+        let at = self.0.iter().position(|((who, t), _)| *who == asker && t == text)?;
         let found = self.0.remove(at)?;
         let vector = found.1.clone();
         self.0.push_front(found);
         Some(vector)
     }
 
-    fn put(&mut self, text: String, vector: Arc<Vec<f32>>) {
-        self.0.retain(|(t, _)| *t != text);
-        self.0.push_front((text, vector));
+    fn put(&mut self, asker: UserId, text: String, vector: Arc<Vec<f32>>) {
+        self.0.retain(|((who, t), _)| *who != asker || *t != text);
+        self.0.push_front(((asker, text), vector));
         self.0.truncate(Self::KEPT);
     }
 }
@@ -140,16 +144,16 @@ impl SentenceModel {
     }
 
     /// A search's meaning as a unit vector (CPU-bound: off the async
-    /// workers), or the one kept from when it was last searched.
-    async fn encode(&self, text: String) -> Arc<Vec<f32>> {
-        if let Some(kept) = self.recent.lock().unwrap_or_else(|e| e.into_inner()).get(&text) {
+    /// workers), or the one kept from when `asker` last searched it.
+    async fn encode(&self, asker: UserId, text: String) -> Arc<Vec<f32>> {
+        if let Some(kept) = self.recent.lock().unwrap_or_else(|e| e.into_inner()).get(asker, &text) {
             return kept;
         }
         let _turn = self.queries.acquire().await.expect("the semaphore is never closed");
         let encoder = self.encoder.clone();
         let read = text.clone();
         let vector = Arc::new(tokio::task::spawn_blocking(move || encoder.encode_query(&read)).await.expect("encoding does not panic"));
-        self.recent.lock().unwrap_or_else(|e| e.into_inner()).put(text, vector.clone());
+        self.recent.lock().unwrap_or_else(|e| e.into_inner()).put(asker, text, vector.clone());
         vector
     }
 }
@@ -311,7 +315,7 @@ impl SemanticIndex {
     /// would guess at the meaning of "zzzz qqqq" and find something. (A
     /// multilingual vocabulary lacks many whole English words, "hungry"
     /// among them, but "we are hungry" has "we" and "are".)
-    pub async fn nearest(&self, query: &SearchText, limit: usize) -> Vec<(ToolId, f32)> {
+    pub async fn nearest(&self, asker: UserId, query: &SearchText, limit: usize) -> Vec<(ToolId, f32)> {
         let known = {
             let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
             query.terms().iter().any(|w| self.model.encoder.knows(w) || vectors.words.has(w) || !w.is_ascii())
@@ -319,7 +323,7 @@ impl SemanticIndex {
         if !known {
             return Vec::new();
         }
-        let wanted = self.model.encode(query.text().to_owned()).await;
+        let wanted = self.model.encode(asker, query.text().to_owned()).await;
         let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
         let mut near: Vec<(ToolId, f32)> = match &vectors.mean {
             Some(mean) => {
@@ -353,22 +357,23 @@ impl SemanticIndex {
 mod tests {
     use std::sync::Arc;
 
-    use super::Recent;
+    use super::{Recent, UserId};
 
     #[test]
-    fn the_last_searches_vectors_are_kept_and_the_least_recently_used_go_first() {
+    fn the_last_searches_vectors_are_kept_by_who_searched_and_the_least_recently_used_go_first() {
+        let (alice, bob) = (UserId(1), UserId(2));
         let mut recent = Recent::default();
         let v = |x: f32| Arc::new(vec![x]);
         for i in 0..Recent::KEPT {
-            recent.put(format!("query {i}"), v(i as f32));
+            recent.put(alice, format!("query {i}"), v(i as f32));
         }
-        assert_eq!(recent.get("query 0"), Some(v(0.0)), "used again: now the most recent");
-        recent.put("one more".into(), v(-1.0));
-        assert_eq!(recent.get("query 1"), None, "the least recently used went");
-        assert_eq!(recent.get("query 0"), Some(v(0.0)));
-        assert_eq!(recent.get("one more"), Some(v(-1.0)));
-        recent.put("one more".into(), v(-2.0));
-        assert_eq!(recent.get("one more"), Some(v(-2.0)), "a text is kept once, with its latest vector");
+        assert_eq!(recent.get(bob, "query 0"), None, "another's search is not theirs to time");
+        assert_eq!(recent.get(alice, "query 0"), Some(v(0.0)), "used again: now the most recent");
+        recent.put(alice, "one more".into(), v(-1.0));
+        assert_eq!(recent.get(alice, "query 1"), None, "the least recently used went");
+        assert_eq!(recent.get(alice, "query 0"), Some(v(0.0)));
+        recent.put(alice, "one more".into(), v(-2.0));
+        assert_eq!(recent.get(alice, "one more"), Some(v(-2.0)), "a search is kept once, with its latest vector");
         assert_eq!(recent.0.len(), Recent::KEPT);
     }
 }

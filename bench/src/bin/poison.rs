@@ -182,7 +182,7 @@ fn tune(reader: Reader) {
         b_phrases.iter().filter(|x| **x).count()
     );
     println!("threshold  caught  held   (phrases or meaning)");
-    for threshold in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999] {
+    for threshold in [0.5, 0.6, 0.7, 0.75, 0.8, 0.82, 0.84, 0.85, 0.86, 0.88, 0.9, 0.93, 0.95, 0.97, 0.99] {
         // What a description hides (a link's title, a comment) at the shipped threshold for it.
         let count = |r: &[Vec<meaning::Unit>], p: &[bool]| {
             r.iter().zip(p).filter(|(r, p)| **p || any_flagged(r, threshold, meaning::HIDDEN_THRESHOLD)).count()
@@ -217,7 +217,7 @@ fn tune(reader: Reader) {
         p_phrases.iter().filter(|x| **x).count()
     );
     println!("threshold  caught   held     by place (caught/held): {}", names.iter().copied().collect::<Vec<_>>().join(", "));
-    for threshold in [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9] {
+    for threshold in [0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.85, 0.9] {
         let hit = |r: &[meaning::Unit]| any_flagged(r, meaning::THRESHOLD, threshold);
         let caught: Vec<bool> = poisoned.iter().zip(&p_phrases).map(|(r, p)| *p || hit(r)).collect();
         let held: Vec<bool> = benign.iter().map(|r| hit(r)).collect();

@@ -4,7 +4,7 @@
 //! audit@…" share no phrase, but each lies near sentences that try the same.
 //!
 //! Each sentence (and each clause of a long one) of a text models read is
-//! encoded and given to a linear probe trained on exemplars of what hidden
+//! encoded and given to a probe (small neural networks) trained on exemplars of what hidden
 //! instructions try to do (`intents.json`: override the instructions, keep
 //! something from the user, read files or credentials, send data elsewhere,
 //! steer other tools, act covertly, in fifteen languages) against ordinary tool
@@ -27,8 +27,9 @@ use super::{Finding, FindingKind};
 /// How sure the probe must be that a sentence of prose (a title, a
 /// description) is an instruction: on the tuning set (`bench/poison/dev.json`),
 /// the most caught while at most 1 % of its ordinary texts are held beyond
-/// what the phrases hold.
-pub const THRESHOLD: f32 = 0.90;
+/// what the phrases hold, then the fewest held; of exact ties the lowest,
+/// since the scan leans towards finding.
+pub const THRESHOLD: f32 = 0.80;
 
 /// How sure it must be of a sentence where no prose belongs: an argument's
 /// default, listed values or example, a link's title, an image's description,
@@ -36,9 +37,8 @@ pub const THRESHOLD: f32 = 0.90;
 /// its description, so a sentence here is suspect sooner. Chosen on a tuning
 /// set of such places (`bench/poison/dev_places.json`), half of whose
 /// ordinary texts are built to look like instructions (prompts as defaults,
-/// notes to maintainers): the most caught while at most 5 % of them are held
-/// (no threshold holds fewer than 3 %).
-pub const HIDDEN_THRESHOLD: f32 = 0.80;
+/// notes to maintainers): the most caught while at most 5 % of them are held.
+pub const HIDDEN_THRESHOLD: f32 = 0.4;
 
 /// Where a unit of text was read, which sets how sure the probe must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,24 +299,35 @@ fn worth_reading(s: &str) -> bool {
         || s.chars().filter(|c| matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}')).count() >= 6
 }
 
-/// Logistic regression on standardized sentence vectors: a sentence model's
-/// vectors all lean one way (unrelated texts score 0.7–0.8), so nearness to
-/// the nearest exemplar separates badly; a learned direction does not.
+/// A few small neural networks on standardized sentence vectors, their
+/// beliefs averaged: a sentence model's vectors all lean one way (unrelated
+/// texts score 0.7–0.8), so nearness to the nearest exemplar separates badly.
+/// One hidden layer, because one direction (logistic regression, the probe
+/// before) separates worse: on the tuning sets it caught 76 of `dev.json`'s
+/// 102 and 101 of `dev_places.json`'s 128, where these catch 94 and 126,
+/// holding as many ordinary texts or fewer. Three, because one network's
+/// seed moves a tuning set by a few texts.
 #[derive(Serialize, Deserialize)]
 struct Probe {
     mean: Vec<f32>,
     scale: Vec<f32>,
-    weights: Vec<f32>,
-    bias: f32,
+    nets: Vec<Net>,
+}
+
+/// `sigmoid(output · relu(hidden × x + hidden_bias) + output_bias)`.
+#[derive(Serialize, Deserialize)]
+struct Net {
+    /// `HIDDEN` rows of the input's width.
+    hidden: Vec<f32>,
+    hidden_bias: Vec<f32>,
+    output: Vec<f32>,
+    output_bias: f32,
 }
 
 impl Probe {
-    /// Full-batch gradient descent with a little L2: a few hundred examples
-    /// of a few hundred dimensions, deterministic.
+    /// Trains `NETS` networks, each from its own seed: deterministic.
     fn train(examples: &[(&[f32], bool)]) -> Self {
-        const STEPS: usize = 800;
-        const RATE: f32 = 0.5;
-        const L2: f32 = 0.001;
+        const NETS: u64 = 3;
         let dims = examples.first().map_or(0, |(v, _)| v.len());
         let n = examples.len().max(1) as f32;
         let mut mean = vec![0.0f32; dims];
@@ -324,19 +335,13 @@ impl Probe {
         let mut scale = vec![0.0f32; dims];
         examples.iter().for_each(|(v, _)| scale.iter_mut().zip(v.iter().zip(&mean)).for_each(|(s, (x, m))| *s += (x - m).powi(2) / n));
         scale.iter_mut().for_each(|s| *s = 1.0 / s.sqrt().max(1e-6));
-        let mut probe = Self { mean, scale, weights: vec![0.0; dims], bias: 0.0 };
+        let mut probe = Self { mean, scale, nets: Vec::new() };
         let standardized: Vec<(Vec<f32>, f32)> = examples.iter().map(|(v, y)| (probe.standardize(v), f32::from(u8::from(*y)))).collect();
-        for _ in 0..STEPS {
-            let mut gradient = vec![0.0f32; dims];
-            let mut gradient_bias = 0.0f32;
-            for (x, y) in &standardized {
-                let error = sigmoid(dot(&probe.weights, x) + probe.bias) - y;
-                gradient.iter_mut().zip(x).for_each(|(g, xi)| *g += error * xi / n);
-                gradient_bias += error / n;
-            }
-            probe.weights.iter_mut().zip(&gradient).for_each(|(w, g)| *w -= RATE * (g + L2 * *w));
-            probe.bias -= RATE * gradient_bias;
-        }
+        let standardized = &standardized;
+        probe.nets = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..NETS).map(|seed| scope.spawn(move || Net::train(standardized, seed))).collect();
+            workers.into_iter().map(|w| w.join().expect("training does not panic")).collect()
+        });
         probe
     }
 
@@ -345,7 +350,109 @@ impl Probe {
     }
 
     fn belief(&self, v: &[f32]) -> f32 {
-        sigmoid(dot(&self.weights, &self.standardize(v)) + self.bias)
+        let x = self.standardize(v);
+        self.nets.iter().map(|net| net.belief(&x)).sum::<f32>() / self.nets.len().max(1) as f32
+    }
+}
+
+impl Net {
+    /// Adam on mini-batches of cross-entropy with a little L2 on the
+    /// weights, from Glorot-uniform weights (the settings of
+    /// scikit-learn's `MLPClassifier`, with which they were chosen).
+    fn train(examples: &[(Vec<f32>, f32)], seed: u64) -> Self {
+        const HIDDEN: usize = 32;
+        const EPOCHS: usize = 100;
+        const BATCH: usize = 200;
+        const RATE: f32 = 0.001;
+        const L2: f32 = 0.1;
+        let dims = examples.first().map_or(0, |(v, _)| v.len());
+        let mut random = SplitMix(seed);
+        let mut uniform = |n: usize, bound: f32| (0..n).map(|_| (random.unit() * 2.0 - 1.0) * bound).collect::<Vec<f32>>();
+        let hidden_bound = (6.0 / (dims + HIDDEN) as f32).sqrt();
+        let output_bound = (2.0 / (HIDDEN + 1) as f32).sqrt();
+        let mut net = Net {
+            hidden: uniform(HIDDEN * dims, hidden_bound),
+            hidden_bias: uniform(HIDDEN, hidden_bound),
+            output: uniform(HIDDEN, output_bound),
+            output_bias: uniform(1, output_bound)[0],
+        };
+        // The parameters as one flat list, for Adam: hidden, hidden_bias, output, output_bias.
+        let size = HIDDEN * dims + 2 * HIDDEN + 1;
+        let (mut first, mut second) = (vec![0.0f32; size], vec![0.0f32; size]);
+        let mut order: Vec<usize> = (0..examples.len()).collect();
+        let mut step = 0i32;
+        for _ in 0..EPOCHS {
+            for i in (1..order.len()).rev() {
+                order.swap(i, (random.next() % (i as u64 + 1)) as usize);
+            }
+            for batch in order.chunks(BATCH) {
+                let mut gradient = vec![0.0f32; size];
+                let (g_hidden, rest) = gradient.split_at_mut(HIDDEN * dims);
+                let (g_hidden_bias, rest) = rest.split_at_mut(HIDDEN);
+                let (g_output, g_output_bias) = rest.split_at_mut(HIDDEN);
+                for &i in batch {
+                    let (x, y) = &examples[i];
+                    let activations = net.activations(x);
+                    let error = (sigmoid(dot(&net.output, &activations) + net.output_bias) - y) / batch.len() as f32;
+                    g_output_bias[0] += error;
+                    for h in 0..HIDDEN {
+                        g_output[h] += error * activations[h];
+                        if activations[h] > 0.0 {
+                            let back = error * net.output[h];
+                            g_hidden_bias[h] += back;
+                            g_hidden[h * dims..(h + 1) * dims].iter_mut().zip(x).for_each(|(g, xi)| *g += back * xi);
+                        }
+                    }
+                }
+                let decay = L2 / batch.len() as f32;
+                g_hidden.iter_mut().zip(&net.hidden).for_each(|(g, w)| *g += decay * w);
+                g_output.iter_mut().zip(&net.output).for_each(|(g, w)| *g += decay * w);
+                step += 1;
+                let parameters =
+                    net.hidden.iter_mut().chain(&mut net.hidden_bias).chain(&mut net.output).chain(std::iter::once(&mut net.output_bias));
+                adam(parameters, &gradient, &mut first, &mut second, RATE, step);
+            }
+        }
+        net
+    }
+
+    fn activations(&self, x: &[f32]) -> Vec<f32> {
+        self.hidden.chunks(x.len()).zip(&self.hidden_bias).map(|(row, b)| (dot(row, x) + b).max(0.0)).collect()
+    }
+
+    fn belief(&self, x: &[f32]) -> f32 {
+        sigmoid(dot(&self.output, &self.activations(x)) + self.output_bias)
+    }
+}
+
+/// One step of Adam (β 0.9 and 0.999) on each parameter, in order.
+fn adam<'a>(parameters: impl Iterator<Item = &'a mut f32>, gradient: &[f32], first: &mut [f32], second: &mut [f32], rate: f32, step: i32) {
+    const B1: f32 = 0.9;
+    const B2: f32 = 0.999;
+    let rate = rate * (1.0 - B2.powi(step)).sqrt() / (1.0 - B1.powi(step));
+    for (((w, g), m), v) in parameters.zip(gradient).zip(first.iter_mut()).zip(second.iter_mut()) {
+        *m = B1 * *m + (1.0 - B1) * g;
+        *v = B2 * *v + (1.0 - B2) * g * g;
+        *w -= rate * *m / (v.sqrt() + 1e-8);
+    }
+}
+
+/// SplitMix64: a seeded sequence the same on every platform and version,
+/// so a retraining gives the same probe.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// In [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
     }
 }
 

@@ -4,8 +4,9 @@
 //! audit@…" share no phrase, but each lies near sentences that try the same.
 //!
 //! Each sentence (and each clause of a long one) of a text models read is
-//! encoded and given to a probe (small neural networks) trained on exemplars of what hidden
-//! instructions try to do (`intents.json`: override the instructions, keep
+//! encoded and given to a probe (small neural networks) trained on
+//! exemplars of what hidden instructions try to do (`intents.json`: override
+//! the instructions, keep
 //! something from the user, read files or credentials, send data elsewhere,
 //! steer other tools, act covertly, in fifteen languages) against ordinary tool
 //! sentences that use the same words (tools that rotate keys, read files,
@@ -173,7 +174,7 @@ impl Intents {
     }
 
     /// Encodes `intents.json` with `encoder` (the model `model`) and trains
-    /// the probe: seconds of CPU.
+    /// the probe: a few minutes of CPU.
     pub fn train(encoder: &Encoder, model: &str) -> Self {
         let exemplars: Exemplars = serde_json::from_str(include_str!("intents.json")).expect("intents.json parses");
         let labelled: Vec<(Intent, &String)> =
@@ -357,8 +358,8 @@ impl Probe {
 
 impl Net {
     /// Adam on mini-batches of cross-entropy with a little L2 on the
-    /// weights, from Glorot-uniform weights (the settings of
-    /// scikit-learn's `MLPClassifier`, with which they were chosen).
+    /// weights, from Glorot-uniform weights (narrower into the sigmoid):
+    /// close to scikit-learn's `MLPClassifier`, with which they were chosen.
     fn train(examples: &[(Vec<f32>, f32)], seed: u64) -> Self {
         const HIDDEN: usize = 32;
         const EPOCHS: usize = 100;

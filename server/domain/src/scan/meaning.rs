@@ -6,11 +6,11 @@
 //! Each sentence (and each clause of a long one) of a text models read is
 //! encoded and given to a probe (small neural networks) trained on
 //! exemplars of what hidden instructions try to do (`intents.json`: override
-//! the instructions, keep
-//! something from the user, read files or credentials, send data elsewhere,
-//! steer other tools, act covertly, in fifteen languages) against ordinary tool
-//! sentences that use the same words (tools that rotate keys, read files,
-//! send mail to whom the user names, say which tool to call first). A unit
+//! the instructions, keep something from the user, read files or
+//! credentials, send data elsewhere, steer other tools, act covertly, in
+//! fifteen languages) against ordinary tool sentences that use the same
+//! words (tools that rotate keys, read files, send mail to whom the user
+//! names, say which tool to call first). A unit
 //! the probe believes an instruction by its place's threshold is a finding:
 //! [`THRESHOLD`] for prose, [`HIDDEN_THRESHOLD`] for fields of values and what
 //! a page hides. The exemplars were written without looking at the evaluation

@@ -16,7 +16,8 @@
 //! the publish gate uses. `poison dev` instead shows ranges of thresholds on
 //! the tuning sets, the only place they were chosen: bench/poison/dev.json
 //! (descriptions, for prose) and bench/poison/dev_places.json (values, link
-//! titles, comments, decoded spans: the hidden places');
+//! titles, comments, decoded spans: the hidden places, in two sets by two
+//! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read` shows how each line of standard input reads, unit by unit.
 //!
@@ -132,7 +133,7 @@ struct Dev {
     benign: Vec<DevText>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 struct DevText {
     text: String,
     /// In `dev_places.json`: where in a tool the text stands.
@@ -206,12 +207,26 @@ fn tune(reader: Reader) {
         }
     }
 
-    let places: Dev = serde_json::from_str(include_str!("../../poison/dev_places.json")).expect("parse dev_places.json");
+    // Two places sets by two writers, each shown alone and together.
+    let first: Dev = serde_json::from_str(include_str!("../../poison/dev_places.json")).expect("parse dev_places.json");
+    let second: Dev = serde_json::from_str(include_str!("../../poison/dev_places2.json")).expect("parse dev_places2.json");
+    let both = Dev {
+        poisoned: first.poisoned.iter().chain(&second.poisoned).cloned().collect(),
+        benign: first.benign.iter().chain(&second.benign).cloned().collect(),
+    };
+    for (name, places) in [("dev_places.json", &first), ("dev_places2.json", &second), ("both", &both)] {
+        tune_places(reader, name, places, detail && name != "both");
+    }
+}
+
+/// The places threshold on one set of places, with its misses and holds if `detail`.
+fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
+    let cases = |set: &[DevText]| set.iter().map(DevText::fields).collect::<Vec<_>>();
     let (poisoned, benign) = (readings(reader, &cases(&places.poisoned)), readings(reader, &cases(&places.benign)));
-    let p_phrases = phrases(&places.poisoned);
+    let p_phrases = places.poisoned.iter().map(|t| t.fields().iter().any(|(f, t)| flagged(f, t))).collect::<Vec<_>>();
     let names: std::collections::BTreeSet<&str> = places.poisoned.iter().map(|t| t.place.as_str()).collect();
     println!(
-        "places: {} poisoned, {} benign; phrases alone catch {}",
+        "places ({name}): {} poisoned, {} benign; phrases alone catch {}",
         poisoned.len(),
         benign.len(),
         p_phrases.iter().filter(|x| **x).count()
@@ -233,6 +248,7 @@ fn tune(reader: Reader) {
         println!("{threshold:.3}      {:3}/{}  {:3}/{}   {}", count(&caught), caught.len(), count(&held), held.len(), by_place.join(" "));
     }
     if detail {
+        let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.instruction).fold(0.0f32, f32::max);
         for (t, r) in places.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
             println!("missed ({:.2}, {}): {}", strongest(r), t.place, t.text);
         }

@@ -30,16 +30,17 @@ use super::{Finding, FindingKind};
 /// the most caught while at most 1 % of its ordinary texts are held beyond
 /// what the phrases hold, then the fewest held; of exact ties the lowest,
 /// since the scan leans towards finding.
-pub const THRESHOLD: f32 = 0.80;
+pub const THRESHOLD: f32 = 0.84;
 
 /// How sure it must be of a sentence where no prose belongs: an argument's
 /// default, listed values or example, a link's title, an image's description,
 /// a comment, an encoded span. A tool's directions to people are written in
-/// its description, so a sentence here is suspect sooner. Chosen on a tuning
-/// set of such places (`bench/poison/dev_places.json`), half of whose
-/// ordinary texts are built to look like instructions (prompts as defaults,
-/// notes to maintainers): the most caught while at most 5 % of them are held.
-pub const HIDDEN_THRESHOLD: f32 = 0.4;
+/// its description, so a sentence here is suspect sooner. Chosen on two
+/// tuning sets of such places by two writers (`bench/poison/dev_places.json`
+/// and `dev_places2.json`, together), half of whose ordinary texts are built
+/// to look like instructions (prompts as defaults, notes to maintainers): the
+/// most caught while at most 5 % of them are held.
+pub const HIDDEN_THRESHOLD: f32 = 0.5;
 
 /// Where a unit of text was read, which sets how sure the probe must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,17 +298,19 @@ fn split(text: &str, boundary: impl Fn(char, Option<char>) -> bool) -> Vec<&str>
 /// At least three words, or six characters of a language written without spaces.
 fn worth_reading(s: &str) -> bool {
     s.split_whitespace().filter(|w| w.chars().any(char::is_alphabetic)).count() >= 3
-        || s.chars().filter(|c| matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}')).count() >= 6
+        || s.chars().filter(|c| crate::words::is_cjk(*c)).count() >= 6
 }
 
 /// A few small neural networks on standardized sentence vectors, their
 /// beliefs averaged: a sentence model's vectors all lean one way (unrelated
 /// texts score 0.7–0.8), so nearness to the nearest exemplar separates badly.
 /// One hidden layer, because one direction (logistic regression, the probe
-/// before) separates worse: on the tuning sets it caught 76 of `dev.json`'s
-/// 102 and 101 of `dev_places.json`'s 128, where these catch 94 and 126,
-/// holding as many ordinary texts or fewer. Three, because one network's
-/// seed moves a tuning set by a few texts.
+/// before) separated worse: when these were chosen, on the tuning sets, it
+/// caught 76 of `dev.json`'s 102 and 101 of `dev_places.json`'s 128, where
+/// three of them caught 94 and 126, holding as many ordinary texts or fewer.
+/// Several, because one network's seed moves a tuning set by a few texts;
+/// five, because with more exemplars five caught one more of `dev.json` and
+/// held two fewer of both places sets' ordinary texts than three.
 #[derive(Serialize, Deserialize)]
 struct Probe {
     mean: Vec<f32>,
@@ -328,7 +331,7 @@ struct Net {
 impl Probe {
     /// Trains `NETS` networks, each from its own seed: deterministic.
     fn train(examples: &[(&[f32], bool)]) -> Self {
-        const NETS: u64 = 3;
+        const NETS: u64 = 5;
         let dims = examples.first().map_or(0, |(v, _)| v.len());
         let n = examples.len().max(1) as f32;
         let mut mean = vec![0.0f32; dims];

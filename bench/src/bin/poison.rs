@@ -171,9 +171,7 @@ impl DevText {
 /// alone for places (the phrases hold every comment as hidden markup).
 fn tune(reader: Reader) {
     let dev: Dev = serde_json::from_str(include_str!("../../poison/dev.json")).expect("parse dev.json");
-    let cases = |set: &[DevText]| set.iter().map(DevText::fields).collect::<Vec<_>>();
     let (poisoned, benign) = (readings(reader, &cases(&dev.poisoned)), readings(reader, &cases(&dev.benign)));
-    let phrases = |set: &[DevText]| set.iter().map(|t| t.fields().iter().any(|(f, t)| flagged(f, t))).collect::<Vec<_>>();
     let (p_phrases, b_phrases) = (phrases(&dev.poisoned), phrases(&dev.benign));
     println!(
         "tuning set: {} poisoned, {} benign; phrases alone catch {}, hold {}",
@@ -221,9 +219,8 @@ fn tune(reader: Reader) {
 
 /// The places threshold on one set of places, with its misses and holds if `detail`.
 fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
-    let cases = |set: &[DevText]| set.iter().map(DevText::fields).collect::<Vec<_>>();
     let (poisoned, benign) = (readings(reader, &cases(&places.poisoned)), readings(reader, &cases(&places.benign)));
-    let p_phrases = places.poisoned.iter().map(|t| t.fields().iter().any(|(f, t)| flagged(f, t))).collect::<Vec<_>>();
+    let p_phrases = phrases(&places.poisoned);
     let names: std::collections::BTreeSet<&str> = places.poisoned.iter().map(|t| t.place.as_str()).collect();
     println!(
         "places ({name}): {} poisoned, {} benign; phrases alone catch {}",
@@ -256,6 +253,16 @@ fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
             println!("held ({:.2}, {}): {}", strongest(r), t.place, t.text);
         }
     }
+}
+
+/// What the gate reads of each tuning text.
+fn cases(set: &[DevText]) -> Vec<Vec<(String, String)>> {
+    set.iter().map(DevText::fields).collect()
+}
+
+/// Whether the phrases alone find something in each tuning text.
+fn phrases(set: &[DevText]) -> Vec<bool> {
+    set.iter().map(|t| t.fields().iter().any(|(f, t)| flagged(f, t))).collect()
 }
 
 /// Counted and of how many.

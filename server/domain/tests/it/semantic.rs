@@ -103,6 +103,52 @@ store_test!(a_chinese_or_misspelt_search_finds_the_tool_and_still_only_what_the_
     }
 });
 
+/// The same model in a folder without the Chinese–English dictionary: one
+/// folder for the whole run (a model is loaded once per folder).
+fn model_without_dictionary() -> SentenceModel {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let from = std::path::PathBuf::from(std::env::var_os("TOOLSHED_EMBEDDING_MODEL").expect("see model()"));
+        let dir = std::env::temp_dir().join(format!("toolshed-model-without-dictionary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in std::fs::read_dir(&from).unwrap() {
+            let file = file.unwrap();
+            if !file.file_name().to_string_lossy().starts_with("cedict") && !dir.join(file.file_name()).exists() {
+                std::os::unix::fs::symlink(file.path(), dir.join(file.file_name())).unwrap();
+            }
+        }
+        dir
+    });
+    SentenceModel::load(dir).unwrap()
+}
+
+store_test!(a_chinese_search_finds_an_english_listing_through_the_dictionary_and_a_chinese_one_as_before, |db: Db| async move {
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    let without = Toolshed::new(db.clone(), Settings { sentence_model: Some(model_without_dictionary()), ..Settings::default() });
+    let alice = user(&ts, "alice", "finance").await;
+    let bob = user(&ts, "bob", "legal").await;
+    let lines = [
+        ("sick_leave", "Report sick leave | Tells your manager and HR that you are ill today and records the absence. | hr | everyone"),
+        ("parking", "停车位 | 查询公司停车场今天还有多少空位。 | facilities | everyone"),
+        ("canteen", "食堂菜单 | 显示本周员工食堂每天的午餐和晚餐。 | facilities | everyone"),
+        ("travel_claim", "差旅报销 | 提交出差的火车票和酒店发票，申请报销。 | finance | everyone"),
+        ("holiday_plan", "Team holiday planner | Shows who in your team is on holiday in the coming weeks. | hr | everyone"),
+    ];
+    for (name, line) in lines {
+        listing(&ts, &alice, name, line).await;
+    }
+    for index in [ts.semantic().unwrap(), without.semantic().unwrap()] {
+        index.catch_up(&db).await.unwrap();
+    }
+    let query = "我今天发烧了，要请病假";
+    let index = ts.semantic().unwrap();
+    assert!(index.in_english(&SearchText::parse(query).unwrap().unwrap()).is_some_and(|e| e.text().contains("sick")));
+    assert_eq!(found(&ts, &bob, query, None).await[0], "finance/sick_leave");
+    assert_ne!(found(&without, &bob, query, None).await[0], "finance/sick_leave", "the model alone puts a Chinese listing first");
+    // A Chinese search for a Chinese listing is still found as it was.
+    assert_eq!(found(&ts, &bob, "出差回来怎么报销火车票", None).await[0], "finance/travel_claim");
+});
+
 /// The Browse box's names for `text` (optionally of one kind, in one sort) and its total.
 async fn browsed(ts: &Toolshed, reader: &User, text: &str, kind: &str, sort: &str) -> (Vec<String>, i64) {
     let page = ts.market().browse(reader, &BrowseQuery::parse(text, "", "", kind, sort, "").unwrap()).await.unwrap();

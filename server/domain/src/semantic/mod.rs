@@ -325,7 +325,8 @@ impl SemanticIndex {
 
     /// The listings whose meaning is nearest `query`'s, nearest first, at most
     /// `limit` (of every listing, seen by the caller or not: filter them
-    /// after), each with its nearness: 1 the nearest, 0 the `limit`-th.
+    /// after), each with its nearness: 1 the nearest, 0 the `limit`-th (or
+    /// further), summed over the search's readings.
     /// None when no word of the query is one the model or the listings know
     /// (a run of Chinese or Japanese characters counts as known): the model
     /// would guess at the meaning of "zzzz qqqq" and find something. (A
@@ -333,12 +334,13 @@ impl SemanticIndex {
     /// among them, but "we are hungry" has "we" and "are".)
     ///
     /// A search with Chinese words the dictionary has is read twice, as typed
-    /// and in those words' English ([`Self::in_english`]), and a listing is as
-    /// near as its nearer reading makes it. The model puts a Chinese search
-    /// near Chinese listings of its meaning, but English ones of it often
-    /// below unrelated ones; and since a reading in one language lies nearer
-    /// everything in that language, each reading's nearness is scaled among
-    /// its own nearest before the two are compared.
+    /// and in those words' English ([`Self::in_english`]), and a listing's
+    /// nearness is what both readings give it. The model puts a Chinese
+    /// search near Chinese listings of its meaning, but English ones of it
+    /// often below unrelated ones; and since a reading in one language lies
+    /// nearer everything in that language, each reading's nearness is scaled
+    /// among its own nearest before the two are added: what both put near
+    /// comes first, not what one reading puts near for its language alone.
     pub async fn nearest(&self, asker: UserId, query: &SearchText, limit: usize) -> Vec<(ToolId, f32)> {
         let known = {
             let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
@@ -368,8 +370,7 @@ impl SemanticIndex {
             let (nearest, last) = (near.first().map_or(1.0, |n| n.1), near.last().map_or(0.0, |n| n.1));
             for (id, similarity) in near {
                 let scaled = if nearest > last { (similarity - last) / (nearest - last) } else { 1.0 };
-                let kept = nearness.entry(id).or_insert(scaled);
-                *kept = kept.max(scaled);
+                *nearness.entry(id).or_insert(0.0) += scaled;
             }
         }
         let mut near: Vec<(ToolId, f32)> = nearness.into_iter().map(|(id, n)| (ToolId(id), n)).collect();

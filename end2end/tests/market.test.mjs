@@ -13,13 +13,13 @@ const PASSWORD = 'browse-the-shed';
 const WORD = unique('zq');
 const DEPARTMENT = unique('market');
 
-/** A published tool in the page user's department; returns its id. */
-async function publishTool(page, name, title, description, tags) {
+/** A published tool in the page user's department (`department`); returns its id. */
+async function publishTool(page, name, title, description, tags, department = DEPARTMENT) {
   await page.request.post(`${BASE}/api/tools/create`, {
     form: { name, title, description, tags, visibility: 'everyone' },
     headers: { Origin: BASE, Accept: 'application/json' },
   });
-  const tool = await call(page, 'tools/detail', { department: DEPARTMENT, name });
+  const tool = await call(page, 'tools/detail', { department, name });
   const version = await call(page, 'tools/save_version', { tool: tool.id, code: 'return `rate for ${$text}`;', args: [{ name: 'text', type: { kind: 'string' }, required: true }], changelog: 'first' }, true);
   await call(page, 'tools/publish', { tool: String(tool.id), version: String(version) });
   return tool.id;
@@ -95,5 +95,22 @@ test('browsing works as a plain GET form without JavaScript, and bad input says 
   await page.goto(`${BASE}/browse?q=${'x'.repeat(10_000)}`);
   assert.equal((await page.textContent('.alert.error')).trim(), 'Search: must be at most 1000 characters');
   await shot(page, '24-nojs-search-too-long');
+  await page.close();
+});
+
+test('a search in Chinese finds the English tool it means', async () => {
+  const page = await newPage(browser);
+  const department = unique('people');
+  await joinByInvite(browser, page, { department, username: unique('hr'), displayName: 'People Team', password: PASSWORD });
+  await publishTool(page, 'sick_leave', 'Report sick leave', 'Tells your manager and HR that you are ill and records the absence.', 'hr', department);
+  await publishTool(page, 'room_booking', 'Book a meeting room', 'Reserves a meeting room for a time slot.', 'facilities', department);
+  await publishTool(page, 'laptop_order', 'Order a laptop', 'Orders a laptop or a monitor from the hardware catalogue.', 'it', department);
+
+  // No word in common: 病假 is read as "sick leave" too (CC-CEDICT), by words and by meaning.
+  await page.goto(`${BASE}/browse?q=${encodeURIComponent('我明天发烧了，想请病假')}&department=${department}`);
+  await page.waitForSelector('.listing-card');
+  assert.match(await page.locator('.listing-card').first().textContent(), /Report sick leave/);
+  assert.equal(await page.inputValue('input[name=q]'), '我明天发烧了，想请病假', 'the form shows the search as typed');
+  await shot(page, '25-browse-chinese');
   await page.close();
 });

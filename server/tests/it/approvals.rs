@@ -72,6 +72,28 @@ fn status_of(list: &Value, id: &str) -> String {
     found["status"].as_str().unwrap().to_owned()
 }
 
+server_test!(no_one_has_more_calls_waiting_than_the_cap_even_when_they_arrive_at_once, |srv: TestServer| async move {
+    let (mia, rita_token) = ops(&srv).await;
+    let url = srv.url(DEPLOY);
+    let cap = toolshed_domain::tools::approvals::MAX_WAITING_PER_USER as usize;
+    // More distinct calls than the cap, all at once.
+    let services: Vec<String> = (0..cap + 6).map(|i| format!("service-{i}")).collect();
+    let answers = futures::future::join_all(services.iter().map(|s| deploy(&url, &rita_token, json!({}), s))).await;
+    let filed = answers.iter().filter(|a| text(a).contains("needs approval")).count();
+    let refused = answers.iter().filter(|a| text(a).contains(&format!("You have {cap} calls waiting for approval"))).count();
+    assert_eq!((filed, refused), (cap, 6), "filed and refused of {} at once", cap + 6);
+    let waiting = inbox(&srv, &mia).await;
+    assert_eq!(waiting["inbox"].as_array().unwrap().iter().filter(|a| a["status"] == "pending").count(), cap, "{waiting}");
+    // Withdrawing one makes room for one.
+    let rita = srv.browser();
+    srv.sign_in(&rita, "rita").await;
+    let one = answers.iter().find(|a| text(a).contains("needs approval")).map(|a| request_id(text(a))).unwrap();
+    let (status, body) = srv.call(&rita, "approvals/withdraw", &[("id", one.as_str())]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(text(&deploy(&url, &rita_token, json!({}), "one-more").await).contains("needs approval"));
+    assert!(text(&deploy(&url, &rita_token, json!({}), "and-another").await).contains("calls waiting for approval"));
+});
+
 server_test!(a_call_that_writes_waits_for_an_approver_and_runs_once_with_its_frozen_arguments, |srv: TestServer| async move {
     let (mia, rita_token) = ops(&srv).await;
     let url = srv.url(DEPLOY);

@@ -359,17 +359,22 @@ impl Approvals<'_> {
     async fn request(self, call: &Call<'_>, arguments: &Value) -> Result<Held, ToolError> {
         let Call { user, tool, version, hash } = call;
         let now = now_ms();
+        let mut tx = self.core.begin().await?;
+        // One request of a person's at a time, so the cap counts what the
+        // others filed: this row lock is held to the commit (SQLite's writer
+        // lock does the same), and the count below is read after it.
+        sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1").bind(user.id.0).execute(&mut *tx).await?;
         let waiting: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM approvals WHERE requester_id = $1 AND status = 'pending' AND expires_at > $2")
                 .bind(user.id.0)
                 .bind(now)
-                .fetch_one(self.core.db().pool())
+                .fetch_one(&mut *tx)
                 .await?;
         if waiting >= MAX_WAITING_PER_USER {
+            tx.rollback().await?;
             return Err(Held::TooMany.into());
         }
         let id = hex::encode(rand::random::<[u8; 12]>());
-        let mut tx = self.core.begin().await?;
         // A request for the same call that nobody decided in time is over: it would hold the one pending place.
         sqlx::query(
             "UPDATE approvals SET status = 'expired' WHERE requester_id = $1 AND tool_id = $2 AND version = $3 AND arguments_hash = $4 \

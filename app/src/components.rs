@@ -3,13 +3,18 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::api::{FindingView, Me};
+use crate::api::{approvals_waiting, FindingView, Me};
 use crate::error::AppError;
 use crate::Auth;
 
 #[component]
 pub fn Header() -> impl IntoView {
     let auth = expect_context::<Auth>();
+    // Calls waiting for this person's decision, counted again on every page
+    // and after a decision: a request nobody sees expires unanswered.
+    let location = leptos_router::hooks::use_location();
+    let waiting =
+        Resource::new(move || (location.pathname.get(), auth.changed.get(), auth.logout.version().get()), |_| approvals_waiting());
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -24,6 +29,17 @@ pub fn Header() -> impl IntoView {
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         matches!(auth.me.await, Ok(Some(me)) if me.is_admin).then(|| view! { <A href="/admin">"Admin"</A> })
+                    })}
+                </Transition>
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let n = waiting.await.unwrap_or(0);
+                        let label = if n == 1 { "1 call waits for your approval".to_owned() } else { format!("{n} calls wait for your approval") };
+                        (n > 0).then(|| view! {
+                            <a href="/approvals" class="nav-waiting" title=label.clone() aria-label=label>
+                                "Approvals" <span class="count">{n}</span>
+                            </a>
+                        })
                     })}
                 </Transition>
             </nav>

@@ -47,9 +47,17 @@ test('a maintainer approves a held call in the inbox, seeing its exact arguments
   assert.equal(held.isError, true, JSON.stringify(held));
   const id = held.content[0].text.match(/Request (\w+) is waiting/)[1];
 
-  // The inbox shows it with the exact arguments it will run with.
-  await mona.reload();
+  // The header tells Mona, on any page, that a call waits for her.
+  await mona.goto(`${BASE}/browse`);
   await hydrated(mona);
+  const badge = mona.locator('header a.nav-waiting');
+  assert.equal(await badge.locator('.count').textContent(), '1');
+  assert.equal(await badge.getAttribute('aria-label'), '1 call waits for your approval');
+  await shot(mona, '96-approvals-badge');
+  await badge.click();
+  await mona.waitForURL(`${BASE}/approvals`);
+
+  // The inbox shows it with the exact arguments it will run with.
   const card = mona.locator(`article[data-approval="${id}"]`);
   assert.match(await card.textContent(), /Cal Caller.*@user/s);
   assert.deepEqual(JSON.parse(await card.locator('pre.approval-arguments').textContent()), { service: 'billing-api', force: true });
@@ -59,6 +67,8 @@ test('a maintainer approves a held call in the inbox, seeing its exact arguments
   const decided = mona.locator(`.approvals-decided tr[data-approval="${id}"]`);
   await decided.waitFor();
   assert.match(await decided.textContent(), /Approved.*by @.*Fine, after the backup\./s);
+  // Decided: nothing waits for her any more, and the header says so.
+  await mona.locator('header a.nav-waiting').waitFor({ state: 'detached' });
 
   // The same call now runs, once; the caller's list says so.
   const ran = await mcpCall(token, path, 'restart', { force: true, service: 'billing-api' });

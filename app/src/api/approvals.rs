@@ -66,6 +66,17 @@ fn view_of(a: toolshed_domain::tools::approvals::Approval) -> ApprovalView {
     }
 }
 
+/// How many requests wait for the signed-in person's decision (none when
+/// signed out): the header's count.
+#[server(endpoint = "approvals/waiting")]
+pub async fn approvals_waiting() -> Result<i64, AppError> {
+    let Some(user) = server::current_user().await? else { return Ok(0) };
+    server::toolshed()?.approvals().waiting_for(&user).await.map_err(|e| {
+        tracing::error!(error = %e, "approvals waiting");
+        server::fail(AppError::Internal)
+    })
+}
+
 #[server(endpoint = "approvals")]
 pub async fn approvals() -> Result<ApprovalsView, AppError> {
     let user = server::require_user().await?;

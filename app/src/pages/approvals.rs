@@ -19,6 +19,8 @@ const REFRESH: std::time::Duration = std::time::Duration::from_secs(3);
 pub fn Approvals() -> impl IntoView {
     let decide = ServerAction::<DecideApproval>::new();
     let withdraw = ServerAction::<WithdrawApproval>::new();
+    // The header's count of calls waiting goes down with each decision.
+    expect_context::<crate::Auth>().refresh_after(decide);
     let tick = RwSignal::new(0u32);
     let data = Resource::new(move || (decide.version().get(), withdraw.version().get(), tick.get()), |_| approvals());
     Effect::new(move |_| {

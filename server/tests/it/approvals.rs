@@ -72,6 +72,32 @@ fn status_of(list: &Value, id: &str) -> String {
     found["status"].as_str().unwrap().to_owned()
 }
 
+/// The header's count of calls waiting for `client`'s decision.
+async fn waiting(srv: &TestServer, client: &reqwest::Client) -> i64 {
+    let (status, body) = srv.call(client, "approvals/waiting", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    body.as_i64().unwrap_or_else(|| panic!("a count: {body}"))
+}
+
+server_test!(an_approver_is_told_how_many_calls_wait_for_them_and_no_one_else_counts_them, |srv: TestServer| async move {
+    let (mia, rita_token) = ops(&srv).await;
+    let url = srv.url(DEPLOY);
+    assert_eq!(waiting(&srv, &mia).await, 0);
+    let api = request_id(text(&deploy(&url, &rita_token, json!({}), "api").await));
+    let db = request_id(text(&deploy(&url, &rita_token, json!({}), "db").await));
+    assert_eq!(waiting(&srv, &mia).await, 2, "the maintainer decides both");
+    // Not the requester, not an author of ops, not someone signed out.
+    let (rita, alex) = (srv.browser(), srv.browser());
+    srv.sign_in(&rita, "rita").await;
+    srv.sign_in(&alex, "alex").await;
+    assert_eq!((waiting(&srv, &rita).await, waiting(&srv, &alex).await, waiting(&srv, &srv.browser()).await), (0, 0, 0));
+    // A decision and a withdrawal each take one off.
+    assert_eq!(decide(&srv, &mia, &api, "approve", "").await.0, 200);
+    assert_eq!(waiting(&srv, &mia).await, 1);
+    assert_eq!(srv.call(&rita, "approvals/withdraw", &[("id", db.as_str())]).await.0, 200);
+    assert_eq!(waiting(&srv, &mia).await, 0);
+});
+
 server_test!(no_one_has_more_calls_waiting_than_the_cap_even_when_they_arrive_at_once, |srv: TestServer| async move {
     let (mia, rita_token) = ops(&srv).await;
     let url = srv.url(DEPLOY);

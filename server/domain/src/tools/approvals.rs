@@ -450,6 +450,16 @@ impl Approvals<'_> {
         Ok(rows.iter().map(|r| approval_from_row(r, now)).collect::<Result<_, _>>()?)
     }
 
+    /// How many requests wait for `user`'s decision now: the count the
+    /// header shows, so an approver learns of a request before it expires.
+    pub async fn waiting_for(self, user: &User) -> Result<i64, StoreError> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM approvals a WHERE {} AND a.requester_id <> $1 AND a.status = 'pending' AND a.expires_at > $2",
+            decidable_by(user)
+        );
+        Ok(sqlx::query_scalar(&sql).bind(user.id.0).bind(now_ms()).fetch_one(self.core.db().pool()).await?)
+    }
+
     /// `user`'s own requests, newest first (the last 50 of the last week).
     pub async fn mine(self, user: &User) -> Result<Vec<Approval>, StoreError> {
         let now = now_ms();

@@ -5,10 +5,12 @@
 #   scripts/bench.sh              # everything
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
-#   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings
+#   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings,
+#                                 # then the held-out set's queries among its own listings and 9,930 generated ones
 #   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
 #                                 # (POISON_MODE=dev: the meaning scan's thresholds on its tuning set;
-#                                 # POISON_MODE=train: retrain scan/probe.json after editing intents.json)
+#                                 # POISON_MODE=train: retrain scan/probe.json after editing intents.json;
+#                                 # POISON_MODE=holdout: the held-out set, never tuned on, alone)
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the
@@ -105,6 +107,8 @@ fi
 if wants search; then
     echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
+    echo "search: the held-out set (bench/search/holdout.json), among its own listings"
+    "$CARGO_TARGET_DIR/release/search" --holdout
 fi
 
 if wants poison; then

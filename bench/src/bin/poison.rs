@@ -19,7 +19,9 @@
 //! titles, comments, decoded spans: the hidden places, in two sets by two
 //! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
-//! `poison read` shows how each line of standard input reads, unit by unit.
+//! `poison read` shows how each line of standard input reads, unit by unit;
+//! `poison holdout` and `poison holdout2` run bench/poison/holdout.json or
+//! holdout2.json alone: sets written by others after the scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -316,11 +318,23 @@ fn main() {
         }
         return;
     }
-    let corpus: Corpus = serde_json::from_str(include_str!("../../poison/corpus.json")).expect("parse corpus.json");
-    let eval: EvalSet = serde_json::from_str(include_str!("../../search/eval.json")).expect("parse eval.json");
+    // `poison holdout`, `poison holdout2`: a held-out set alone, without the
+    // catalogue's listings (see BENCHMARKS for what each was used for).
+    let set = match mode.as_deref() {
+        Some("holdout") => include_str!("../../poison/holdout.json"),
+        Some("holdout2") => include_str!("../../poison/holdout2.json"),
+        _ => include_str!("../../poison/corpus.json"),
+    };
+    let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));
+    let corpus: Corpus = serde_json::from_str(set).expect("parse the corpus");
+    let mut eval: EvalSet = serde_json::from_str(include_str!("../../search/eval.json")).expect("parse eval.json");
     let mut rng = Lcg::default();
-    let generated: Vec<(String, String)> =
+    let mut generated: Vec<(String, String)> =
         (0..9_878).map(|_| (rng.words(3), format!("{}.\n\n{}.", rng.words(12), rng.words(24)))).collect();
+    if holdout {
+        eval.listings.clear();
+        generated.clear();
+    }
 
     // Every text once through the phrases (timed), then through the meaning scan.
     let started = Instant::now();

@@ -10,7 +10,10 @@
 //!   ranking's constants are chosen on (`search --tuning` runs only these);
 //! - *evaluation*: the 300 queries of eval.json, written before any tuning
 //!   and never changed since, reported by category (no shared word, Chinese,
-//!   typos, long, ...).
+//!   typos, long, ...);
+//! - *held out*: `search --holdout` seeds bench/search/holdout.json's own
+//!   listings instead and runs its queries, written after the ranking was
+//!   tuned and never tuned on (use another TOOLSHED_BENCH_SEARCH_DIR).
 //!
 //! Reported per set and category: the share whose listing comes first and
 //! within the top 5, the misses, the search time; and what `tools/list`
@@ -234,6 +237,11 @@ async fn main() {
     let eval: EvalSet = serde_json::from_str(include_str!("../../search/eval.json")).expect("parse eval.json");
     let tuning: TuningSet = serde_json::from_str(include_str!("../../search/queries.json")).expect("parse queries.json");
     let tuning_more: TuningQueries = serde_json::from_str(include_str!("../../search/tuning.json")).expect("parse tuning.json");
+    // `--holdout`: a catalogue of its own listings, and its queries alone.
+    let holdout: Option<EvalSet> = std::env::args()
+        .any(|a| a == "--holdout")
+        .then(|| serde_json::from_str(include_str!("../../search/holdout.json")).expect("parse holdout.json"));
+    let written = holdout.as_ref().map_or(&eval.listings, |h| &h.listings);
     // TOOLSHED_BENCH_SEARCH_DIR keeps the database, and so its encoded
     // vectors, for the next run (encoding 10,000 listings takes minutes).
     let kept = std::env::var_os("TOOLSHED_BENCH_SEARCH_DIR").map(std::path::PathBuf::from);
@@ -243,12 +251,8 @@ async fn main() {
     let seeded: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools").fetch_one(db.pool()).await.unwrap();
     if seeded == 0 {
         let started = Instant::now();
-        seed(&db, &eval.listings).await.expect("seed");
-        println!(
-            "seeded {LISTINGS} listings ({} written, the rest generated) in {:.1} s",
-            eval.listings.len(),
-            started.elapsed().as_secs_f64()
-        );
+        seed(&db, written).await.expect("seed");
+        println!("seeded {LISTINGS} listings ({} written, the rest generated) in {:.1} s", written.len(), started.elapsed().as_secs_f64());
     }
 
     // The model `make test` installs; the search is full-text only without it.
@@ -271,8 +275,14 @@ async fn main() {
             Err(_) => ts.accounts().user_by_username("reader").await.unwrap().expect("the reader of a kept database"),
         };
     let catalog = ts.catalog(&reader, None);
-    let slugs: Vec<String> = eval.listings.iter().map(Listing::slug).collect();
+    let last: String = sqlx::query_scalar("SELECT name FROM tools WHERE id = $1").bind(LISTINGS).fetch_one(db.pool()).await.unwrap();
+    assert_eq!(last, written.last().unwrap().name, "a kept database seeded with the other set: use another TOOLSHED_BENCH_SEARCH_DIR");
+    let slugs: Vec<String> = written.iter().map(Listing::slug).collect();
     println!("search_tools ({how}), top {TOP}:");
+    if let Some(holdout) = holdout {
+        let queries: Vec<_> = holdout.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
+        return run_set(&ts, &catalog, &slugs, "held out (holdout.json)", &queries).await;
+    }
     let tuning: Vec<_> = tuning.cases.into_iter().map(|c| (c.query, c.listing.slug(), vec!["tuning".to_owned()])).collect();
     run_set(&ts, &catalog, &slugs, "tuning (queries.json)", &tuning).await;
     let tuning_more: Vec<_> = tuning_more.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();

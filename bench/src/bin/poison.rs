@@ -20,8 +20,9 @@
 //! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read` shows how each line of standard input reads, unit by unit;
-//! `poison holdout` and `poison holdout2` run bench/poison/holdout.json or
-//! holdout2.json alone: sets written by others after the scan was tuned.
+//! `poison holdout`, `holdout2` and `holdout3` run bench/poison/holdout.json,
+//! holdout2.json or holdout3.json alone: sets written by others after the
+//! scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -323,6 +324,7 @@ fn main() {
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),
         Some("holdout2") => include_str!("../../poison/holdout2.json"),
+        Some("holdout3") => include_str!("../../poison/holdout3.json"),
         _ => include_str!("../../poison/corpus.json"),
     };
     let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));

@@ -54,6 +54,12 @@ test('a maintainer approves a held call in the inbox, seeing its exact arguments
   assert.equal(await badge.locator('.count').textContent(), '1');
   assert.equal(await badge.getAttribute('aria-label'), '1 call waits for your approval');
   await shot(mona, '96-approvals-badge');
+  // On a phone the navigation scrolls sideways; the count comes first, in sight.
+  await mona.setViewportSize({ width: 390, height: 800 });
+  const box = await badge.boundingBox();
+  assert.ok(box && box.x >= 0 && box.x + box.width <= 390, JSON.stringify(box));
+  await shot(mona, '96-approvals-badge-390');
+  await mona.setViewportSize({ width: 1280, height: 800 });
   await badge.click();
   await mona.waitForURL(`${BASE}/approvals`);
 

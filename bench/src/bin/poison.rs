@@ -319,7 +319,7 @@ fn main() {
         }
         return;
     }
-    // `poison holdout`, `poison holdout2`: a held-out set alone, without the
+    // `poison holdout`, `holdout2`, `holdout3`: a held-out set alone, without the
     // catalogue's listings (see BENCHMARKS for what each was used for).
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),

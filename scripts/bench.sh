@@ -6,7 +6,8 @@
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings,
-#                                 # then the held-out set's queries among its own listings and 9,930 generated ones
+#                                 # then each held-out set's queries among its own listings and generated ones
+#                                 # (SEARCH_MODE=train: retrain semantic/adapter.json after editing its training sets)
 #   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
 #                                 # (POISON_MODE=dev: the meaning scan's thresholds on its tuning set;
 #                                 # POISON_MODE=train: retrain scan/probe.json after editing intents.json;
@@ -104,11 +105,15 @@ if wants browse; then
     stop "$bench_server"
 fi
 
-if wants search; then
+if wants search && [ "${SEARCH_MODE:-}" = train ]; then
+    "$CARGO_TARGET_DIR/release/search" train
+elif wants search; then
     echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
-    echo "search: the held-out set (bench/search/holdout.json), among its own listings"
-    "$CARGO_TARGET_DIR/release/search" --holdout
+    for set in holdout holdout2; do
+        echo "search: the held-out set bench/search/$set.json, among its own listings"
+        "$CARGO_TARGET_DIR/release/search" --$set
+    done
 fi
 
 if wants poison; then

@@ -137,7 +137,7 @@ struct Exemplars {
 
 /// A probe trained on the exemplars' vectors (instructions against ordinary
 /// sentences), and each intent's mean direction. Trained once, offline
-/// (`scripts/bench.sh poison train` writes `probe.json`; a test checks it is
+/// (`POISON_MODE=train scripts/bench.sh poison` writes `probe.json`; a test checks it is
 /// what `intents.json` trains), so no process spends seconds encoding the
 /// exemplars.
 #[derive(Serialize, Deserialize)]

@@ -30,6 +30,9 @@ use crate::scan::meaning::Intents;
 use crate::scan::Finding;
 use crate::store::{Db, StoreError};
 
+pub mod adapter;
+use adapter::Adapter;
+
 /// With at least this many listings, what all their vectors share (their
 /// mean) is taken out before comparing. A sentence model's vectors all lean
 /// one way (multilingual-e5-small scores unrelated texts 0.72–0.80), and a
@@ -50,6 +53,11 @@ const IDLE: Duration = Duration::from_secs(30);
 
 /// What a listing's vector is made of.
 const SOURCE_SQL: &str = "t.title || ': ' || t.description";
+
+/// [`SOURCE_SQL`] of a listing not in a database (the search adapter's training).
+pub fn source(title: &str, description: &str) -> String {
+    format!("{title}: {description}")
+}
 
 /// A sentence model, loaded once per process however many use it.
 #[derive(Clone)]
@@ -143,6 +151,18 @@ impl SentenceModel {
         tokio::task::spawn_blocking(move || texts.iter().filter_map(|(field, text)| intents.scan(&encoder, field, text)).collect())
             .await
             .expect("encoding does not panic")
+    }
+
+    /// The shipped search adapter ([`adapter`]), unless it was trained on
+    /// another model.
+    fn adapter(&self) -> Option<&'static Adapter> {
+        let adapter = Adapter::shipped();
+        if adapter.model != self.name {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| tracing::warn!(model = %self.name, adapter = %adapter.model, "searches read without the adapter: it was trained on another model"));
+            return None;
+        }
+        Some(adapter)
     }
 
     /// Its name (the folder's) and encoder, for the benchmarks and tests.
@@ -364,12 +384,17 @@ impl SemanticIndex {
             }
             None => vec![self.model.encode(asker, query.text().to_owned()).await],
         };
+        let adapter = self.model.adapter();
         let vectors = self.vectors.read().unwrap_or_else(|e| e.into_inner());
         let mut nearness: HashMap<i64, f32> = HashMap::new();
         for wanted in wanted {
             let (wanted, listings) = match &vectors.mean {
                 Some(mean) => (without(&wanted, mean), &vectors.centered),
                 None => (wanted.to_vec(), &vectors.by_tool),
+            };
+            let wanted = match adapter {
+                Some(adapter) => adapter.apply(&wanted),
+                None => wanted,
             };
             let mut near: Vec<(i64, f32)> = listings.iter().map(|(id, v)| (*id, similarity(&wanted, v))).collect();
             near.sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -13,11 +13,16 @@
 //!   typos, long, ...);
 //! - *held out*: `search --holdout` seeds bench/search/holdout.json's own
 //!   listings instead and runs its queries, written after the ranking was
-//!   tuned and never tuned on (use another TOOLSHED_BENCH_SEARCH_DIR).
+//!   tuned and never tuned on (use another TOOLSHED_BENCH_SEARCH_DIR);
+//!   `--holdout2`, bench/search/holdout2.json, written after that.
+//!
+//! `search train` trains the search adapter instead (see `train`).
 //!
 //! Reported per set and category: the share whose listing comes first and
 //! within the top 5, the misses, the search time; and what `tools/list`
 //! costs a model on `/mcp/me` against the same tools listed flat.
+
+mod train;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -233,15 +238,23 @@ async fn run_set(ts: &Toolshed, catalog: &Catalog, slugs: &[String], set: &str, 
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("train") {
+        let dir = std::env::var_os("TOOLSHED_EMBEDDING_MODEL").expect("training needs the sentence model");
+        return train::train(&SentenceModel::load(dir.as_ref()).expect("load the sentence model"));
+    }
     // Built in: bench.sh runs this binary itself, from wherever the clone is.
-    let eval: EvalSet = serde_json::from_str(include_str!("../../search/eval.json")).expect("parse eval.json");
-    let tuning: TuningSet = serde_json::from_str(include_str!("../../search/queries.json")).expect("parse queries.json");
-    let tuning_more: TuningQueries = serde_json::from_str(include_str!("../../search/tuning.json")).expect("parse tuning.json");
-    // `--holdout`: a catalogue of its own listings, and its queries alone.
-    let holdout: Option<EvalSet> = std::env::args()
-        .any(|a| a == "--holdout")
-        .then(|| serde_json::from_str(include_str!("../../search/holdout.json")).expect("parse holdout.json"));
-    let written = holdout.as_ref().map_or(&eval.listings, |h| &h.listings);
+    let eval: EvalSet = serde_json::from_str(include_str!("../../../search/eval.json")).expect("parse eval.json");
+    let tuning: TuningSet = serde_json::from_str(include_str!("../../../search/queries.json")).expect("parse queries.json");
+    let tuning_more: TuningQueries = serde_json::from_str(include_str!("../../../search/tuning.json")).expect("parse tuning.json");
+    // `--holdout` or `--holdout2`: a catalogue of its own listings, and its queries alone.
+    let held_out = [
+        ("--holdout", "holdout.json", include_str!("../../../search/holdout.json")),
+        ("--holdout2", "holdout2.json", include_str!("../../../search/holdout2.json")),
+    ];
+    let holdout: Option<(&str, EvalSet)> = std::env::args().find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a)).map(
+        |(_, file, text)| (*file, serde_json::from_str(text).unwrap_or_else(|e| panic!("parse {file}: {e}"))),
+    );
+    let written = holdout.as_ref().map_or(&eval.listings, |(_, h)| &h.listings);
     // TOOLSHED_BENCH_SEARCH_DIR keeps the database, and so its encoded
     // vectors, for the next run (encoding 10,000 listings takes minutes).
     let kept = std::env::var_os("TOOLSHED_BENCH_SEARCH_DIR").map(std::path::PathBuf::from);
@@ -279,9 +292,9 @@ async fn main() {
     assert_eq!(last, written.last().unwrap().name, "a kept database seeded with the other set: use another TOOLSHED_BENCH_SEARCH_DIR");
     let slugs: Vec<String> = written.iter().map(Listing::slug).collect();
     println!("search_tools ({how}), top {TOP}:");
-    if let Some(holdout) = holdout {
+    if let Some((file, holdout)) = holdout {
         let queries: Vec<_> = holdout.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
-        return run_set(&ts, &catalog, &slugs, "held out (holdout.json)", &queries).await;
+        return run_set(&ts, &catalog, &slugs, &format!("held out ({file})"), &queries).await;
     }
     let tuning: Vec<_> = tuning.cases.into_iter().map(|c| (c.query, c.listing.slug(), vec!["tuning".to_owned()])).collect();
     run_set(&ts, &catalog, &slugs, "tuning (queries.json)", &tuning).await;

@@ -6,7 +6,11 @@
 //! The vocabulary is the words of the listings searched (kept by the
 //! semantic index beside its vectors, see `semantic`); a word is only
 //! changed when it is unknown to both the listings and, when given, the
-//! sentence model: "francs" stays "francs" even if no listing says it.
+//! sentence model: "francs" stays "francs" even if no listing says it. The
+//! model's vocabulary lacks many whole English words ("dogs", "bills"), so a
+//! word it knows without an ending ("dog" + s) is no typo either; and a fix
+//! keeps the typed first letter, which people rarely get wrong: "dogs" is not
+//! read as "logs".
 
 use std::collections::HashMap;
 
@@ -15,6 +19,8 @@ use crate::words::{is_cjk, words};
 
 /// Words this short are left alone: one letter off makes another word.
 const MIN_LEN: usize = 4;
+/// English endings a known word may have taken.
+const ENDINGS: [&str; 4] = ["s", "es", "ed", "ing"];
 
 /// How many words each listing has, and which, so a changed text can be taken back out.
 #[derive(Debug, Default)]
@@ -74,6 +80,10 @@ impl Vocabulary {
     /// model knows a word as a whole word (such words are never changed).
     pub fn correct(&self, search: &SearchText, known: impl Fn(&str) -> bool) -> Option<SearchText> {
         let mut fixes: Vec<(String, &str)> = Vec::new();
+        let known = |word: &str| {
+            known(word)
+                || ENDINGS.iter().any(|end| word.strip_suffix(end).is_some_and(|stem| stem.chars().count() >= MIN_LEN - 1 && known(stem)))
+        };
         for word in search.terms() {
             if fixes.iter().any(|(w, _)| w == word) || self.counts.contains_key(word.as_str()) || known(word) {
                 continue;
@@ -105,17 +115,19 @@ impl Vocabulary {
     }
 
     /// The listing word within reach of `word` (one edit for words of up to
-    /// five letters, two beyond): the fewest edits, then the commonest.
+    /// five letters, two beyond) that starts with its letter: the fewest
+    /// edits, then the commonest.
     fn nearest(&self, word: &str) -> Option<&str> {
         let len = word.chars().count();
         if len < MIN_LEN || word.chars().any(|c| !c.is_alphabetic() || is_cjk(c)) {
             return None;
         }
         let reach = if len <= 5 { 1 } else { 2 };
+        let first = word.chars().next();
         let mut best: Option<(usize, u32, &str)> = None;
         for (candidate, &count) in &self.counts {
             let other = candidate.chars().count();
-            if other.abs_diff(len) > reach || other < MIN_LEN {
+            if other.abs_diff(len) > reach || other < MIN_LEN || candidate.chars().next() != first {
                 continue;
             }
             let Some(d) = edits_within(word, candidate, reach) else { continue };
@@ -193,6 +205,18 @@ mod tests {
         assert_eq!(v.correct(&search, |w| w == "francs"), None, "a real word the listings lack is no typo");
         assert_eq!(corrected(&v, "把欧元换算成美元"), None);
         assert_eq!(corrected(&v, "zzzzzzzz"), None, "nothing within reach");
+    }
+
+    #[test]
+    fn a_word_the_model_knows_without_its_ending_is_no_typo_and_a_fix_keeps_the_first_letter() {
+        let mut v = vocabulary();
+        v.set(4, "Error logs: search a service's logs");
+        let search = SearchText::parse("may I bring dogs to the office").unwrap().unwrap();
+        assert_eq!(v.correct(&search, |w| w == "dog"), None, "dog + s");
+        assert_eq!(corrected(&v, "dogs"), None, "logs is one edit away, but from another letter");
+        assert_eq!(corrected(&v, "lgos").as_deref(), Some("logs"));
+        let search = SearchText::parse("convrts pounds").unwrap().unwrap();
+        assert_eq!(v.correct(&search, |w| w == "dog").map(|s| s.text().to_owned()).as_deref(), Some("converts pounds"), "a typo with an ending");
     }
 
     #[test]

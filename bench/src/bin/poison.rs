@@ -20,9 +20,9 @@
 //! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read` shows how each line of standard input reads, unit by unit;
-//! `poison holdout`, `holdout2` and `holdout3` run bench/poison/holdout.json,
-//! holdout2.json or holdout3.json alone: sets written by others after the
-//! scan was tuned.
+//! `poison holdout`, `holdout2`, `holdout3` and `holdout4` run
+//! bench/poison/holdout.json, holdout2.json, holdout3.json or holdout4.json
+//! alone: sets written by others after the scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -319,12 +319,13 @@ fn main() {
         }
         return;
     }
-    // `poison holdout`, `holdout2`, `holdout3`: a held-out set alone, without the
+    // `poison holdout`, `holdout2`, `holdout3`, `holdout4`: a held-out set alone, without the
     // catalogue's listings (see BENCHMARKS for what each was used for).
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),
         Some("holdout2") => include_str!("../../poison/holdout2.json"),
         Some("holdout3") => include_str!("../../poison/holdout3.json"),
+        Some("holdout4") => include_str!("../../poison/holdout4.json"),
         _ => include_str!("../../poison/corpus.json"),
     };
     let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));

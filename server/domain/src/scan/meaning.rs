@@ -8,7 +8,7 @@
 //! exemplars of what hidden instructions try to do (`intents.json`: override
 //! the instructions, keep something from the user, read files or
 //! credentials, send data elsewhere, steer other tools, act covertly, in
-//! fifteen languages) against ordinary tool sentences that use the same
+//! more than twenty languages) against ordinary tool sentences that use the same
 //! words (tools that rotate keys, read files, send mail to whom the user
 //! names, say which tool to call first). A unit
 //! the probe believes an instruction by its place's threshold is a finding:
@@ -30,7 +30,7 @@ use super::{Finding, FindingKind};
 /// the most caught while at most 1 % of its ordinary texts are held beyond
 /// what the phrases hold, then the fewest held; of exact ties the lowest,
 /// since the scan leans towards finding.
-pub const THRESHOLD: f32 = 0.84;
+pub const THRESHOLD: f32 = 0.86;
 
 /// How sure it must be of a sentence where no prose belongs: an argument's
 /// default, listed values or example, a link's title, an image's description,
@@ -40,7 +40,7 @@ pub const THRESHOLD: f32 = 0.84;
 /// and `dev_places2.json`, together), half of whose ordinary texts are built
 /// to look like instructions (prompts as defaults, notes to maintainers): the
 /// most caught while at most 5 % of them are held.
-pub const HIDDEN_THRESHOLD: f32 = 0.5;
+pub const HIDDEN_THRESHOLD: f32 = 0.4;
 
 /// Where a unit of text was read, which sets how sure the probe must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -251,9 +251,9 @@ async fn main() {
         ("--holdout", "holdout.json", include_str!("../../../search/holdout.json")),
         ("--holdout2", "holdout2.json", include_str!("../../../search/holdout2.json")),
     ];
-    let holdout: Option<(&str, EvalSet)> = std::env::args().find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a)).map(
-        |(_, file, text)| (*file, serde_json::from_str(text).unwrap_or_else(|e| panic!("parse {file}: {e}"))),
-    );
+    let holdout: Option<(&str, EvalSet)> = std::env::args()
+        .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))
+        .map(|(_, file, text)| (*file, serde_json::from_str(text).unwrap_or_else(|e| panic!("parse {file}: {e}"))));
     let written = holdout.as_ref().map_or(&eval.listings, |(_, h)| &h.listings);
     // TOOLSHED_BENCH_SEARCH_DIR keeps the database, and so its encoded
     // vectors, for the next run (encoding 10,000 listings takes minutes).

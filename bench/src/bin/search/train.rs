@@ -7,7 +7,7 @@
 //! so this is the evidence its constants were chosen on.
 
 use toolshed_domain::semantic::adapter::{training_hash, Adapter, TrainingSet, TRAINING_FILES};
-use toolshed_domain::semantic::{similarity, source, Encoder, SentenceModel};
+use toolshed_domain::semantic::{mean, similarity, source, without, Encoder, SentenceModel};
 
 use crate::{EvalSet, Listing, TuningQueries, TuningSet};
 
@@ -28,7 +28,8 @@ pub fn train(model: &SentenceModel) {
         sets.push((path.to_string(), set.listings, set.queries.into_iter().map(|q| (q.query, q.want)).collect()));
     }
     let encoded: Vec<TrainingSet> = sets.iter().map(|set| encode(encoder, set)).collect();
-    let mean = mean(encoded.iter().flat_map(|s| &s.listings));
+    let listings: Vec<&Vec<f32>> = encoded.iter().flat_map(|s| &s.listings).collect();
+    let mean = mean(listings.into_iter(), encoder.dimensions());
     println!("each set left out, ranked among its own listings by meaning alone (first / top 5):");
     for (left_out, (set, _, _)) in sets.iter().enumerate() {
         let others: Vec<&TrainingSet> =
@@ -59,27 +60,17 @@ fn encode(encoder: &Encoder, (set, listings, searches): &Written) -> TrainingSet
     TrainingSet { listings: vectors, searches: searched.into_iter().zip(wanted).collect() }
 }
 
-fn mean<'a>(vectors: impl Iterator<Item = &'a Vec<f32>>) -> Vec<f32> {
-    let vectors: Vec<&Vec<f32>> = vectors.collect();
-    let mut mean = vec![0.0f32; vectors.first().map_or(0, |v| v.len())];
-    vectors.iter().for_each(|v| mean.iter_mut().zip(v.iter()).for_each(|(m, x)| *m += x / vectors.len() as f32));
-    mean
-}
-
 /// Where each search's listing ranks among the set's (0 first), by nearness
 /// after the mean is taken out (unit length again), as the index compares.
 fn ranks(set: &TrainingSet, mean: &[f32], adapter: Option<&Adapter>) -> Vec<usize> {
-    let centred = |v: &[f32]| {
-        let rest: Vec<f32> = v.iter().zip(mean).map(|(x, m)| x - m).collect();
-        let length = rest.iter().map(|x| x * x).sum::<f32>().sqrt();
-        rest.into_iter().map(|x| x / length).collect::<Vec<f32>>()
-    };
-    let listings: Vec<Vec<f32>> = set.listings.iter().map(|v| centred(v)).collect();
+    let listings: Vec<Vec<f32>> = set.listings.iter().map(|v| without(v, mean)).collect();
     set.searches
         .iter()
         .map(|(search, want)| {
-            let search = centred(search);
-            let search = adapter.map_or(search.clone(), |a| a.apply(&search));
+            let search = match adapter {
+                Some(adapter) => adapter.apply(&without(search, mean)),
+                None => without(search, mean),
+            };
             let near: Vec<f32> = listings.iter().map(|l| similarity(&search, l)).collect();
             near.iter().filter(|s| **s > near[*want]).count()
         })

@@ -216,7 +216,11 @@ mod tests {
         assert_eq!(corrected(&v, "dogs"), None, "logs is one edit away, but from another letter");
         assert_eq!(corrected(&v, "lgos").as_deref(), Some("logs"));
         let search = SearchText::parse("convrts pounds").unwrap().unwrap();
-        assert_eq!(v.correct(&search, |w| w == "dog").map(|s| s.text().to_owned()).as_deref(), Some("converts pounds"), "a typo with an ending");
+        assert_eq!(
+            v.correct(&search, |w| w == "dog").map(|s| s.text().to_owned()).as_deref(),
+            Some("converts pounds"),
+            "a typo with an ending"
+        );
     }
 
     #[test]

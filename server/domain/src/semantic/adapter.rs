@@ -110,8 +110,7 @@ impl Adapter {
         let d = sets.iter().find_map(|s| s.listings.first()).map_or(0, Vec::len);
         // Centred on all the listings' mean, as the index centres a catalogue.
         let all: Vec<&Vec<f32>> = sets.iter().flat_map(|s| &s.listings).collect();
-        let mut mean = vec![0.0f32; d];
-        all.iter().for_each(|v| mean.iter_mut().zip(v.iter()).for_each(|(m, x)| *m += x / all.len() as f32));
+        let mean = super::mean(all.into_iter(), d);
         let sets: Vec<(Vec<f32>, Vec<f32>, Vec<usize>)> = sets
             .iter()
             .filter(|s| !s.searches.is_empty())
@@ -191,7 +190,8 @@ mod tests {
         let listings: Vec<Vec<f32>> = [1.0, -1.0].into_iter().flat_map(|sign| (0..d).map(move |i| axis(i, sign))).collect();
         let searches = |degrees: f32| {
             let (sin, cos) = degrees.to_radians().sin_cos();
-            let turned = |v: &Vec<f32>| (0..d).map(|j| if j % 2 == 0 { cos * v[j] - sin * v[j + 1] } else { sin * v[j - 1] + cos * v[j] }).collect();
+            let turned =
+                |v: &Vec<f32>| (0..d).map(|j| if j % 2 == 0 { cos * v[j] - sin * v[j + 1] } else { sin * v[j - 1] + cos * v[j] }).collect();
             listings.iter().enumerate().map(|(k, v)| (turned(v), k)).collect::<Vec<(Vec<f32>, usize)>>()
         };
         let nearest = |v: &[f32]| {

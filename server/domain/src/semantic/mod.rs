@@ -4,7 +4,8 @@
 //! A sentence model (`toolshed_encoder`, in `server/encoder`) turns each published listing's (tool's
 //! or bundle's) title and description into a vector, stored in `listing_vectors` by whichever replica
 //! gets there first; every replica keeps all of them in memory (a cache of
-//! that table) and compares a query's vector with each. `market::ranking`
+//! that table) and compares a query's vector, moved by a map learnt for tool
+//! catalogues ([`adapter`]), with each. `market::ranking`
 //! merges these neighbours with the full-text ranking; who may see what is
 //! still decided in SQL, after this.
 //!
@@ -221,17 +222,22 @@ impl Vectors {
             self.centered.clear();
             return;
         };
-        let mut mean = vec![0.0f32; dimensions];
-        for v in self.by_tool.values() {
-            mean.iter_mut().zip(v).for_each(|(m, x)| *m += x / n as f32);
-        }
+        let mean = mean(self.by_tool.values(), dimensions);
         self.centered = self.by_tool.iter().map(|(id, v)| (*id, without(v, &mean))).collect();
         self.mean = Some(mean);
     }
 }
 
+/// The mean of `vectors`, each `dimensions` wide.
+pub fn mean<'a>(vectors: impl ExactSizeIterator<Item = &'a Vec<f32>>, dimensions: usize) -> Vec<f32> {
+    let n = vectors.len().max(1) as f32;
+    let mut mean = vec![0.0f32; dimensions];
+    vectors.for_each(|v| mean.iter_mut().zip(v).for_each(|(m, x)| *m += x / n));
+    mean
+}
+
 /// `v` without `mean`, at unit length.
-fn without(v: &[f32], mean: &[f32]) -> Vec<f32> {
+pub fn without(v: &[f32], mean: &[f32]) -> Vec<f32> {
     let rest: Vec<f32> = v.iter().zip(mean).map(|(x, m)| x - m).collect();
     let length = rest.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
     rest.into_iter().map(|x| x / length).collect()

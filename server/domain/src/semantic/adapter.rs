@@ -6,8 +6,8 @@
 //! is one linear map `W` applied to a search's vector before it is compared
 //! (listings' vectors are left as stored), learnt from written searches for
 //! written listings: softmax cross-entropy of each search against the
-//! listings of its own set, by full-batch gradient descent from `W = I`, so
-//! the fewer steps, the nearer the model's own reading it stays.
+//! listings of its own set, by full-batch gradient descent from `W = I` with
+//! a pull back towards it, so it stays near the model's own reading.
 //!
 //! Trained once, offline (`SEARCH_MODE=train scripts/bench.sh search`
 //! writes `adapter.json`; a test checks it is what the training sets train), on the

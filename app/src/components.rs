@@ -11,10 +11,18 @@ use crate::Auth;
 pub fn Header() -> impl IntoView {
     let auth = expect_context::<Auth>();
     // Calls waiting for this person's decision, counted again on every page
-    // and after a decision: a request nobody sees expires unanswered.
+    // and after a decision: a request nobody sees expires unanswered. Not
+    // asked for when no one is signed in.
     let location = leptos_router::hooks::use_location();
-    let waiting =
-        Resource::new(move || (location.pathname.get(), auth.changed.get(), auth.logout.version().get()), |_| approvals_waiting());
+    let waiting = Resource::new(
+        move || (location.pathname.get(), auth.changed.get(), auth.logout.version().get()),
+        move |_| async move {
+            match auth.me.await {
+                Ok(Some(_)) => approvals_waiting().await,
+                _ => Ok(0),
+            }
+        },
+    );
     view! {
         <header class="topbar">
             <a class="brand" href="/">

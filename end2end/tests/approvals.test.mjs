@@ -86,3 +86,25 @@ test('a maintainer approves a held call in the inbox, seeing its exact arguments
   await shot(cal, '98-approvals-mine');
   assert.deepEqual(errors, []);
 });
+
+test('a visitor who is not signed in is never asked about approvals: the header sends no count request as they move between pages', async () => {
+  // How often the header asks, while moving from the home page to Browse
+  // within the app (the count is fetched together with Browse's listings).
+  const countRequests = async (page) => {
+    const asked = [];
+    page.on('request', (r) => { if (r.url().includes('/api/approvals/waiting')) asked.push(r.url()); });
+    await page.goto(`${BASE}/`);
+    await hydrated(page);
+    const listings = page.waitForResponse((r) => r.url().includes('/api/market/browse'));
+    await page.locator('header nav a[href="/browse"]').click();
+    await listings;
+    return asked.length;
+  };
+  const visitor = await newPage(browser);
+  assert.equal(await countRequests(visitor), 0);
+  assert.equal(await visitor.locator('header a.nav-waiting').count(), 0);
+  // Someone signed in is asked on the same move: what the visitor is spared.
+  const member = await newPage(browser);
+  await joinByInvite(browser, member, { department: unique('visitors'), displayName: 'Vera Member' });
+  assert.ok(await countRequests(member) >= 1);
+});

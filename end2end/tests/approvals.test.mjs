@@ -103,6 +103,7 @@ test('a visitor who is not signed in is never asked about approvals: the header 
   const visitor = await newPage(browser);
   assert.equal(await countRequests(visitor), 0);
   assert.equal(await visitor.locator('header a.nav-waiting').count(), 0);
+  await shot(visitor, '99-approvals-visitor-header');
   // Someone signed in is asked on the same move: what the visitor is spared.
   const member = await newPage(browser);
   await joinByInvite(browser, member, { department: unique('visitors'), displayName: 'Vera Member' });

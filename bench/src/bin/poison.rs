@@ -319,13 +319,14 @@ fn main() {
         }
         return;
     }
-    // `poison holdout`, `holdout2`, `holdout3`, `holdout4`: a held-out set alone, without the
+    // `poison holdout`, `holdout2` … `holdout5`: a held-out set alone, without the
     // catalogue's listings (see BENCHMARKS for what each was used for).
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),
         Some("holdout2") => include_str!("../../poison/holdout2.json"),
         Some("holdout3") => include_str!("../../poison/holdout3.json"),
         Some("holdout4") => include_str!("../../poison/holdout4.json"),
+        Some("holdout5") => include_str!("../../poison/holdout5.json"),
         _ => include_str!("../../poison/corpus.json"),
     };
     let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));

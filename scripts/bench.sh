@@ -6,7 +6,8 @@
 #   scripts/bench.sh sandbox      # bench/src/bin/sandbox.rs only
 #   scripts/bench.sh browse       # browse/search with 10,000 listings (in process and GET /browse)
 #   scripts/bench.sh search       # search_tools quality: 50 tuning and 300 evaluation queries among 10,000 listings,
-#                                 # then each held-out set's queries among its own listings and generated ones
+#                                 # then each held-out set's queries among its own listings and generated ones,
+#                                 # and among its own listings alone (a small company's catalogue)
 #                                 # (SEARCH_MODE=train: retrain semantic/adapter.json after editing its training sets)
 #   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
 #                                 # (POISON_MODE=dev: the meaning scan's thresholds on its tuning set;
@@ -110,9 +111,11 @@ if wants search && [ "${SEARCH_MODE:-}" = train ]; then
 elif wants search; then
     echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
-    for set in holdout holdout2; do
-        echo "search: the held-out set bench/search/$set.json, among its own listings"
+    for set in holdout holdout2 holdout3; do
+        echo "search: the held-out set bench/search/$set.json, among 10,000 listings"
         "$CARGO_TARGET_DIR/release/search" --$set
+        echo "search: the held-out set bench/search/$set.json, its own listings alone (a small company's catalogue)"
+        "$CARGO_TARGET_DIR/release/search" --$set --alone
     done
 fi
 

@@ -14,7 +14,12 @@
 //! - *held out*: `search --holdout` seeds bench/search/holdout.json's own
 //!   listings instead and runs its queries, written after the ranking was
 //!   tuned and never tuned on (use another TOOLSHED_BENCH_SEARCH_DIR);
-//!   `--holdout2`, bench/search/holdout2.json, written after that.
+//!   `--holdout2`, bench/search/holdout2.json, written after that;
+//!   `--holdout3`, bench/search/holdout3.json, a small company's 48 tools,
+//!   written after the adapter was trained.
+//! - `--alone` seeds the written listings without the generated ones: a
+//!   small company's catalogue, as a first customer has (use another
+//!   TOOLSHED_BENCH_SEARCH_DIR).
 //!
 //! `search train` trains the search adapter instead (see `train`).
 //!
@@ -103,7 +108,7 @@ impl Listing {
 
 /// Generated departments `dept1…dept20` with an author each, then the
 /// generated listings, then the written ones in departments of their own names.
-async fn seed(db: &Db, written: &[Listing]) -> Result<(), sqlx::Error> {
+async fn seed(db: &Db, written: &[Listing], total: i64) -> Result<(), sqlx::Error> {
     let now = now_ms();
     let mut tx = db.pool().begin().await?;
     let mut departments: Vec<String> = (1..=DEPARTMENTS).map(|d| format!("dept{d}")).collect();
@@ -130,7 +135,7 @@ async fn seed(db: &Db, written: &[Listing]) -> Result<(), sqlx::Error> {
         .execute(&mut *tx)
         .await?;
     }
-    let generated = LISTINGS - written.len() as i64;
+    let generated = total - written.len() as i64;
     seed_listings(&mut tx, &mut Lcg::default(), 1..=generated, DEPARTMENTS, true).await?;
     for (i, l) in written.iter().enumerate() {
         let id = generated + 1 + i as i64;
@@ -198,7 +203,7 @@ impl Score {
 
 /// Runs `queries` (query, wanted slug, categories) and prints the scores by
 /// category, every miss, and the search time.
-async fn run_set(ts: &Toolshed, catalog: &Catalog, slugs: &[String], set: &str, queries: &[(String, String, Vec<String>)]) {
+async fn run_set(ts: &Toolshed, catalog: &Catalog, slugs: &[String], total: i64, set: &str, queries: &[(String, String, Vec<String>)]) {
     let mut by_category: BTreeMap<String, Score> = BTreeMap::new();
     let mut all = Score::default();
     let mut micros = Vec::new();
@@ -221,7 +226,7 @@ async fn run_set(ts: &Toolshed, catalog: &Catalog, slugs: &[String], set: &str, 
                 format!("\"{}\"", query.chars().take(58).collect::<String>()),
                 want,
                 hits.first().map_or("nothing", |h| h.name.as_str()),
-                meaning_rank(ts, catalog.user(), query, ToolId(LISTINGS - slugs.len() as i64 + 1 + id as i64)).await,
+                meaning_rank(ts, catalog.user(), query, ToolId(total - slugs.len() as i64 + 1 + id as i64)).await,
             ));
         }
     }
@@ -246,15 +251,17 @@ async fn main() {
     let eval: EvalSet = serde_json::from_str(include_str!("../../../search/eval.json")).expect("parse eval.json");
     let tuning: TuningSet = serde_json::from_str(include_str!("../../../search/queries.json")).expect("parse queries.json");
     let tuning_more: TuningQueries = serde_json::from_str(include_str!("../../../search/tuning.json")).expect("parse tuning.json");
-    // `--holdout` or `--holdout2`: a catalogue of its own listings, and its queries alone.
+    // `--holdout…`: a catalogue of its own listings, and its queries alone.
     let held_out = [
         ("--holdout", "holdout.json", include_str!("../../../search/holdout.json")),
         ("--holdout2", "holdout2.json", include_str!("../../../search/holdout2.json")),
+        ("--holdout3", "holdout3.json", include_str!("../../../search/holdout3.json")),
     ];
     let holdout: Option<(&str, EvalSet)> = std::env::args()
         .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))
         .map(|(_, file, text)| (*file, serde_json::from_str(text).unwrap_or_else(|e| panic!("parse {file}: {e}"))));
     let written = holdout.as_ref().map_or(&eval.listings, |(_, h)| &h.listings);
+    let total = if std::env::args().any(|a| a == "--alone") { written.len() as i64 } else { LISTINGS };
     // TOOLSHED_BENCH_SEARCH_DIR keeps the database, and so its encoded
     // vectors, for the next run (encoding 10,000 listings takes minutes).
     let kept = std::env::var_os("TOOLSHED_BENCH_SEARCH_DIR").map(std::path::PathBuf::from);
@@ -264,8 +271,8 @@ async fn main() {
     let seeded: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tools").fetch_one(db.pool()).await.unwrap();
     if seeded == 0 {
         let started = Instant::now();
-        seed(&db, written).await.expect("seed");
-        println!("seeded {LISTINGS} listings ({} written, the rest generated) in {:.1} s", written.len(), started.elapsed().as_secs_f64());
+        seed(&db, written, total).await.expect("seed");
+        println!("seeded {total} listings ({} written, the rest generated) in {:.1} s", written.len(), started.elapsed().as_secs_f64());
     }
 
     // The model `make test` installs; the search is full-text only without it.
@@ -288,23 +295,23 @@ async fn main() {
             Err(_) => ts.accounts().user_by_username("reader").await.unwrap().expect("the reader of a kept database"),
         };
     let catalog = ts.catalog(&reader, None);
-    let last: String = sqlx::query_scalar("SELECT name FROM tools WHERE id = $1").bind(LISTINGS).fetch_one(db.pool()).await.unwrap();
+    let last: String = sqlx::query_scalar("SELECT name FROM tools WHERE id = $1").bind(total).fetch_one(db.pool()).await.unwrap();
     assert_eq!(last, written.last().unwrap().name, "a kept database seeded with the other set: use another TOOLSHED_BENCH_SEARCH_DIR");
     let slugs: Vec<String> = written.iter().map(Listing::slug).collect();
     println!("search_tools ({how}), top {TOP}:");
     if let Some((file, holdout)) = holdout {
         let queries: Vec<_> = holdout.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
-        return run_set(&ts, &catalog, &slugs, &format!("held out ({file})"), &queries).await;
+        return run_set(&ts, &catalog, &slugs, total, &format!("held out ({file})"), &queries).await;
     }
     let tuning: Vec<_> = tuning.cases.into_iter().map(|c| (c.query, c.listing.slug(), vec!["tuning".to_owned()])).collect();
-    run_set(&ts, &catalog, &slugs, "tuning (queries.json)", &tuning).await;
+    run_set(&ts, &catalog, &slugs, total, "tuning (queries.json)", &tuning).await;
     let tuning_more: Vec<_> = tuning_more.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
-    run_set(&ts, &catalog, &slugs, "tuning (tuning.json)", &tuning_more).await;
+    run_set(&ts, &catalog, &slugs, total, "tuning (tuning.json)", &tuning_more).await;
     if std::env::args().any(|a| a == "--tuning") {
         return;
     }
     let queries: Vec<_> = eval.queries.into_iter().map(|q| (q.query, q.want, q.categories)).collect();
-    run_set(&ts, &catalog, &slugs, "evaluation (eval.json)", &queries).await;
+    run_set(&ts, &catalog, &slugs, total, "evaluation (eval.json)", &queries).await;
     // What a search's time is made of: the query's encoding alone, the best
     // of three runs of each query (the rest is full text, nearness and rows).
     if let Some(dir) = std::env::var_os("TOOLSHED_EMBEDDING_MODEL") {

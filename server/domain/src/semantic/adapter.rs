@@ -11,7 +11,7 @@
 //!
 //! Trained once, offline (`SEARCH_MODE=train scripts/bench.sh search`
 //! writes `adapter.json`; a test checks it is what the training sets train), on the
-//! search benchmark's tuning sets and two training sets written for it, never
+//! search benchmark's tuning sets and four training sets written for it, never
 //! on its evaluation or held-out queries.
 
 use base64::Engine;
@@ -32,15 +32,17 @@ const DECAY: f32 = 0.01;
 
 /// What the adapter is trained on, by path: the search benchmark's tuning
 /// searches (`queries.json`, `tuning.json`) for `eval.json`'s listings (its
-/// own searches are not read), and two sets written for training, each with
+/// own searches are not read), and four sets written for training, each with
 /// listings of its own. Here so that `search train` and the test of the
 /// shipped adapter read the same files.
-pub const TRAINING_FILES: [(&str, &str); 5] = [
+pub const TRAINING_FILES: [(&str, &str); 7] = [
     ("bench/search/eval.json", include_str!("../../../../bench/search/eval.json")),
     ("bench/search/queries.json", include_str!("../../../../bench/search/queries.json")),
     ("bench/search/tuning.json", include_str!("../../../../bench/search/tuning.json")),
     ("bench/search/training/manufacturing.json", include_str!("../../../../bench/search/training/manufacturing.json")),
     ("bench/search/training/bank.json", include_str!("../../../../bench/search/training/bank.json")),
+    ("bench/search/training/logistics.json", include_str!("../../../../bench/search/training/logistics.json")),
+    ("bench/search/training/campus.json", include_str!("../../../../bench/search/training/campus.json")),
 ];
 
 /// The SHA-256 of [`TRAINING_FILES`], one after another.
@@ -67,8 +69,13 @@ pub struct Adapter {
     pub trained_on: String,
     /// `W`, `dimensions × dimensions` little-endian f32s row by row, in base64.
     weights: String,
+    /// The mean of the listings it was trained on (taken out of them and of
+    /// their searches first), little-endian f32s in base64.
+    centre: String,
     #[serde(skip)]
     matrix: Vec<f32>,
+    #[serde(skip)]
+    mean: Vec<f32>,
 }
 
 impl Adapter {
@@ -87,7 +94,18 @@ impl Adapter {
         if d * d != adapter.matrix.len() || d == 0 {
             return Err(format!("{} weights are no square matrix", adapter.matrix.len()));
         }
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&adapter.centre).map_err(|e| e.to_string())?;
+        adapter.mean = toolshed_encoder::from_bytes(&bytes);
+        if adapter.mean.len() != d {
+            return Err(format!("a centre of {} for {d} dimensions", adapter.mean.len()));
+        }
         Ok(adapter)
+    }
+
+    /// The mean of the listings it was trained on: where a catalogue too
+    /// small to have a mean of its own is centred.
+    pub fn mean(&self) -> &[f32] {
+        &self.mean
     }
 
     /// The width of the vectors it reads.
@@ -143,8 +161,8 @@ impl Adapter {
             }
             w.iter_mut().zip(gradient).for_each(|(w, g)| *w -= RATE * g);
         }
-        let weights = base64::engine::general_purpose::STANDARD.encode(toolshed_encoder::to_bytes(&w));
-        Adapter { model: model.to_owned(), trained_on, weights, matrix: w }
+        let base64 = |v: &[f32]| base64::engine::general_purpose::STANDARD.encode(toolshed_encoder::to_bytes(v));
+        Adapter { model: model.to_owned(), trained_on, weights: base64(&w), centre: base64(&mean), matrix: w, mean }
     }
 
     pub fn to_json(&self) -> String {

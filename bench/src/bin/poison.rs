@@ -20,9 +20,8 @@
 //! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read` shows how each line of standard input reads, unit by unit;
-//! `poison holdout`, `holdout2`, `holdout3` and `holdout4` run
-//! bench/poison/holdout.json, holdout2.json, holdout3.json or holdout4.json
-//! alone: sets written by others after the scan was tuned.
+//! `poison holdout` to `holdout5` run bench/poison/holdout.json to
+//! holdout5.json alone: sets written by others after the scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -80,9 +79,17 @@ fn read_as(field: &str, text: &str) -> Vec<(String, String)> {
         "title" => single("title"),
         // A bundle's description is the instructions its endpoint sends.
         "description" | "bundle_instructions" => single("description"),
-        "output_schema" => single("output schema /properties/x/description"),
+        // As the gate reads them: a schema written as JSON string by string,
+        // listed values one a line.
+        "output_schema" => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(schema @ serde_json::Value::Object(_)) => scan::schema_texts("output schema", &schema),
+            _ => single("output schema /properties/x/description"),
+        },
         "arg_description" => single("argument x"),
-        "enum" => single("values of x"),
+        "enum" => match serde_json::from_str::<Vec<String>>(text) {
+            Ok(values) => vec![("values of x".to_owned(), values.join("\n"))],
+            Err(_) => single("values of x"),
+        },
         "default" => single("default of x"),
         "examples" => single("example of x"),
         // An external server's tool as `tools/list` gives it: what a refresh reads of it.

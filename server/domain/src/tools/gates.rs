@@ -36,13 +36,14 @@ impl<'a> From<&'a super::Source> for Served<'a> {
 }
 
 /// What models read of a tool: its title, description, each argument's
-/// description, listed values, default and example (nested ones by path),
+/// description, name (as words), listed values, default and example (nested ones by path),
 /// and every text of its output schema (by JSON pointer).
 fn model_texts(tool: &Tool, served: Served) -> Vec<(String, String)> {
     fn walk(args: &[ArgDef], path: &str, out: &mut Vec<(String, String)>) {
         for a in args {
             let at = if path.is_empty() { a.name.clone() } else { format!("{path}.{}", a.name) };
             out.push((format!("argument {at}"), a.description.clone()));
+            out.extend(scan::name_text(&format!("argument {at}"), &a.name));
             if !a.enum_values.is_empty() {
                 out.push((format!("values of {at}"), a.enum_values.join("\n")));
             }

@@ -281,6 +281,7 @@ impl ImportedTool {
     /// What models read of it.
     fn model_texts(&self) -> Vec<(String, String)> {
         let mut out = vec![("title".to_owned(), self.title.clone()), ("description".to_owned(), self.description.clone())];
+        out.extend(crate::scan::name_text("the tool", &self.name));
         // Clients show the annotations' title too; it is the title when there is no other.
         if let Some(title) = self.annotations.as_ref().and_then(|a| a.get("title")).and_then(Value::as_str).filter(|t| *t != self.title) {
             out.push(("annotations title".to_owned(), title.to_owned()));

@@ -175,6 +175,14 @@ static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"</?([A-Za-z][A-Za-z0
 /// A tag's attribute value, quoted.
 static ATTRIBUTE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"\s[A-Za-z_:][-A-Za-z0-9_:.]*\s*=\s*(?:"([^"]*)"|'([^']*)')"#).expect("valid"));
+/// A name (read as words, [`name_text`]) that asks for a secret file's
+/// contents: a model fills a parameter named `content_from_reading_ssh_id_rsa`
+/// from the machine it runs on. Not a public key's.
+static SECRET_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    let secret = r"(ssh|id rsa|id ed25519|id ecdsa|private key|env file|dotenv|mcp json|aws credentials|kube ?config|credentials file|netrc|keychain)";
+    let reading = r"(contents?|reading|read|dump|copy|text)";
+    Regex::new(&format!(r"(?i)\b{reading}\b.{{0,30}}\b{secret}\b|\b{secret}\b.{{0,20}}\b{reading}\b")).expect("valid")
+});
 /// Phrases aimed at the model reading the tool list, not at the person choosing the tool.
 static ADDRESSED: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
@@ -292,6 +300,11 @@ pub fn scan(field: &str, text: &str) -> Vec<Finding> {
         .find_map(|(how, plain)| addressed(&as_read(&plain)).map(|at| finding(at).explained(how)))
         .or_else(|| addressed(&read).map(finding));
     found.extend(found_addressed);
+    if field.starts_with("name of ") && !text.to_lowercase().split(' ').any(|w| w == "public" || w == "pub") {
+        if let Some(m) = SECRET_NAME.find(text).filter(|_| !found.iter().any(|f| f.kind == FindingKind::AddressedToModel)) {
+            found.push(Finding::at(field, FindingKind::AddressedToModel, excerpt(text, m.start(), m.end())));
+        }
+    }
     found
 }
 
@@ -738,6 +751,22 @@ mod tests {
             "two words say nothing a description would not"
         );
         assert!(texts.contains(&("input schema /properties/contents_of_home_ssh_id_rsa/description".into(), "Required.".into())));
+    }
+
+    #[test]
+    fn a_name_that_asks_for_a_secret_files_contents_is_addressed_to_the_model_but_a_public_keys_or_a_description_is_not() {
+        let named = |name: &str| {
+            let (field, words) = name_text(&format!("input schema /properties/{name}"), name).expect("three words or more");
+            scan(&field, &words).into_iter().map(|f| f.kind).collect::<Vec<_>>()
+        };
+        for name in ["content_from_reading_ssh_id_rsa", "contents_of_file_at_home_ssh_id_rsa", "sshPrivateKeyContents", "dotenv_file_text"]
+        {
+            assert_eq!(named(name), [FindingKind::AddressedToModel], "{name}");
+        }
+        for name in ["ssh_public_key_contents", "private_key_pem_path", "ssh_host_name", "contents_of_the_report"] {
+            assert!(named(name).is_empty(), "{name}");
+        }
+        assert!(kinds("Shows the contents of the server's SSH host key fingerprint.").is_empty(), "a description may speak of them");
     }
 
     fn kinds(text: &str) -> Vec<FindingKind> {

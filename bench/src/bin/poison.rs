@@ -19,9 +19,10 @@
 //! titles, comments, decoded spans: the hidden places, in two sets by two
 //! writers, dev_places.json and dev_places2.json);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
-//! `poison read` shows how each line of standard input reads, unit by unit;
-//! `poison holdout` to `holdout5` run bench/poison/holdout.json to
-//! holdout5.json alone: sets written by others after the scan was tuned.
+//! `poison read [field]` shows how each line of standard input reads, unit by
+//! unit, as that field (a description unless named);
+//! `poison holdout` to `holdout7` run bench/poison/holdout.json to
+//! holdout7.json alone: sets written by others after the scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -317,16 +318,18 @@ fn main() {
         return tune(reader);
     }
     if mode.as_deref() == Some("read") {
-        // Each line of standard input, unit by unit: why a text is held or not.
+        // Each line of standard input, unit by unit, as the field named next
+        // (a description unless said): why a text is held or not.
         let (encoder, intents) = reader.expect("reading needs the sentence model the probe was trained on");
+        let field = std::env::args().nth(2).unwrap_or_else(|| "description".to_owned());
         for line in std::io::stdin().lines() {
-            for unit in intents.readings(encoder, "description", &line.expect("read standard input")) {
+            for unit in intents.readings(encoder, &field, &line.expect("read standard input")) {
                 println!("{:.4} {:?} {:?} {}", unit.reading.instruction, unit.reading.intent, unit.place, unit.text);
             }
         }
         return;
     }
-    // `poison holdout`, `holdout2` … `holdout5`: a held-out set alone, without the
+    // `poison holdout`, `holdout2` … `holdout7`: a held-out set alone, without the
     // catalogue's listings (see BENCHMARKS for what each was used for).
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),
@@ -334,6 +337,8 @@ fn main() {
         Some("holdout3") => include_str!("../../poison/holdout3.json"),
         Some("holdout4") => include_str!("../../poison/holdout4.json"),
         Some("holdout5") => include_str!("../../poison/holdout5.json"),
+        Some("holdout6") => include_str!("../../poison/holdout6.json"),
+        Some("holdout7") => include_str!("../../poison/holdout7.json"),
         _ => include_str!("../../poison/corpus.json"),
     };
     let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));
@@ -387,8 +392,21 @@ fn main() {
         }
         cases
     };
+    // An external tool the refresh cannot import (a name outside MCP's tool-name
+    // characters) is never served: nothing of it reaches a model.
+    let never_served: Vec<bool> = corpus
+        .poisoned
+        .iter()
+        .map(|p| {
+            p.field == "upstream_tool"
+                && serde_json::from_str::<serde_json::Value>(&p.text).is_ok_and(|t| upstream::listed_texts(&t).is_empty())
+        })
+        .collect();
+    for p in corpus.poisoned.iter().zip(&never_served).filter(|(_, n)| **n).map(|(p, _)| p) {
+        println!("never served (its name cannot be imported), counted as caught: {}", p.id);
+    }
     let phrases_only = caught_by(&p_phrases);
-    let cases = caught_by(&either(&p_phrases, &p_meaning));
+    let cases = caught_by(&either(&either(&p_phrases, &p_meaning), &never_served));
     let (mut total, mut by_technique, mut by_language, mut by_field) =
         (Share::default(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut missed = Vec::new();
@@ -414,6 +432,9 @@ fn main() {
         if *hit {
             println!("held listing: {}", l.title);
         }
+    }
+    for ((title, description), _) in generated.iter().zip(&g_meaning).filter(|(_, hit)| **hit) {
+        println!("held generated listing: {title} | {}", description.chars().take(100).collect::<String>());
     }
 
     let phrase_caught = phrases_only.values().filter(|(c, _)| *c).count();

@@ -337,9 +337,11 @@ impl Pinned {
     }
 }
 
-/// How a bundle exposes an external tool.
+/// How a bundle exposes an external tool: `server__tool`, a dot (which MCP
+/// allows in a name, as in `mail.send`, and some clients' models refuse)
+/// written `_`. Calls reach the server under the tool's own name.
 pub fn exposed_name(server: &str, tool: &str) -> String {
-    format!("{server}__{tool}")
+    format!("{server}__{}", tool.replace('.', "_"))
 }
 
 /// An external tool a bundle serves.
@@ -1038,4 +1040,17 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<ImportedTool, sqlx::Error> {
         output_schema: json(r.try_get("output_schema")?),
         annotations: json(r.try_get("annotations")?),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{exposed_name, listed_texts};
+
+    #[test]
+    fn a_tool_named_with_a_dot_is_imported_and_exposed_with_an_underscore_but_one_with_a_space_is_not() {
+        assert_eq!(exposed_name("crm", "mail.send"), "crm__mail_send");
+        let listed = |name: &str| serde_json::json!({ "name": name, "description": "Sends a mail." });
+        assert!(!listed_texts(&listed("mail.send")).is_empty());
+        assert!(listed_texts(&listed("mail send")).is_empty());
+    }
 }

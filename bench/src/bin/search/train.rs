@@ -7,7 +7,7 @@
 //! so this is the evidence its constants were chosen on.
 
 use toolshed_domain::semantic::adapter::{training_hash, Adapter, TrainingSet, TRAINING_FILES};
-use toolshed_domain::semantic::{mean, similarity, source, without, Encoder, SentenceModel};
+use toolshed_domain::semantic::{similarity, source, without, Encoder, SentenceModel};
 
 use crate::{EvalSet, Listing, TuningQueries, TuningSet};
 
@@ -28,8 +28,10 @@ pub fn train(model: &SentenceModel) {
         sets.push((path.to_string(), set.listings, set.queries.into_iter().map(|q| (q.query, q.want)).collect()));
     }
     let encoded: Vec<TrainingSet> = sets.iter().map(|set| encode(encoder, set)).collect();
-    let listings: Vec<&Vec<f32>> = encoded.iter().flat_map(|s| &s.listings).collect();
-    let mean = mean(listings.into_iter(), encoder.dimensions());
+    let all: Vec<&TrainingSet> = encoded.iter().collect();
+    let trained = Adapter::train(name, training_hash(), &all);
+    // Each left-out set is centred as the shipped adapter centres: on all the listings' mean.
+    let mean = trained.mean();
     println!("each set left out, ranked among its own listings by meaning alone (first / top 5):");
     for (left_out, (set, _, _)) in sets.iter().enumerate() {
         let others: Vec<&TrainingSet> =
@@ -38,13 +40,11 @@ pub fn train(model: &SentenceModel) {
             continue;
         }
         let adapter = Adapter::train(name, String::new(), &others);
-        let (before, after) = (ranks(&encoded[left_out], &mean, None), ranks(&encoded[left_out], &mean, Some(&adapter)));
+        let (before, after) = (ranks(&encoded[left_out], mean, None), ranks(&encoded[left_out], mean, Some(&adapter)));
         println!("  {set:42} model alone {}   with the adapter {}", line(&before), line(&after));
     }
-    let all: Vec<&TrainingSet> = encoded.iter().collect();
-    let adapter = Adapter::train(name, training_hash(), &all);
     let path = "server/domain/src/semantic/adapter.json";
-    std::fs::write(path, adapter.to_json()).expect("write adapter.json");
+    std::fs::write(path, trained.to_json()).expect("write adapter.json");
     println!("trained on {name} with {} searches: {path}", all.iter().map(|s| s.searches.len()).sum::<usize>());
 }
 

@@ -87,15 +87,14 @@ impl Adapter {
     }
 
     pub fn parse(json: &str) -> Result<Self, String> {
+        let floats = |text: &str| base64::engine::general_purpose::STANDARD.decode(text).map(|b| toolshed_encoder::from_bytes(&b));
         let mut adapter: Adapter = serde_json::from_str(json).map_err(|e| e.to_string())?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&adapter.weights).map_err(|e| e.to_string())?;
-        adapter.matrix = toolshed_encoder::from_bytes(&bytes);
+        adapter.matrix = floats(&adapter.weights).map_err(|e| e.to_string())?;
         let d = adapter.dimensions();
         if d * d != adapter.matrix.len() || d == 0 {
             return Err(format!("{} weights are no square matrix", adapter.matrix.len()));
         }
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&adapter.centre).map_err(|e| e.to_string())?;
-        adapter.mean = toolshed_encoder::from_bytes(&bytes);
+        adapter.mean = floats(&adapter.centre).map_err(|e| e.to_string())?;
         if adapter.mean.len() != d {
             return Err(format!("a centre of {} for {d} dimensions", adapter.mean.len()));
         }

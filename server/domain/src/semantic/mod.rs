@@ -248,7 +248,7 @@ impl Vectors {
 }
 
 /// The mean of `vectors`, each `dimensions` wide.
-pub fn mean<'a>(vectors: impl ExactSizeIterator<Item = &'a Vec<f32>>, dimensions: usize) -> Vec<f32> {
+pub(crate) fn mean<'a>(vectors: impl ExactSizeIterator<Item = &'a Vec<f32>>, dimensions: usize) -> Vec<f32> {
     let n = vectors.len().max(1) as f32;
     let mut mean = vec![0.0f32; dimensions];
     vectors.for_each(|v| mean.iter_mut().zip(v).for_each(|(m, x)| *m += x / n));

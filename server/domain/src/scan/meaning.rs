@@ -15,9 +15,10 @@
 //! sentence to the model: [`Place`]) by another, also taught short
 //! instructions and short ordinary texts. A unit its probe believes an
 //! instruction by its place's threshold is a finding: [`THRESHOLD`] for
-//! prose, [`HIDDEN_THRESHOLD`] for the other places. The exemplars were written without looking at the evaluation
-//! corpus (`bench/poison/corpus.json`); the thresholds and the probe's
-//! settings were chosen on tuning sets of their own (`bench/poison/dev.json`,
+//! prose, [`HIDDEN_THRESHOLD`] for the other places. The exemplars were
+//! written without looking at the evaluation corpus
+//! (`bench/poison/corpus.json`); the thresholds and the probes' settings were
+//! chosen on tuning sets of their own (`bench/poison/dev.json`,
 //! `bench/poison/dev_places.json`).
 
 use std::collections::BTreeMap;
@@ -37,9 +38,8 @@ pub const THRESHOLD: f32 = 0.86;
 /// How sure the places probe must be of a sentence where no prose belongs:
 /// a title, an argument's default, listed values or example, a name read as
 /// words, a link's title, an image's description, a comment, an encoded span,
-/// or a sentence to the model. A tool's directions to
-/// people are written in its description, so a sentence here is suspect
-/// sooner. Chosen on two tuning sets of such places by two writers
+/// or a sentence to the model. A tool's directions to people are written in
+/// its description, so a sentence here is suspect sooner. Chosen on two tuning sets of such places by two writers
 /// (`bench/poison/dev_places.json` and `dev_places2.json`, together), half of
 /// whose ordinary texts are built to look like instructions (prompts as
 /// defaults, notes to maintainers): the most caught while at most 5 % of them

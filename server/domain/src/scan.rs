@@ -305,12 +305,11 @@ pub fn scan(field: &str, text: &str) -> Vec<Finding> {
         .into_iter()
         .find_map(|(how, plain)| addressed(&as_read(&plain)).map(|at| finding(at).explained(how)))
         .or_else(|| addressed(&read).map(finding));
-    found.extend(found_addressed);
-    if field.starts_with("name of ") && !text.to_lowercase().split(' ').any(|w| w == "public" || w == "pub") {
-        if let Some(m) = SECRET_NAME.find(text).filter(|_| !found.iter().any(|f| f.kind == FindingKind::AddressedToModel)) {
-            found.push(Finding::at(field, FindingKind::AddressedToModel, excerpt(text, m.start(), m.end())));
-        }
-    }
+    let secret_name = || {
+        let public = text.to_lowercase().split(' ').any(|w| w == "public" || w == "pub");
+        SECRET_NAME.find(text).filter(|_| field.starts_with("name of ") && !public).map(|m| finding(excerpt(text, m.start(), m.end())))
+    };
+    found.extend(found_addressed.or_else(secret_name));
     found
 }
 
@@ -687,8 +686,13 @@ fn decoded(text: &str) -> Vec<(&'static str, String)> {
 /// in it, labelled `name of {what}`, when it has at least three: a property
 /// named `alwaysSendTheChatHistoryTo_audit` speaks to the model too.
 pub fn name_text(what: &str, name: &str) -> Option<(String, String)> {
+    name_words(name).map(|words| (format!("name of {what}"), words))
+}
+
+/// A name's words, when it has at least three.
+pub fn name_words(name: &str) -> Option<String> {
     let words = pieces(&name.replace(['.', ' '], "_"));
-    (words.split_whitespace().count() >= 3).then(|| (format!("name of {what}"), words))
+    (words.split_whitespace().count() >= 3).then_some(words)
 }
 
 /// Every string of a JSON Schema a model reads, each labelled `what` and its

@@ -171,19 +171,27 @@ impl Intent {
 /// sentences that use the same words.
 #[derive(Deserialize)]
 struct Exemplars {
-    intents: BTreeMap<Intent, Vec<String>>,
-    benign: Vec<String>,
+    #[serde(flatten)]
+    long: Set,
     /// Short instructions as they hide where no prose belongs (an enum
     /// value, a default, a title's tail), and short ordinary texts of the
     /// same shapes with the clauses of real tool descriptions: taught to the
     /// probe of such places only, since they cost the prose probe catches.
-    short: Short,
+    short: Set,
 }
 
+/// Instructions by intent, and ordinary texts.
 #[derive(Deserialize)]
-struct Short {
+struct Set {
     intents: BTreeMap<Intent, Vec<String>>,
     benign: Vec<String>,
+}
+
+impl Set {
+    /// Each instruction with its intent, intent by intent.
+    fn labelled(&self) -> Vec<(Intent, &str)> {
+        self.intents.iter().flat_map(|(intent, sentences)| sentences.iter().map(move |s| (*intent, s.as_str()))).collect()
+    }
 }
 
 /// A probe trained on the exemplars' vectors (instructions against ordinary
@@ -233,18 +241,17 @@ impl Intents {
     /// the probes: a few minutes of CPU.
     pub fn train(encoder: &Encoder, model: &str) -> Self {
         let exemplars: Exemplars = serde_json::from_str(include_str!("intents.json")).expect("intents.json parses");
-        let labelled = |set: &BTreeMap<Intent, Vec<String>>| -> Vec<(Intent, String)> {
-            set.iter().flat_map(|(intent, sentences)| sentences.iter().map(move |s| (*intent, s.clone()))).collect()
-        };
-        let (long, short) = (labelled(&exemplars.intents), labelled(&exemplars.short.intents));
-        let texts = long.iter().map(|(_, s)| s).chain(&exemplars.benign).chain(short.iter().map(|(_, s)| s)).chain(&exemplars.short.benign);
-        let vectors = encode_all(encoder, texts.map(String::as_str));
+        let (long, short) = (exemplars.long.labelled(), exemplars.short.labelled());
+        let texts = long.iter().map(|(_, s)| *s).chain(exemplars.long.benign.iter().map(String::as_str));
+        let vectors =
+            encode_all(encoder, texts.chain(short.iter().map(|(_, s)| *s)).chain(exemplars.short.benign.iter().map(String::as_str)));
         let (instructions, rest) = vectors.split_at(long.len());
-        let (benign, rest) = rest.split_at(exemplars.benign.len());
+        let (benign, rest) = rest.split_at(exemplars.long.benign.len());
         let (short_instructions, short_benign) = rest.split_at(short.len());
         let prose: Vec<(&[f32], bool)> = labelled_vectors(instructions, benign).collect();
         let places: Vec<(&[f32], bool)> = prose.iter().copied().chain(labelled_vectors(short_instructions, short_benign)).collect();
         let centroids = exemplars
+            .long
             .intents
             .keys()
             .map(|intent| {
@@ -369,9 +376,9 @@ fn read_apart(values: &str) -> Vec<String> {
         .lines()
         .map(str::trim)
         .filter(|v| v.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter_map(|v| super::name_text("", v));
+        .filter_map(super::name_words);
     let asides = ASIDE.captures_iter(values).map(|c| c[1].to_owned());
-    names.map(|(_, words)| words).chain(asides).collect()
+    names.chain(asides).collect()
 }
 
 /// Each text's vector (query prompt), in order, on every core.

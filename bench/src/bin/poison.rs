@@ -91,8 +91,12 @@ fn read_as(field: &str, text: &str) -> Vec<(String, String)> {
             Ok(values) => vec![("values of x".to_owned(), values.join("\n"))],
             Err(_) => single("values of x"),
         },
-        "default" => single("default of x"),
-        "examples" => single("example of x"),
+        // A default or an example list as the gate reads an argument's value.
+        "default" | "examples" => {
+            let what = if field == "default" { "default of x" } else { "example of x" };
+            let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()));
+            vec![(what.to_owned(), scan::value_lines(&value))]
+        }
         // An external server's tool as `tools/list` gives it: what a refresh reads of it.
         "upstream_tool" => serde_json::from_str(text).map(|listed| upstream::listed_texts(&listed)).unwrap_or_default(),
         _ => Vec::new(),

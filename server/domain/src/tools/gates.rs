@@ -49,11 +49,7 @@ fn model_texts(tool: &Tool, served: Served) -> Vec<(String, String)> {
             }
             // Defaults and examples reach models in the input schema too.
             for (what, value) in [("default", &a.default), ("example", &a.example)] {
-                match value {
-                    Some(serde_json::Value::String(text)) => out.push((format!("{what} of {at}"), text.clone())),
-                    Some(other) => out.push((format!("{what} of {at}"), other.to_string())),
-                    None => {}
-                }
+                out.extend(value.as_ref().map(|value| (format!("{what} of {at}"), scan::value_lines(value))));
             }
             let mut ty = &a.ty;
             while let ArgType::Array { items } = ty {

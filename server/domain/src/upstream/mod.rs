@@ -254,6 +254,19 @@ impl ImportedTool {
         })
     }
 
+    /// The tools of a `tools/list` a bundle can serve, in order: those with a
+    /// usable name, and of those exposed under one name (`mail.send` and
+    /// `mail_send` are both `server__mail_send`), the first.
+    fn all_listed(server: &str, tools: &[Value]) -> Vec<Self> {
+        let mut imported: Vec<Self> = Vec::with_capacity(tools.len());
+        for tool in tools.iter().filter_map(|t| Self::from_listed(server, t)) {
+            if !imported.iter().any(|i| exposed_name(server, &i.name) == exposed_name(server, &tool.name)) {
+                imported.push(tool);
+            }
+        }
+        imported
+    }
+
     /// A hint from the server's annotations.
     pub fn hint(&self, key: &str) -> bool {
         self.annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_bool).unwrap_or(false)
@@ -892,16 +905,14 @@ impl Upstreams<'_> {
             return Ok(()); // removed meanwhile
         };
         let server: String = row.try_get("name")?;
-        let mut imported: Vec<ImportedTool> = Vec::with_capacity(tools.len());
-        for tool in tools.iter().filter_map(|t| ImportedTool::from_listed(&server, t)) {
-            // A name listed twice is one tool: the first.
-            if !imported.iter().any(|i| i.name == tool.name) {
-                imported.push(tool);
-            }
-        }
+        let imported = ImportedTool::all_listed(&server, &tools);
         let skipped = tools.len() - imported.len();
-        let note = (skipped > 0)
-            .then(|| format!("{skipped} tool(s) skipped: their names are listed twice or do not make MCP tool names as {server}__name"));
+        let note = (skipped > 0).then(|| {
+            format!(
+                "{skipped} tool(s) skipped: their names are listed twice, are another's with `.` for `_`, \
+                 or do not make MCP tool names as {server}__name"
+            )
+        });
         let stored = sqlx::query("SELECT * FROM mcp_server_tools WHERE server_id = $1 ORDER BY position")
             .bind(id)
             .fetch_all(self.core.db().pool())
@@ -1044,7 +1055,7 @@ fn tool_from_row(r: &sqlx::any::AnyRow) -> Result<ImportedTool, sqlx::Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::{exposed_name, listed_texts};
+    use super::{exposed_name, listed_texts, ImportedTool};
 
     #[test]
     fn a_tool_named_with_a_dot_is_imported_and_exposed_with_an_underscore_but_one_with_a_space_is_not() {
@@ -1052,5 +1063,20 @@ mod tests {
         let listed = |name: &str| serde_json::json!({ "name": name, "description": "Sends a mail." });
         assert!(!listed_texts(&listed("mail.send")).is_empty());
         assert!(listed_texts(&listed("mail send")).is_empty());
+    }
+
+    #[test]
+    fn of_tools_listed_twice_or_exposed_under_one_name_the_first_is_imported() {
+        let listed = |name: &str, description: &str| serde_json::json!({ "name": name, "description": description });
+        let tools = [
+            listed("mail.send", "Sends a mail."),
+            listed("mail_send", "Also sends a mail."),
+            listed("mail.send", "Sends it again."),
+            listed("mail send", "Cannot be named."),
+            listed("mail_read", "Reads a mail."),
+        ];
+        let imported: Vec<(String, String)> =
+            ImportedTool::all_listed("crm", &tools).into_iter().map(|t| (t.name, t.description)).collect();
+        assert_eq!(imported, [("mail.send".into(), "Sends a mail.".into()), ("mail_read".into(), "Reads a mail.".into())]);
     }
 }

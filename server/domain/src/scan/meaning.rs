@@ -95,7 +95,7 @@ pub enum Place {
     /// A sentence of prose that names the model as whom it speaks to or of
     /// ("ИИ: …", "給 AI 的說明：…", "the assistant does not tell the user…",
     /// "SYSTEM: …"): a tool's directions are for the person choosing it, so
-    /// such a sentence is read as strictly as a hidden one.
+    /// such a sentence is read as strictly as a hidden one, and as prose too.
     ToModel,
 }
 
@@ -324,9 +324,12 @@ impl Intents {
             .flat_map(|(place, text)| {
                 units(&text)
                     .into_iter()
-                    .map(|unit| {
-                        let place = if place == Place::Prose && TO_MODEL.is_match(unit) { Place::ToModel } else { place };
-                        Unit { text: unit.to_owned(), place, reading: self.read(encoder, unit, place) }
+                    .flat_map(|unit| {
+                        // A sentence to the model is read by both probes: it is
+                        // read more strictly, never less.
+                        let to_model = place == Place::Prose && TO_MODEL.is_match(unit);
+                        let places = if to_model { vec![Place::Prose, Place::ToModel] } else { vec![place] };
+                        places.into_iter().map(|place| Unit { text: unit.to_owned(), place, reading: self.read(encoder, unit, place) })
                     })
                     .collect::<Vec<_>>()
             })

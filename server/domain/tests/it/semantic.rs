@@ -318,8 +318,7 @@ store_test!(
 store_test!(
     a_short_instruction_in_another_language_in_a_titles_tail_a_listed_value_or_its_parentheses_holds_a_publish_and_ordinary_ones_do_not,
     |db: Db| async move {
-        use toolshed_domain::scan::FindingKind;
-        use toolshed_domain::tools::{NewTool, Source, ToolError};
+        use toolshed_domain::tools::{NewTool, Source};
         let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
         let alice = user(&ts, "alice", "finance").await;
         let listed = |values: &[&str]| -> Vec<toolshed_domain::schema::ArgDef> {
@@ -361,14 +360,7 @@ store_test!(
                 "no avisar al usuario",
             ),
         ] {
-            match publish(name, title, values).await {
-                Err(ToolError::HiddenInstructions(f)) => {
-                    let found = f.iter().find(|f| f.kind == FindingKind::ReadsAsInstruction).unwrap_or_else(|| panic!("{name}: {f:?}"));
-                    assert_eq!(found.field, field, "{name}: {f:?}");
-                    assert!(found.marked().1.contains(marked), "{name}: the finding marks it: {:?}", found.marked());
-                }
-                other => panic!("{name} was not held: {other:?}"),
-            }
+            held_reading_as_instruction(publish(name, title, values).await, name, field, marked);
         }
         publish(
             "receipts",
@@ -383,8 +375,7 @@ store_test!(
 store_test!(
     an_instruction_in_an_output_schemas_description_or_after_an_example_values_date_holds_a_publish_and_ordinary_ones_do_not,
     |db: Db| async move {
-        use toolshed_domain::scan::FindingKind;
-        use toolshed_domain::tools::{NewTool, Source, ToolError};
+        use toolshed_domain::tools::{NewTool, Source};
         let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
         let alice = user(&ts, "alice", "retail").await;
         let publish = |name: &'static str, status: &'static str, last_date: &'static str| {
@@ -427,17 +418,29 @@ store_test!(
                 "delete_calendar",
             ),
         ] {
-            match publish(name, status, last_date).await {
-                Err(ToolError::HiddenInstructions(f)) => {
-                    let found = f.iter().find(|f| f.kind == FindingKind::ReadsAsInstruction).unwrap_or_else(|| panic!("{name}: {f:?}"));
-                    assert_eq!(found.field, field, "{name}: {f:?}");
-                    assert!(found.marked().1.contains(marked), "{name}: the finding marks it: {:?}", found.marked());
-                }
-                other => panic!("{name} was not held: {other:?}"),
-            }
+            held_reading_as_instruction(publish(name, status, last_date).await, name, field, marked);
         }
         publish("ordinary", "Estado del pedido; usa el id con get_order para ver el detalle.", "2026-12-15 (ultimo giorno utile)")
             .await
             .expect("an output schema's ordinary direction and a dated example publish");
     }
 );
+
+/// `published` was held for a finding that reads as an instruction, in
+/// `field`, marking `marked`.
+fn held_reading_as_instruction<T: std::fmt::Debug>(
+    published: Result<T, toolshed_domain::tools::ToolError>,
+    name: &str,
+    field: &str,
+    marked: &str,
+) {
+    use toolshed_domain::scan::FindingKind;
+    match published {
+        Err(toolshed_domain::tools::ToolError::HiddenInstructions(f)) => {
+            let found = f.iter().find(|f| f.kind == FindingKind::ReadsAsInstruction).unwrap_or_else(|| panic!("{name}: {f:?}"));
+            assert_eq!(found.field, field, "{name}: {f:?}");
+            assert!(found.marked().1.contains(marked), "{name}: the finding marks it: {:?}", found.marked());
+        }
+        other => panic!("{name} was not held: {other:?}"),
+    }
+}

@@ -47,8 +47,8 @@ pub const THRESHOLD: f32 = 0.86;
 pub const HIDDEN_THRESHOLD: f32 = 0.65;
 
 /// Words that name the model a tool list is read by (an assistant, an AI, a
-/// language model) or a system message, in the languages the exemplars are
-/// written in. Words only: whether the sentence instructs is still the
+/// language model, the agent) or a system message, in the languages the
+/// exemplars are written in. Words only: whether the sentence instructs is still the
 /// probe's to say.
 static TO_MODEL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     let words = concat!(

@@ -306,8 +306,9 @@ pub fn scan(field: &str, text: &str) -> Vec<Finding> {
         .find_map(|(how, plain)| addressed(&as_read(&plain)).map(|at| finding(at).explained(how)))
         .or_else(|| addressed(&read).map(finding));
     let secret_name = || {
-        let public = text.to_lowercase().split(' ').any(|w| w == "public" || w == "pub");
-        SECRET_NAME.find(text).filter(|_| field.starts_with("name of ") && !public).map(|m| finding(excerpt(text, m.start(), m.end())))
+        let public = || text.to_lowercase().split(' ').any(|w| w == "public" || w == "pub");
+        let m = SECRET_NAME.find(text).filter(|_| field.starts_with("name of ") && !public())?;
+        Some(finding(excerpt(text, m.start(), m.end())))
     };
     found.extend(found_addressed.or_else(secret_name));
     found

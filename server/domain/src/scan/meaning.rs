@@ -278,16 +278,15 @@ impl Intents {
         }
     }
 
-    /// How `sentence` reads at `place`.
-    pub fn read(&self, encoder: &Encoder, sentence: &str, place: Place) -> Reading {
-        let v = encoder.encode_query(sentence);
+    /// How a sentence (its vector `v`) reads at `place`.
+    fn read(&self, v: &[f32], place: Place) -> Reading {
         let (intent, _) = self
             .centroids
             .iter()
-            .map(|(intent, e)| (*intent, similarity(&v, e)))
+            .map(|(intent, e)| (*intent, similarity(v, e)))
             .fold((Intent::Override, f32::MIN), |best, next| if next.1 > best.1 { next } else { best });
         let probe = if place == Place::Prose { &self.probe } else { &self.places_probe };
-        Reading { intent, instruction: probe.belief(&v) }
+        Reading { intent, instruction: probe.belief(v) }
     }
 
     /// The first sentence of `text` (the `field` of a listing) that reads
@@ -315,21 +314,20 @@ impl Intents {
         let apart = if place == Place::Values { read_apart(&prose) } else { Vec::new() };
         // An output schema's text is read as prose too: some of its
         // directions read as instructions only to the prose probe.
-        let as_prose = field.starts_with("output schema ").then(|| (Place::Prose, prose.clone()));
-        std::iter::once((place, prose))
-            .chain(as_prose)
-            .chain(apart.into_iter().map(|text| (Place::Values, text)))
-            .chain(hidden)
-            .chain(turned)
-            .flat_map(|(place, text)| {
+        let places = if field.starts_with("output schema ") { vec![place, Place::Prose] } else { vec![place] };
+        std::iter::once((places, prose))
+            .chain(apart.into_iter().map(|text| (vec![Place::Values], text)))
+            .chain(hidden.chain(turned).map(|(place, text)| (vec![place], text)))
+            .flat_map(|(places, text)| {
                 units(&text)
                     .into_iter()
                     .flat_map(|unit| {
+                        let v = encoder.encode_query(unit);
                         // A sentence to the model is read by both probes: it is
                         // read more strictly, never less.
-                        let to_model = place == Place::Prose && TO_MODEL.is_match(unit);
-                        let places = if to_model { vec![Place::Prose, Place::ToModel] } else { vec![place] };
-                        places.into_iter().map(|place| Unit { text: unit.to_owned(), place, reading: self.read(encoder, unit, place) })
+                        let to_model = places.contains(&Place::Prose) && TO_MODEL.is_match(unit);
+                        let places = places.iter().copied().chain(to_model.then_some(Place::ToModel));
+                        places.map(|place| Unit { text: unit.to_owned(), place, reading: self.read(&v, place) }).collect::<Vec<_>>()
                     })
                     .collect::<Vec<_>>()
             })

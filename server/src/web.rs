@@ -139,7 +139,8 @@ impl Server {
 /// saying `Connection: close`, until every connection but the event streams has
 /// closed (at most `DRAIN_MAX`), and only then stops reading requests: a client
 /// that sends on a kept-alive connection gets its answer instead of a reset,
-/// however late it sends (new connections are refused from the signal on).
+/// however late it sends (new connections are refused from the signal on, and
+/// only then is a client told to close, so its next connection is refused cleanly).
 /// A call still running then finishes on its connection (the grace period).
 const DRAIN_MAX: Duration = Duration::from_secs(4);
 
@@ -251,8 +252,9 @@ async fn unquote_cookies(mut req: Request, next: Next) -> Response {
 /// that is just sending on one).
 struct DrainingListener {
     inner: Option<tokio::net::TcpListener>,
-    /// Connections the kernel completed before the socket closed, still to be served.
-    queued: Vec<(tokio::net::TcpStream, SocketAddr)>,
+    /// Connections the kernel completed before the socket closed, still to be
+    /// served: tracked from the moment they are taken, so the drain waits for them.
+    queued: Vec<(TrackedStream, SocketAddr)>,
     addr: SocketAddr,
     shutdown: Shutdown,
 }
@@ -263,8 +265,8 @@ impl axum::serve::Listener for DrainingListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
-            if let Some((tcp, peer)) = self.queued.pop() {
-                return (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer);
+            if let Some(queued) = self.queued.pop() {
+                return queued;
             }
             let Some(listener) = &self.inner else { return std::future::pending().await };
             tokio::select! {
@@ -277,7 +279,8 @@ impl axum::serve::Listener for DrainingListener {
                     }
                 },
                 () = self.shutdown.draining.cancelled() => {
-                    self.queued = self.inner.take().map(close_listener).unwrap_or_default();
+                    let taken = self.inner.take().map(close_listener).unwrap_or_default();
+                    self.queued = taken.into_iter().map(|(tcp, peer)| (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer)).collect();
                     self.shutdown.refusing.cancel();
                 }
             }
@@ -370,7 +373,9 @@ async fn close_connections(State(shutdown): State<Shutdown>, req: Request, next:
     if let (true, Some(peer)) = (stream, peer) {
         shutdown.connections.streaming(peer);
     }
-    if shutdown.draining.is_cancelled() || !read_to_end {
+    // Only once new connections are refused: a client told to close before then
+    // would reconnect into the closing listening socket, and might be reset.
+    if shutdown.refusing.is_cancelled() || !read_to_end {
         res.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     }
     res

@@ -33,7 +33,7 @@ use super::{Finding, FindingKind};
 /// the most caught while at most 1 % of its ordinary texts are held beyond
 /// what the phrases hold, then the fewest held; of exact ties the lowest,
 /// since the scan leans towards finding.
-pub const THRESHOLD: f32 = 0.86;
+pub const THRESHOLD: f32 = 0.80;
 
 /// How sure the places probe must be of a sentence where no prose belongs:
 /// a title, an argument's default, listed values or example, a name read as
@@ -44,7 +44,7 @@ pub const THRESHOLD: f32 = 0.86;
 /// whose ordinary texts are built to look like instructions (prompts as
 /// defaults, notes to maintainers): the most caught while at most 5 % of them
 /// are held.
-pub const HIDDEN_THRESHOLD: f32 = 0.65;
+pub const HIDDEN_THRESHOLD: f32 = 0.55;
 
 /// Words that name the model a tool list is read by (an assistant, an AI, a
 /// language model, the agent) or a system message, in the languages the

@@ -187,11 +187,12 @@ impl Default for Connections {
 }
 
 impl Connections {
-    fn open(&self, peer: SocketAddr) -> Tracked {
+    /// `tcp`, known to the drain until it is dropped.
+    fn track(&self, tcp: tokio::net::TcpStream, peer: SocketAddr) -> (TrackedStream, SocketAddr) {
         self.0.send_modify(|open| {
             open.insert(peer, false);
         });
-        Tracked { connections: self.clone(), peer }
+        (TrackedStream { tcp, _tracked: Tracked { connections: self.clone(), peer } }, peer)
     }
 
     fn streaming(&self, peer: SocketAddr) {
@@ -271,7 +272,7 @@ impl axum::serve::Listener for DrainingListener {
             let Some(listener) = &self.inner else { return std::future::pending().await };
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((tcp, peer)) => return (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer),
+                    Ok((tcp, peer)) => return self.shutdown.connections.track(tcp, peer),
                     // Out of file descriptors and the like: wait, as axum's own listener does.
                     Err(e) => {
                         tracing::warn!(error = %e, "accepting a connection failed");
@@ -280,7 +281,7 @@ impl axum::serve::Listener for DrainingListener {
                 },
                 () = self.shutdown.draining.cancelled() => {
                     let taken = self.inner.take().map(close_listener).unwrap_or_default();
-                    self.queued = taken.into_iter().map(|(tcp, peer)| (TrackedStream { tcp, _tracked: self.shutdown.connections.open(peer) }, peer)).collect();
+                    self.queued = taken.into_iter().map(|(tcp, peer)| self.shutdown.connections.track(tcp, peer)).collect();
                     self.shutdown.refusing.cancel();
                 }
             }

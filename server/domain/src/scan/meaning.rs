@@ -327,7 +327,7 @@ impl Intents {
                         // read more strictly, never less.
                         let to_model = places.contains(&Place::Prose) && TO_MODEL.is_match(unit);
                         let places = places.iter().copied().chain(to_model.then_some(Place::ToModel));
-                        places.map(|place| Unit { text: unit.to_owned(), place, reading: self.read(&v, place) }).collect::<Vec<_>>()
+                        places.map(move |place| Unit { text: unit.to_owned(), place, reading: self.read(&v, place) })
                     })
                     .collect::<Vec<_>>()
             })

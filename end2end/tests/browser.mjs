@@ -69,7 +69,10 @@ export async function mcpCall(token, path, name, args, capabilities = {}) {
   return (await mcpRequest(token, path, 'tools/call', { name, arguments: args }, capabilities)).result;
 }
 
-export const unique = (prefix) => `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+// Digits on both sides of the time's letters: the scan reads such a random-looking id as one
+// stand-in (scan::meaning::as_encoded), so a listing naming it is never held by chance.
+const digits = (n) => String(Math.floor(Math.random() * 10 ** n)).padStart(n, '0');
+export const unique = (prefix) => `${prefix}${digits(2)}${Date.now().toString(36)}${digits(4)}`;
 
 /** Waits until the wasm has hydrated the page (the app marks <body> when it has). */
 export async function hydrated(page) {

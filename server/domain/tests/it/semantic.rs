@@ -315,6 +315,24 @@ store_test!(
     }
 );
 
+store_test!(a_description_naming_random_looking_ids_publishes_whichever_ids_they_are, |db: Db| async move {
+    use toolshed_domain::tools::{NewTool, Source};
+    let ts = Toolshed::new(db.clone(), Settings { sentence_model: Some(model()), ..Settings::default() });
+    let alice = user(&ts, "alice", "finance").await;
+    // Read as written, the first (from a browser test's unique word) read 0.82
+    // and the second 0.90, both over the prose threshold: held by chance.
+    for (i, id) in ["zqmx3821ii3561", "zqmmvoa05d7357", "VN123456789LG"].into_iter().enumerate() {
+        let description = format!("Adds VAT; mentions {id} once.");
+        let tool = ts
+            .tools()
+            .create_tool(&alice, NewTool::parse(&format!("vat_{i}"), "VAT", &description, "", "everyone").unwrap())
+            .await
+            .unwrap();
+        ts.tools().save_version(&alice, tool.id, Source::parse("return 1;", vec![], None).unwrap(), "").await.unwrap();
+        ts.tools().publish(&alice, tool.id, 1).await.unwrap_or_else(|e| panic!("{description}: {e:?}"));
+    }
+});
+
 store_test!(
     a_short_instruction_in_another_language_in_a_titles_tail_a_listed_value_or_its_parentheses_holds_a_publish_and_ordinary_ones_do_not,
     |db: Db| async move {

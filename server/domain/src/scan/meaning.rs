@@ -33,7 +33,7 @@ use super::{Finding, FindingKind};
 /// the most caught while at most 1 % of its ordinary texts are held beyond
 /// what the phrases hold, then the fewest held; of exact ties the lowest,
 /// since the scan leans towards finding.
-pub const THRESHOLD: f32 = 0.80;
+pub const THRESHOLD: f32 = 0.75;
 
 /// How sure the places probe must be of a sentence where no prose belongs:
 /// a title, an argument's default, listed values or example, a name read as

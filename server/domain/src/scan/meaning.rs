@@ -423,12 +423,15 @@ fn encode_all<'a>(encoder: &Encoder, texts: impl Iterator<Item = &'a str>) -> Ve
 /// read 0.82 and was held, the same sentence with 400 other ids 0.00 to
 /// 0.90. Words with a digit or two ("pr3vi0us", "ed25519", "Summer2024") and
 /// long encoded spans (decoded and read on their own) are left as written.
+/// Unlike `scan::encoded_apart`, which leaves words of both cases and digits
+/// out of the prose itself (and so of what a finding quotes), this changes
+/// only what the model is given, for exemplars and listings alike.
 fn as_encoded(unit: &str) -> std::borrow::Cow<'_, str> {
     static PIECE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| regex::Regex::new("[A-Za-z0-9]{8,}").expect("valid"));
     let random = |piece: &str| {
-        let digits: Vec<bool> = piece.bytes().map(|b| b.is_ascii_digit()).collect();
-        let runs = 1 + digits.windows(2).filter(|w| w[0] != w[1]).count();
-        piece.len() <= 20 && runs >= 3 && digits.windows(3).any(|w| w.iter().all(|d| *d))
+        let bytes = piece.as_bytes();
+        let alternations = bytes.windows(2).filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit()).count();
+        bytes.len() <= 20 && alternations >= 2 && bytes.windows(3).any(|w| w.iter().all(u8::is_ascii_digit))
     };
     PIECE.replace_all(unit, |found: &regex::Captures| if random(&found[0]) { "ID".to_owned() } else { found[0].to_owned() })
 }

@@ -21,8 +21,8 @@
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read [field]` shows how each line of standard input reads, unit by
 //! unit, as that field (a description unless named);
-//! `poison holdout` to `holdout11` run bench/poison/holdout.json to
-//! holdout11.json alone: sets written by others after the scan was tuned.
+//! `poison holdout` to `holdout13` run bench/poison/holdout.json to
+//! holdout13.json alone: sets written by others after the scan was tuned.
 //!
 //! Reported: the share caught, overall and by technique and language; the
 //! share of benign texts held, by kind; the scan time.
@@ -333,7 +333,7 @@ fn main() {
         }
         return;
     }
-    // `poison holdout`, `holdout2` … `holdout11`: a held-out set alone, without the
+    // `poison holdout`, `holdout2` … `holdout13`: a held-out set alone, without the
     // catalogue's listings (see BENCHMARKS for what each was used for).
     let set = match mode.as_deref() {
         Some("holdout") => include_str!("../../poison/holdout.json"),
@@ -347,6 +347,8 @@ fn main() {
         Some("holdout9") => include_str!("../../poison/holdout9.json"),
         Some("holdout10") => include_str!("../../poison/holdout10.json"),
         Some("holdout11") => include_str!("../../poison/holdout11.json"),
+        Some("holdout12") => include_str!("../../poison/holdout12.json"),
+        Some("holdout13") => include_str!("../../poison/holdout13.json"),
         _ => include_str!("../../poison/corpus.json"),
     };
     let holdout = mode.as_deref().is_some_and(|m| m.starts_with("holdout"));

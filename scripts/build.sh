@@ -18,14 +18,10 @@ scripts/mtimes.py restore "$CARGO_TARGET_DIR" "$WASM_TARGET_DIR"
 step "server (release), in the background"
 cargo build -q --release -p toolshed &
 server=$!
-wasm=
-trap 'kill $server $wasm 2>/dev/null || true' EXIT
-scripts/bootstrap.sh packages
+trap 'kill $server 2>/dev/null || true' EXIT
+scripts/bootstrap.sh
 
-# The wasm compiles beside the server, with Debian's toolchain and a target
-# directory of its own: on a fresh machine one compile's serial stretches (a
-# crate alone, a link, LTO) leave a core to the other.
-step "wasm (frontend, release), in the background"
+step "wasm (frontend, release)"
 # Debian's rustc-web has the std sources to build std for wasm32 (-Zbuild-std);
 # RUSTC must point at it, or cargo picks rustup's rustc and std fails to build.
 # For size: a panic aborts at once (no messages, no formatting machinery), Debug
@@ -36,10 +32,7 @@ env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q -p frontend -
     --profile wasm-release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
     -Zbuild-std-features=optimize_for_size \
     --config 'target.wasm32-unknown-unknown.rustflags = ["--cfg", "erase_components", "-Zunstable-options", "-Cpanic=immediate-abort", "-Zfmt-debug=none", "-Zlocation-detail=none", "-Clink-args=--emit-relocs"]' \
-    --target-dir "$WASM_TARGET_DIR" &
-wasm=$!
-scripts/bootstrap.sh
-wait $wasm || { echo "build: the wasm did not build" >&2; exit 1; }
+    --target-dir "$WASM_TARGET_DIR"
 
 # The site is made from the wasm, the CSS, the editor's JS and the public assets:
 # the same inputs (and the same tool versions) give the same site.

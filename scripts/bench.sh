@@ -12,7 +12,7 @@
 #   scripts/bench.sh poison       # the publish scan on 205 poisoned tool texts and 10,000+ benign ones
 #                                 # (POISON_MODE=dev: the meaning scan's thresholds on its tuning set;
 #                                 # POISON_MODE=train: retrain scan/probe.json after editing intents.json;
-#                                 # POISON_MODE=holdout, holdout2 … holdout13: one held-out set alone)
+#                                 # POISON_MODE=holdout, holdout2, …: bench/poison/holdoutN.json alone)
 #   scripts/bench.sh mcp          # the end-to-end MCP load benchmark only
 #   scripts/bench.sh fairness     # echo's latency while another caller keeps 4 endless loops
 #                                 # and a memory bomb in flight, at the default and the

@@ -323,12 +323,21 @@ fn main() {
     }
     if mode.as_deref() == Some("read") {
         // Each line of standard input, unit by unit, as the field named next
-        // (a description unless said): why a text is held or not.
+        // (a set's field, as the gate reads it, or the gate's own name; a
+        // description unless said): why a text is held or not.
         let (encoder, intents) = reader.expect("reading needs the sentence model the probe was trained on");
         let field = std::env::args().nth(2).unwrap_or_else(|| "description".to_owned());
         for line in std::io::stdin().lines() {
-            for unit in intents.readings(encoder, &field, &line.expect("read standard input")) {
-                println!("{:.4} {:?} {:?} {}", unit.reading.instruction, unit.reading.intent, unit.place, unit.text);
+            let line = line.expect("read standard input");
+            // A set's field (`enum`, `output_schema`, …) as the gate reads it; any other as named.
+            let mut read = read_as(&field, &line);
+            if read.is_empty() {
+                read = vec![(field.clone(), line)];
+            }
+            for (field, text) in read {
+                for unit in intents.readings(encoder, &field, &text) {
+                    println!("{:.4} {:?} {:?} {}", unit.reading.instruction, unit.reading.intent, unit.place, unit.text);
+                }
             }
         }
         return;

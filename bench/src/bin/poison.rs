@@ -24,7 +24,7 @@
 //! `poison holdoutN` runs bench/poison/holdoutN.json alone (read from the
 //! working directory): sets written by others after the scan was tuned.
 //!
-//! Reported: the share caught, overall and by technique and language; the
+//! Reported: the share caught, overall and by technique, intent, language and field; the
 //! share of benign texts held, by kind; the scan time.
 
 use std::collections::BTreeMap;
@@ -48,6 +48,8 @@ struct Poisoned {
     field: String,
     technique: String,
     language: String,
+    /// What the writer says it tries, in the writer's own words.
+    intent: String,
     text: String,
     #[serde(default)]
     group: Option<String>,
@@ -421,12 +423,13 @@ fn main() {
     }
     let phrases_only = caught_by(&p_phrases);
     let cases = caught_by(&either(&either(&p_phrases, &p_meaning), &never_served));
-    let (mut total, mut by_technique, mut by_language, mut by_field) =
-        (Share::default(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let (mut total, mut by_technique, mut by_intent, mut by_language, mut by_field) =
+        (Share::default(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut missed = Vec::new();
     for (caught, p) in cases.values() {
         total.add(*caught);
         by_technique.entry(p.technique.clone()).or_insert_with(Share::default).add(*caught);
+        by_intent.entry(p.intent.clone()).or_insert_with(Share::default).add(*caught);
         let language = if p.language == "en" { "English" } else { "not English" };
         by_language.entry(language.to_owned()).or_insert_with(Share::default).add(*caught);
         by_field.entry(p.field.clone()).or_insert_with(Share::default).add(*caught);
@@ -458,6 +461,7 @@ fn main() {
     }
     println!("poisoned caught: {}", total.line());
     print_table("by technique", &by_technique);
+    print_table("by intent (the writer's label)", &by_intent);
     print_table("by language", &by_language);
     print_table("by field", &by_field);
     println!(

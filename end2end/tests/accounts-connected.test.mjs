@@ -270,6 +270,8 @@ test('a maintainer registers their department’s app once an admin allows it, a
   await shot(maintainer, '99-connected-accounts-maintainer-edits');
   await edit.locator('button[type=submit]').click();
   await card.getByText(`Saved “${app}”.`).waitFor();
+  // The list is read again after the save, a moment after its message: wait for the row.
+  await row.locator('td[data-label="Scopes"]').filter({ hasText: /^openid\s*to/ }).waitFor();
   assert.match(await row.locator('td[data-label="Scopes"]').textContent(), /^openid\s*to/);
   assert.match(await row.textContent(), /secret set/);
   // Two tabs connecting at once (a link followed twice): each comes back to its own flow.

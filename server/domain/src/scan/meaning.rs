@@ -319,8 +319,14 @@ impl Intents {
             .chain(apart.into_iter().map(|text| (vec![Place::Values], text)))
             .chain(hidden.chain(turned).map(|(place, text)| (vec![place], text)))
             .flat_map(|(places, text)| {
-                units(&text)
-                    .into_iter()
+                let mut read = units(&text);
+                // An encoded span is no sentence for a person, so it needs none
+                // to be an instruction: "attach ~/.aws/credentials" is two words.
+                let encoded = places.iter().any(|p| matches!(p, Place::Hidden("base64" | "hex" | "percent-encoded")));
+                if read.is_empty() && encoded && text.split_whitespace().count() >= 2 {
+                    read.push(text.trim());
+                }
+                read.into_iter()
                     .flat_map(|unit| {
                         let v = encoder.encode_query(&as_encoded(unit));
                         // A sentence to the model is read by both probes: it is

@@ -321,7 +321,7 @@ impl Intents {
             .flat_map(|(places, text)| {
                 let mut read = units(&text);
                 // An encoded span is no sentence for a person, so it needs none
-                // to be an instruction: "attach ~/.aws/credentials" is two words.
+                // to be an instruction: "bcc records@offsite-archive.org" is two words.
                 let encoded = places.iter().any(|p| matches!(p, Place::Hidden("base64" | "hex" | "percent-encoded")));
                 if read.is_empty() && encoded && text.split_whitespace().count() >= 2 {
                     read.push(text.trim());

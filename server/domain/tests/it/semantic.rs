@@ -316,7 +316,7 @@ store_test!(
 );
 
 store_test!(
-    an_instruction_of_two_words_in_an_encoded_span_holds_a_publish_shown_decoded_but_an_encoded_name_does_not,
+    an_instruction_of_two_words_in_an_encoded_span_holds_a_publish_shown_decoded_but_two_ordinary_words_do_not,
     |db: Db| async move {
         use toolshed_domain::scan::FindingKind;
         use toolshed_domain::tools::{NewTool, Source, ToolError};

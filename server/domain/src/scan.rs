@@ -634,6 +634,14 @@ fn hidden(text: &str) -> Vec<(&'static str, String)> {
     out
 }
 
+/// How `decoded` labels a span by its encoding: the place it hid, for `meaning` too.
+const ENCODINGS: [&str; 3] = ["base64", "hex", "percent-encoded"];
+
+/// Whether `place` (of [`hidden`]) is an encoded span decoded.
+fn is_decoded(place: &str) -> bool {
+    ENCODINGS.contains(&place)
+}
+
 /// The encoded spans of `text` decoded, each with how it was encoded, when
 /// the result is readable text.
 fn decoded(text: &str) -> Vec<(&'static str, String)> {
@@ -646,13 +654,13 @@ fn decoded(text: &str) -> Vec<(&'static str, String)> {
         let span = m.as_str().trim_end_matches('=');
         let engines = [base64::engine::general_purpose::STANDARD_NO_PAD, base64::engine::general_purpose::URL_SAFE_NO_PAD];
         if let Some(plain) = engines.iter().find_map(|e| e.decode(span).ok()).and_then(readable) {
-            out.push(("base64", plain));
+            out.push((ENCODINGS[0], plain));
         }
     }
     for m in HEX.find_iter(text) {
         let digits: String = m.as_str().replace("\\x", "").replace("0x", "").chars().filter(char::is_ascii_hexdigit).collect();
         if let Some(plain) = hex::decode(&digits).ok().and_then(readable) {
-            out.push(("hex", plain));
+            out.push((ENCODINGS[1], plain));
         }
     }
     for m in PERCENT.find_iter(text) {
@@ -677,7 +685,7 @@ fn decoded(text: &str) -> Vec<(&'static str, String)> {
             }
         }
         if let Some(plain) = readable(plain) {
-            out.push(("percent-encoded", plain));
+            out.push((ENCODINGS[2], plain));
         }
     }
     out

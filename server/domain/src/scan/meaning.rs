@@ -322,7 +322,7 @@ impl Intents {
                 let mut read = units(&text);
                 // An encoded span is no sentence for a person, so it needs none
                 // to be an instruction: "bcc records@offsite-archive.org" is two words.
-                let encoded = places.iter().any(|p| matches!(p, Place::Hidden("base64" | "hex" | "percent-encoded")));
+                let encoded = places.iter().any(|p| matches!(p, Place::Hidden(how) if super::is_decoded(how)));
                 if read.is_empty() && encoded && text.split_whitespace().count() >= 2 {
                     read.push(text.trim());
                 }

@@ -79,6 +79,23 @@ export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
 }
 
+/**
+ * A `fetch` for an MCP client transport, and `opened`, which settles once the
+ * server has answered the GET that opens the session's event stream (the SDK
+ * sends it after initializing, without waiting for it): from then on the
+ * session hears notifications.
+ */
+export function watchingEventStream() {
+  let open;
+  const opened = new Promise((resolve) => { open = resolve; });
+  const watched = async (url, init) => {
+    const response = await fetch(url, init);
+    if (init?.method === 'GET' && response.ok) open();
+    return response;
+  };
+  return { fetch: watched, opened };
+}
+
 /** Waits until the page has hydrated and stopped fetching (the code editor, searches a page starts itself). */
 export async function settled(page) {
   await hydrated(page);

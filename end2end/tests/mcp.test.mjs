@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { BASE } from './browser.mjs';
+import { BASE, watchingEventStream } from './browser.mjs';
 
 const TOKEN = process.env.TOOLSHED_TOKEN;
 
@@ -21,10 +21,10 @@ async function push(tool) {
   return JSON.parse(body).tool;
 }
 
-async function connect(path, token = TOKEN) {
+async function connect(path, token = TOKEN, fetch = undefined) {
   const client = new Client({ name: 'toolshed-e2e', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), {
-    requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} },
+    requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} }, fetch,
   });
   await client.connect(transport);
   return client;
@@ -165,11 +165,11 @@ test('console output arrives as log messages and $progress as progress notificat
 });
 
 test('publishing tells connected clients that the tool list changed', async () => {
-  const client = await connect('/mcp/tools/demo/echo');
+  const events = watchingEventStream();
+  const client = await connect('/mcp/tools/demo/echo', TOKEN, events.fetch);
   let changed = 0;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed += 1; });
-  await client.listTools(); // the SDK opens the session's event stream after initializing
-  await new Promise((r) => setTimeout(r, 500));
+  await events.opened;
   await publishAsAdmin('demo', 'echo', 1);
   for (let i = 0; i < 50 && changed === 0; i++) await new Promise((r) => setTimeout(r, 100));
   assert.equal(changed, 1);

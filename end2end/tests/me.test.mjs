@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { BASE, launch, newPage, shot, signInAsAdmin, hydrated } from './browser.mjs';
+import { BASE, launch, newPage, shot, signInAsAdmin, hydrated, watchingEventStream } from './browser.mjs';
 
 const TOKEN = process.env.TOOLSHED_TOKEN;
 const headers = { Authorization: `Bearer ${TOKEN}` };
@@ -17,11 +17,11 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-async function connect(Transport = StreamableHTTPClientTransport, path = '/mcp/me') {
+async function connect(Transport = StreamableHTTPClientTransport, path = '/mcp/me', streamableFetch = undefined) {
   const client = new Client({ name: 'toolshed-e2e', version: '1.0.0' });
   const options = Transport === SSEClientTransport
     ? { requestInit: { headers }, eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...init?.headers, ...headers } }) } }
-    : { requestInit: { headers } };
+    : { requestInit: { headers }, fetch: streamableFetch };
   await client.connect(new Transport(new URL(`${BASE}${path}`), options));
   return client;
 }
@@ -68,11 +68,11 @@ test('the personal endpoint speaks the legacy SSE transport too', async () => {
 });
 
 test('a star on a listing page lists the tool on the personal endpoint at once', async () => {
-  const client = await connect();
+  const events = watchingEventStream();
+  const client = await connect(StreamableHTTPClientTransport, '/mcp/me', events.fetch);
   let changed = 0;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed += 1; });
-  await client.listTools(); // the SDK opens the session's event stream after initializing
-  await new Promise((r) => setTimeout(r, 500));
+  await events.opened;
 
   const page = await newPage(browser);
   await signInAsAdmin(page);

@@ -36,8 +36,9 @@ async function loadRepeatedly(context, path) {
       errors.length = 0;
       await page.goto(`${BASE}${path}`);
       await hydrated(page).catch(() => errors.push('never hydrated'));
-      // A panic in content hydrated after the first pass shows up a moment later.
-      await page.waitForTimeout(150);
+      // Content hydrated after the first pass (its tasks queued by then) has
+      // run, or panicked, by the second frame after.
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       failures.push(...errors.map((e) => `${path} (load ${n}): ${e}`));
     }
     await page.close();

@@ -9,7 +9,7 @@ use crate::common::{TempDir, TestServer};
 use crate::mcp::{call, Session};
 use crate::secrets::Recorder;
 
-const TOKEN: &str = "metrics-token-of-at-least-32-characters";
+pub const TOKEN: &str = "metrics-token-of-at-least-32-characters";
 
 async fn scrape(srv: &TestServer, token: Option<&str>) -> reqwest::Response {
     let req = reqwest::Client::new().get(srv.url("/metrics"));
@@ -18,6 +18,13 @@ async fn scrape(srv: &TestServer, token: Option<&str>) -> reqwest::Response {
         None => req,
     };
     req.send().await.unwrap()
+}
+
+/// The value of the gauge `series` (its name and labels as scraped) in a server started with `--metrics-token TOKEN`.
+pub async fn gauge(srv: &TestServer, series: &str) -> i64 {
+    let text = scrape(srv, Some(TOKEN)).await.text().await.unwrap();
+    let line = text.lines().find_map(|l| l.strip_prefix(series)).unwrap_or_else(|| panic!("no {series} in {text}"));
+    line.trim().parse().unwrap()
 }
 
 server_test!(

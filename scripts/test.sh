@@ -21,7 +21,10 @@ link="$TOOLSHED_CACHE/workspace"
 
 echo "test: unit and integration (SQLite and PostgreSQL)" >&2
 status=0
-scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-types -p toolshed-sandbox -p toolshed-encoder -p toolshed-domain -p toolshed -p app --features app/ssr || status=$?
+# Four at once on two cores: the server's tests mostly wait (on sockets,
+# processes, the database), and four take three quarters of the time two do.
+scripts/with-postgres.sh cargo test --release --no-fail-fast -p toolshed-types -p toolshed-sandbox -p toolshed-encoder -p toolshed-domain -p toolshed -p app --features app/ssr \
+    -- --test-threads=4 || status=$?
 # The test binaries are built now, passing or not: the next fresh clone reuses them.
 scripts/mtimes.py record
 [ "$status" -eq 0 ] || exit "$status"

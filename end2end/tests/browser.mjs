@@ -83,14 +83,21 @@ export async function hydrated(page) {
  * A `fetch` for an MCP client transport, and `opened`, which settles once the
  * server has answered the GET that opens the session's event stream (the SDK
  * sends it after initializing, without waiting for it): from then on the
- * session hears notifications.
+ * session hears notifications. It fails if that GET is refused, or not sent
+ * within `within` ms, rather than leave a test waiting.
  */
-export function watchingEventStream() {
-  let open;
-  const opened = new Promise((resolve) => { open = resolve; });
+export function watchingEventStream(within = 10_000) {
+  let open, fail;
+  const opened = new Promise((resolve, reject) => { open = resolve; fail = reject; });
+  opened.catch(() => {}); // failed before anyone awaits it: the await still throws
+  const deadline = setTimeout(() => fail(new Error(`no event stream was opened within ${within} ms`)), within);
   const watched = async (url, init) => {
     const response = await fetch(url, init);
-    if (init?.method === 'GET' && response.ok) open();
+    if (init?.method === 'GET') {
+      clearTimeout(deadline);
+      if (response.ok) open();
+      else fail(new Error(`the GET that opens the event stream got ${response.status}`));
+    }
     return response;
   };
   return { fetch: watched, opened };

@@ -9,6 +9,7 @@ use crate::common::{TempDir, TestServer};
 use crate::mcp::{call, Session};
 use crate::secrets::Recorder;
 
+/// The metrics token the tests start servers with (`--metrics-token`).
 pub const TOKEN: &str = "metrics-token-of-at-least-32-characters";
 
 async fn scrape(srv: &TestServer, token: Option<&str>) -> reqwest::Response {

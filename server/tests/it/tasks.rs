@@ -46,11 +46,9 @@ async fn member_token(srv: &TestServer, name: &str) -> String {
     srv.token(name).await
 }
 
-const METRICS_TOKEN: &str = "metrics-token-of-at-least-32-characters";
-
 /// Whether this server has counted a cancelled call of `slow_compute`: the run itself ended.
 async fn counted_a_cancelled_run(srv: &TestServer) -> bool {
-    let metrics = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(METRICS_TOKEN).send().await.unwrap();
+    let metrics = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(crate::metrics::TOKEN).send().await.unwrap();
     metrics
         .text()
         .await
@@ -60,7 +58,7 @@ async fn counted_a_cancelled_run(srv: &TestServer) -> bool {
 
 server_test!(
     a_long_call_becomes_a_task_that_another_replica_answers_for_and_cancels,
-    ["--metrics-token", METRICS_TOKEN],
+    ["--metrics-token", crate::metrics::TOKEN],
     |srv: TestServer| async move {
         let token = member_token(&srv, "carol").await;
         let other = srv.replica().await;

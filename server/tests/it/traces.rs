@@ -136,8 +136,7 @@ async fn an_external_servers_request_continues_the_callers_trace() {
 async fn code_modes_member_call_is_a_counted_tool_run_of_its_own_whose_fetch_continues_the_trace() {
     let mut receiver = Receiver::start().await;
     let api = Recorder::start().await;
-    let metrics_token = "metrics-token-of-at-least-32-characters";
-    let args = ["--otlp-endpoint", &receiver.endpoint, "--metrics-token", metrics_token];
+    let args = ["--otlp-endpoint", &receiver.endpoint, "--metrics-token", crate::metrics::TOKEN];
     let mut srv = TestServer::process(Backend::Sqlite, &args).await;
     let alice = srv.member("alice", "research").await;
     let code = format!("const r = await $fetch('{}/rates');\nreturn r.status;", api.base);
@@ -153,7 +152,7 @@ async fn code_modes_member_call_is_a_counted_tool_run_of_its_own_whose_fetch_con
     let sent = seen.lines().find_map(|l| l.strip_prefix("traceparent: ")).unwrap_or_else(|| panic!("a traceparent in {seen}"));
     let api_parent = parent_in(sent);
     // Two runs, the member nested in the code's, so only the code waited for a worker; the member's $fetch counted.
-    let scrape = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(metrics_token).send().await.unwrap();
+    let scrape = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(crate::metrics::TOKEN).send().await.unwrap();
     let text = scrape.text().await.unwrap();
     let fetched = format!(r#"toolshed_fetch_requests_total{{host="127.0.0.1:{}",status="2xx"}} 1"#, api.port);
     for line in [r#"toolshed_sandbox_runs_total{result="ok"} 2"#, "toolshed_sandbox_queue_seconds_count 1", &fetched] {

@@ -44,7 +44,7 @@ pub const THRESHOLD: f32 = 0.75;
 /// whose ordinary texts are built to look like instructions (prompts as
 /// defaults, notes to maintainers): the most caught while at most 5 % of them
 /// are held.
-pub const HIDDEN_THRESHOLD: f32 = 0.60;
+pub const HIDDEN_THRESHOLD: f32 = 0.55;
 
 /// Words that name the model a tool list is read by (an assistant, an AI, a
 /// language model, the agent) or a system message, in the languages the

@@ -1,6 +1,7 @@
 //! Connected accounts, on SQLite and PostgreSQL: who may register and change apps, each
 //! caller's own token in their runs, refresh by compare-and-set, a refused
-//! refresh asking to reconnect, disconnect and deactivation revoking
+//! refresh asking to reconnect, a lifetime the provider does not say taken as
+//! an hour, disconnect and deactivation revoking
 //! upstream, tokens sealed at rest. The provider here is a loopback stand-in
 //! that speaks the token, revocation and userinfo endpoints; the whole flow
 //! against a real OpenID provider and browser is
@@ -18,7 +19,7 @@ use toolshed_domain::names::{DepartmentName, Role};
 use toolshed_domain::names::{Description, Tags, Title};
 use toolshed_domain::outbound::InternalHosts;
 use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, ToolSettings, Visibility};
-use toolshed_domain::{Db, Settings, Toolshed, User};
+use toolshed_domain::{now_ms, Db, Settings, Toolshed, User};
 
 use crate::support::user;
 
@@ -31,6 +32,10 @@ struct Provider {
     revoked: Vec<String>,
     /// Refresh grants are refused (the grant was revoked upstream).
     refuse_refresh: bool,
+    /// Grants do not say how long their access token lasts (no `expires_in`).
+    unsaid_lifetime: bool,
+    /// Grants come without a refresh token.
+    no_refresh_token: bool,
 }
 
 /// A loopback OAuth provider: `POST /token` (a code `code-NAME` gives
@@ -69,8 +74,15 @@ fn provider() -> (u16, Arc<Mutex<Provider>>) {
                     Some(who) => {
                         let token = format!("access-{who}-{}", p.issued.len() + 1);
                         p.issued.push(token.clone());
-                        let body = json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                        let mut body = json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600,
                             "refresh_token": format!("refresh-{who}"), "scope": "profile"});
+                        let fields = body.as_object_mut().unwrap();
+                        if p.unsaid_lifetime {
+                            fields.remove("expires_in");
+                        }
+                        if p.no_refresh_token {
+                            fields.remove("refresh_token");
+                        }
                         ("200 OK", body.to_string())
                     }
                     None => ("400 Bad Request", json!({"error": "invalid_grant"}).to_string()),
@@ -270,6 +282,38 @@ store_test!(each_caller_acts_as_themselves_refreshes_when_due_and_reconnects_whe
     assert!(provider.lock().unwrap().revoked.contains(&"refresh-alice".to_owned()));
     let left: i64 = sqlx::query("SELECT COUNT(*) FROM connected_accounts").fetch_one(db.pool()).await.unwrap().get(0);
     assert_eq!(left, 0);
+});
+
+store_test!(a_token_whose_lifetime_is_unsaid_is_renewed_within_the_hour_when_it_can_be_and_kept_when_it_cannot, |db: Db| async move {
+    let World { ts, alice, carol, port, provider, .. } = world(db.clone()).await;
+    let tool = who_am_i(&ts, &alice, port).await;
+    ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+    provider.lock().unwrap().unsaid_lifetime = true;
+    let expires = |who: i64| {
+        let pool = db.pool().clone();
+        async move {
+            let row = sqlx::query("SELECT expires_at FROM connected_accounts WHERE user_id = $1").bind(who).fetch_one(&pool).await.unwrap();
+            row.get::<Option<i64>, _>(0)
+        }
+    };
+    let hour_from = |before: i64, at: Option<i64>| at.is_some_and(|at| at >= before + 3_600_000 && at <= now_ms() + 3_600_000);
+
+    // Renewable: taken to last an hour, after connecting and after each refresh.
+    let before = now_ms();
+    connect(&ts, &carol, "people", "carol").await;
+    assert!(hour_from(before, expires(carol.id.0).await), "{:?}", expires(carol.id.0).await);
+    sqlx::query("UPDATE connected_accounts SET expires_at = 1 WHERE user_id = $1").bind(carol.id.0).execute(db.pool()).await.unwrap();
+    let before = now_ms();
+    assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+    assert_eq!(provider.lock().unwrap().issued.last().unwrap(), "access-carol-2", "renewed");
+    assert!(hour_from(before, expires(carol.id.0).await), "{:?}", expires(carol.id.0).await);
+
+    // Not renewable: used as it is, for as long as the provider takes it.
+    provider.lock().unwrap().no_refresh_token = true;
+    connect(&ts, &alice, "people", "alice").await;
+    assert_eq!(expires(alice.id.0).await, None);
+    assert_eq!(run(&ts, &alice, tool.id).await.unwrap(), "alice");
+    assert_eq!(provider.lock().unwrap().issued.len(), 3, "nothing to renew with, nothing renewed");
 });
 
 store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |db: Db| async move {

@@ -47,6 +47,13 @@ pub const FAILURE_KEY: &str = "connect.failure";
 const FLOW_LIFETIME_MS: i64 = 15 * 60 * 1000;
 /// An access token this close to its expiry is refreshed before use.
 const REFRESH_MARGIN_MS: i64 = 30_000;
+/// How long an access token is taken to last, from when it was had, when its
+/// provider did not say (`expires_in` is only recommended, RFC 6749 §5.1): an
+/// hour, the most common lifetime. Only a token with a refresh token is
+/// renewed by it, at most once an hour and only when a call needs it; never
+/// renewing would fail every call once the provider let it lapse. One that
+/// cannot be renewed is used until the provider refuses it.
+const UNSAID_LIFETIME_MS: i64 = 60 * 60 * 1000;
 /// The outbound-only secret a connected account's token travels as.
 pub const SECRET_PREFIX: &str = "account.";
 
@@ -371,6 +378,8 @@ struct Held {
     access: Vec<u8>,
     refresh: Option<Vec<u8>>,
     expires_at: Option<i64>,
+    /// When the access token was had: connected, or last refreshed.
+    had_at: i64,
     status: String,
     generation: i64,
 }
@@ -802,7 +811,8 @@ impl Connections<'_> {
 
     async fn held(self, user: i64, app: &str) -> Result<Option<Held>, ConnectionError> {
         let sql = format!(
-            "SELECT {APP_COLUMNS}, c.access_token, c.refresh_token, c.expires_at, c.status, c.generation FROM {APP_FROM} \
+            "SELECT {APP_COLUMNS}, c.access_token, c.refresh_token, c.expires_at, COALESCE(c.refreshed_at, c.connected_at) AS had_at, \
+             c.status, c.generation FROM {APP_FROM} \
              JOIN connected_accounts c ON c.app_id = a.id AND c.user_id = $1 WHERE a.name = $2"
         );
         let Some(r) = sqlx::query(&sql).bind(user).bind(app).fetch_optional(self.core.db().pool()).await? else { return Ok(None) };
@@ -812,6 +822,7 @@ impl Connections<'_> {
             access: r.try_get("access_token")?,
             refresh: r.try_get("refresh_token")?,
             expires_at: r.try_get("expires_at")?,
+            had_at: r.try_get("had_at")?,
             status: r.try_get("status")?,
             generation: r.try_get("generation")?,
         }))
@@ -914,7 +925,8 @@ impl Connections<'_> {
         }
         let boxed = self.core.secrets();
         let (uid, aid) = (user.id.0, held.app.id);
-        let due = held.expires_at.is_some_and(|at| at - REFRESH_MARGIN_MS <= now_ms());
+        let expires_at = held.expires_at.or(held.refresh.is_some().then_some(held.had_at + UNSAID_LIFETIME_MS));
+        let due = expires_at.is_some_and(|at| at - REFRESH_MARGIN_MS <= now_ms());
         if !due {
             let token = boxed.open(&purpose(uid, aid, "access"), &held.access).map_err(ConnectionError::from)?;
             return Ok((token, held.app.hosts));

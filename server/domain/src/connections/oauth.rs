@@ -97,22 +97,11 @@ pub(super) fn authorization(
     Ok((url, state.secret().clone(), verifier.secret().clone()))
 }
 
-/// How long an access token is taken to last when its provider does not say
-/// (`expires_in` is only recommended, RFC 6749 §5.1): an hour, the most common
-/// lifetime. Only a token that can be renewed is given one: renewing it early
-/// costs one request an hour, where never renewing it would fail every call
-/// once it lapsed. One that cannot be renewed is used until it is refused.
-const UNSAID_LIFETIME: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// The tokens of `response`; `renewable` when a refresh token is kept from
-/// before (a refresh answered without a new one).
-fn granted(response: &oauth2::basic::BasicTokenResponse, now_ms: i64, renewable: bool) -> Granted {
-    let renewable = renewable || response.refresh_token().is_some();
-    let lifetime = response.expires_in().or(renewable.then_some(UNSAID_LIFETIME));
+fn granted(response: &oauth2::basic::BasicTokenResponse, now_ms: i64) -> Granted {
     Granted {
         access_token: response.access_token().secret().clone(),
         refresh_token: response.refresh_token().map(|t| t.secret().clone()),
-        expires_at: lifetime.map(|d| now_ms + d.as_millis() as i64),
+        expires_at: response.expires_in().map(|d| now_ms + d.as_millis() as i64),
         scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()),
     }
 }
@@ -152,7 +141,7 @@ pub(super) async fn exchange_code(
         .request_async(&http(internal))
         .await
         .map_err(failure)?;
-    Ok(granted(&response, now_ms, false))
+    Ok(granted(&response, now_ms))
 }
 
 pub(super) async fn refresh(
@@ -164,7 +153,7 @@ pub(super) async fn refresh(
 ) -> Result<Granted, Upstream> {
     let token = RefreshToken::new(refresh_token.to_owned());
     let response = client(internal, e, redirect)?.exchange_refresh_token(&token).request_async(&http(internal)).await.map_err(failure)?;
-    Ok(granted(&response, now_ms, true))
+    Ok(granted(&response, now_ms))
 }
 
 /// Revokes `token` at the app's revocation endpoint. By hand rather than

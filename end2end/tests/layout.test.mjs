@@ -123,7 +123,10 @@ test("on a phone a listing's Run and Connect come right after its description an
   ];
   assert.ok(args < connect && args < run, `arguments (${args}) before Connect (${connect}) and Run (${run})`);
   assert.ok(run < usage && connect < usage && usage < versions, `Run (${run}) and Connect (${connect}) before usage (${usage}) and versions (${versions})`);
-  const description = await page.locator('.arg-table td:nth-child(4)').first().evaluate((e) => {
+  // The description's column, found by its heading: a column added or moved does not point this at another.
+  const column = await page.locator('.arg-table thead th').evaluateAll((cells) => cells.findIndex((th) => th.textContent.trim() === 'Description') + 1);
+  assert.ok(column > 0, 'the arguments table has a Description column');
+  const description = await page.locator(`.arg-table tbody td:nth-child(${column})`).first().evaluate((e) => {
     const r = e.getBoundingClientRect();
     return { right: r.right, clipped: e.scrollWidth > e.clientWidth + 1 };
   });

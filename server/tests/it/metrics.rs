@@ -21,9 +21,14 @@ async fn scrape(srv: &TestServer, token: Option<&str>) -> reqwest::Response {
     req.send().await.unwrap()
 }
 
+/// What a server started with `--metrics-token TOKEN` exposes at `/metrics`.
+pub async fn scraped(srv: &TestServer) -> String {
+    scrape(srv, Some(TOKEN)).await.text().await.unwrap()
+}
+
 /// The value of the gauge `series` (its name and labels as scraped) in a server started with `--metrics-token TOKEN`.
 pub async fn gauge(srv: &TestServer, series: &str) -> i64 {
-    let text = scrape(srv, Some(TOKEN)).await.text().await.unwrap();
+    let text = scraped(srv).await;
     let line = text.lines().find_map(|l| l.strip_prefix(series)).unwrap_or_else(|| panic!("no {series} in {text}"));
     line.trim().parse().unwrap()
 }

@@ -48,11 +48,8 @@ async fn member_token(srv: &TestServer, name: &str) -> String {
 
 /// Whether this server has counted a cancelled call of `slow_compute`: the run itself ended.
 async fn counted_a_cancelled_run(srv: &TestServer) -> bool {
-    let metrics = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(crate::metrics::TOKEN).send().await.unwrap();
-    metrics
-        .text()
+    crate::metrics::scraped(srv)
         .await
-        .unwrap()
         .contains(r#"toolshed_tool_calls_total{listing="demo/slow_compute",transport="mcp-http",outcome="cancelled"} 1"#)
 }
 

@@ -152,8 +152,7 @@ async fn code_modes_member_call_is_a_counted_tool_run_of_its_own_whose_fetch_con
     let sent = seen.lines().find_map(|l| l.strip_prefix("traceparent: ")).unwrap_or_else(|| panic!("a traceparent in {seen}"));
     let api_parent = parent_in(sent);
     // Two runs, the member nested in the code's, so only the code waited for a worker; the member's $fetch counted.
-    let scrape = reqwest::Client::new().get(srv.url("/metrics")).bearer_auth(crate::metrics::TOKEN).send().await.unwrap();
-    let text = scrape.text().await.unwrap();
+    let text = crate::metrics::scraped(&srv).await;
     let fetched = format!(r#"toolshed_fetch_requests_total{{host="127.0.0.1:{}",status="2xx"}} 1"#, api.port);
     for line in [r#"toolshed_sandbox_runs_total{result="ok"} 2"#, "toolshed_sandbox_queue_seconds_count 1", &fetched] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");

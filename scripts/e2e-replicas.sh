@@ -46,7 +46,13 @@ app_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 APP_CLIENT_ID=people-app APP_CLIENT_SECRET="$app_secret" APP_REDIRECT_URI="http://127.0.0.1:$first/connect/callback" \
     node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
 pids+=($!)
-for _ in $(seq 1 100); do grep -q '^ready ' "$data/oidc.log" && break; sleep 0.1; done
+# Until it says it is ready or exits; 60 s, since loading it took over 10 s once
+# on a busy machine.
+for _ in $(seq 1 600); do
+    grep -q '^ready ' "$data/oidc.log" && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+done
 issuer=$(sed -n 's/^ready //p' "$data/oidc.log")
 [ -n "$issuer" ] || { echo "e2e: the OpenID provider did not start" >&2; cat "$data/oidc-stderr.log" >&2; exit 1; }
 

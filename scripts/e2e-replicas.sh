@@ -46,15 +46,7 @@ app_secret=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
 APP_CLIENT_ID=people-app APP_CLIENT_SECRET="$app_secret" APP_REDIRECT_URI="http://127.0.0.1:$first/connect/callback" \
     node end2end/fixtures/oidc-provider.mjs >"$data/oidc.log" 2>"$data/oidc-stderr.log" &
 pids+=($!)
-# Until it says it is ready or exits; 60 s, since loading it took over 10 s once
-# on a busy machine.
-for _ in $(seq 1 600); do
-    grep -q '^ready ' "$data/oidc.log" && break
-    kill -0 "${pids[-1]}" 2>/dev/null || break
-    sleep 0.1
-done
-issuer=$(sed -n 's/^ready //p' "$data/oidc.log")
-[ -n "$issuer" ] || { echo "e2e: the OpenID provider did not start" >&2; cat "$data/oidc-stderr.log" >&2; exit 1; }
+issuer=$(wait_for_line "$data/oidc.log" ready "${pids[-1]}")
 
 admin_password=$(sed -n 's/^ *password: //p' "$data/stdout-$first.log")
 token=$(DATABASE_URL="$database" TOOLSHED_DATA_DIR="$data" \

@@ -7,17 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
-# The rest of the first line of FILE that starts with WORD, once written (10 s at most).
-wait_for_line() {
-    for _ in $(seq 1 100); do
-        line=$(sed -n "s/^$2 //p" "$1" | head -n 1)
-        [ -n "$line" ] && { echo "$line"; return; }
-        sleep 0.1
-    done
-    echo "e2e: no '$2' line in $1" >&2; cat "${1%.log}-stderr.log" >&2 || true
-    return 1
-}
-
 data=$(mktemp -d "${TMPDIR:-/tmp}/toolshed-e2e.XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
@@ -42,7 +31,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=1
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext.cnf"
 openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
     -extfile "$tls/ext.cnf" -out "$tls/server.pem" 2>/dev/null
-issuer=$(wait_for_line "$data/oidc.log" ready)
+issuer=$(wait_for_line "$data/oidc.log" ready "$provider")
 TOOLSHED_ADDR="127.0.0.1:$port" TOOLSHED_DATA_DIR="$data" TOOLSHED_SITE_ROOT="$SITE_DIR" \
     DATABASE_URL="sqlite://$data/toolshed.db" RUST_LOG=warn TOOLSHED_INTERNAL_HOSTS=127.0.0.1 \
     TOOLSHED_OIDC_CLIENT_ID=toolshed TOOLSHED_OIDC_CLIENT_SECRET="$sso_secret" TOOLSHED_OIDC_NAME="Example ID" \

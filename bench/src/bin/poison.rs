@@ -17,7 +17,9 @@
 //! the tuning sets, the only place they were chosen: bench/poison/dev.json
 //! (descriptions, for prose) and bench/poison/dev_places.json (values, link
 //! titles, comments, decoded spans: the hidden places, in two sets by two
-//! writers, dev_places.json and dev_places2.json);
+//! writers, dev_places.json and dev_places2.json), and bench/poison/dev_mislead.json
+//! (texts that have the agent mislead the user, and honest ones of the same
+//! situations, in every field: for the mislead probe);
 //! `poison train` retrains `scan/probe.json` from `scan/intents.json`;
 //! `poison read [field]` shows how each line of standard input reads, unit by
 //! unit, as that field (a description unless named);
@@ -232,6 +234,50 @@ fn tune(reader: Reader) {
     for (name, places) in [("dev_places.json", &first), ("dev_places2.json", &second), ("both", &both)] {
         tune_places(reader, name, places, detail && name != "both");
     }
+    let ordinary = [benign, readings(reader, &cases(&both.benign))].concat();
+    tune_mislead(reader, ordinary, detail);
+}
+
+/// The mislead probe's threshold on its own tuning set, the other probes at
+/// their shipped thresholds: caught of `dev_mislead.json`'s poisoned texts
+/// (by phrases or meaning), held of the ordinary texts of every tuning set
+/// (`ordinary`, read, and its own) by meaning.
+fn tune_mislead(reader: Reader, ordinary: Vec<Vec<meaning::Unit>>, detail: bool) {
+    let set: Corpus = serde_json::from_str(include_str!("../../poison/dev_mislead.json")).expect("parse dev_mislead.json");
+    let read = |texts: Vec<Vec<(String, String)>>| readings(reader, &texts);
+    let poisoned = read(set.poisoned.iter().map(|p| read_as(&p.field, &p.text)).collect());
+    let own = read(set.benign_hard.iter().map(|b| read_as(&b.field, &b.text)).collect());
+    let p_phrases: Vec<bool> = set.poisoned.iter().map(|p| flagged(&p.field, &p.text)).collect();
+    let hit = |r: &[meaning::Unit], mislead: f32| r.iter().any(|u| u.reading.flagged_at(u.place.threshold(), mislead));
+    println!(
+        "mislead (dev_mislead.json): {} poisoned, {} ordinary of its own and {} of the other tuning sets; phrases alone catch {}",
+        poisoned.len(),
+        own.len(),
+        ordinary.len(),
+        p_phrases.iter().filter(|x| **x).count()
+    );
+    println!("threshold  caught   held (own + others)");
+    // Above 1: the probe off, what the other probes do alone.
+    for threshold in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1.01] {
+        let caught = poisoned.iter().zip(&p_phrases).filter(|(r, p)| **p || hit(r, threshold)).count();
+        let held = |set: &[Vec<meaning::Unit>]| set.iter().filter(|r| hit(r, threshold)).count();
+        let (mine, others) = (held(&own), held(&ordinary));
+        println!(
+            "{threshold:.3}      {caught:3}/{}  {:3}/{} ({mine} + {others})",
+            poisoned.len(),
+            mine + others,
+            own.len() + ordinary.len()
+        );
+    }
+    if detail {
+        let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.misleads).fold(0.0f32, f32::max);
+        for (t, r) in set.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
+            println!("missed ({:.2}, {}): {}", strongest(r), t.field, t.text);
+        }
+        for (t, r) in set.benign_hard.iter().zip(&own).filter(|(_, r)| shipped(r)) {
+            println!("held ({:.2}, {}): {}", strongest(r), t.field, t.text);
+        }
+    }
 }
 
 /// The places threshold on one set of places, with its misses and holds if `detail`.
@@ -338,7 +384,8 @@ fn main() {
             }
             for (field, text) in read {
                 for unit in intents.readings(encoder, &field, &text) {
-                    println!("{:.4} {:?} {:?} {}", unit.reading.instruction, unit.reading.intent, unit.place, unit.text);
+                    let (reading, place) = (unit.reading, unit.place);
+                    println!("{:.4} {:.4} {:?} {:?} {}", reading.instruction, reading.misleads, reading.intent, place, unit.text);
                 }
             }
         }

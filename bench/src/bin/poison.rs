@@ -214,14 +214,8 @@ fn tune(reader: Reader) {
         );
     }
     let detail = std::env::var_os("POISON_DEV_DETAIL").is_some();
-    let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.instruction).fold(0.0f32, f32::max);
     if detail {
-        for (t, r) in dev.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
-            println!("missed ({:.2}): {}", strongest(r), t.text);
-        }
-        for (t, r) in dev.benign.iter().zip(&benign).filter(|(_, r)| shipped(r)) {
-            println!("held ({:.2}): {}", strongest(r), t.text);
-        }
+        show_detail(rows(&dev.poisoned, &poisoned), rows(&dev.benign, &benign), |r| r.instruction);
     }
 
     // Two places sets by two writers, each shown alone and together.
@@ -270,13 +264,25 @@ fn tune_mislead(reader: Reader, ordinary: Vec<Vec<meaning::Unit>>, detail: bool)
         );
     }
     if detail {
-        let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.misleads).fold(0.0f32, f32::max);
-        for (t, r) in set.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
-            println!("missed ({:.2}, {}): {}", strongest(r), t.field, t.text);
-        }
-        for (t, r) in set.benign_hard.iter().zip(&own).filter(|(_, r)| shipped(r)) {
-            println!("held ({:.2}, {}): {}", strongest(r), t.field, t.text);
-        }
+        let missed = set.poisoned.iter().zip(&poisoned).map(|(t, r)| (t.field.as_str(), t.text.as_str(), r.as_slice()));
+        let held = set.benign_hard.iter().zip(&own).map(|(t, r)| (t.field.as_str(), t.text.as_str(), r.as_slice()));
+        show_detail(missed, held, |r| r.misleads);
+    }
+}
+
+/// The tuning texts missed and held at the shipped thresholds, each with
+/// where it stands and its units' strongest `belief`.
+fn show_detail<'a>(
+    poisoned: impl Iterator<Item = (&'a str, &'a str, &'a [meaning::Unit])>,
+    benign: impl Iterator<Item = (&'a str, &'a str, &'a [meaning::Unit])>,
+    belief: fn(&meaning::Reading) -> f32,
+) {
+    let strongest = |r: &[meaning::Unit]| r.iter().map(|u| belief(&u.reading)).fold(0.0f32, f32::max);
+    for (place, text, r) in poisoned.filter(|(_, _, r)| !shipped(r)) {
+        println!("missed ({:.2}, {place}): {text}", strongest(r));
+    }
+    for (place, text, r) in benign.filter(|(_, _, r)| shipped(r)) {
+        println!("held ({:.2}, {place}): {text}", strongest(r));
     }
 }
 
@@ -308,14 +314,13 @@ fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
         println!("{threshold:.3}      {:3}/{}  {:3}/{}   {}", count(&caught), caught.len(), count(&held), held.len(), by_place.join(" "));
     }
     if detail {
-        let strongest = |r: &[meaning::Unit]| r.iter().map(|u| u.reading.instruction).fold(0.0f32, f32::max);
-        for (t, r) in places.poisoned.iter().zip(&poisoned).filter(|(_, r)| !shipped(r)) {
-            println!("missed ({:.2}, {}): {}", strongest(r), t.place, t.text);
-        }
-        for (t, r) in places.benign.iter().zip(&benign).filter(|(_, r)| shipped(r)) {
-            println!("held ({:.2}, {}): {}", strongest(r), t.place, t.text);
-        }
+        show_detail(rows(&places.poisoned, &poisoned), rows(&places.benign, &benign), |r| r.instruction);
     }
+}
+
+/// Each tuning text with where it stands and its units, for [`show_detail`].
+fn rows<'a>(set: &'a [DevText], read: &'a [Vec<meaning::Unit>]) -> impl Iterator<Item = (&'a str, &'a str, &'a [meaning::Unit])> {
+    set.iter().zip(read).map(|(t, r)| (if t.place.is_empty() { "description" } else { t.place.as_str() }, t.text.as_str(), r.as_slice()))
 }
 
 /// What the gate reads of each tuning text.

@@ -225,11 +225,16 @@ fn tune(reader: Reader) {
         poisoned: first.poisoned.iter().chain(&second.poisoned).cloned().collect(),
         benign: first.benign.iter().chain(&second.benign).cloned().collect(),
     };
-    for (name, places) in [("dev_places.json", &first), ("dev_places2.json", &second), ("both", &both)] {
-        tune_places(reader, name, places, detail && name != "both");
+    // Each text read once: "both" is the two sets' readings together.
+    let read = |set: &Dev| (readings(reader, &cases(&set.poisoned)), readings(reader, &cases(&set.benign)));
+    let (first_read, second_read) = (read(&first), read(&second));
+    let both_read = ([first_read.0.as_slice(), &second_read.0].concat(), [first_read.1.as_slice(), &second_read.1].concat());
+    for (name, places, read) in
+        [("dev_places.json", &first, &first_read), ("dev_places2.json", &second, &second_read), ("both", &both, &both_read)]
+    {
+        tune_places(name, places, read, detail && name != "both");
     }
-    let ordinary = [benign, readings(reader, &cases(&both.benign))].concat();
-    tune_mislead(reader, ordinary, detail);
+    tune_mislead(reader, [benign, both_read.1].concat(), detail);
 }
 
 /// The mislead probe's threshold on its own tuning set, the other probes at
@@ -286,9 +291,10 @@ fn show_detail<'a>(
     }
 }
 
-/// The places threshold on one set of places, with its misses and holds if `detail`.
-fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
-    let (poisoned, benign) = (readings(reader, &cases(&places.poisoned)), readings(reader, &cases(&places.benign)));
+/// The places threshold on one set of places (`read`: its poisoned and its
+/// ordinary texts' units), with its misses and holds if `detail`.
+fn tune_places(name: &str, places: &Dev, read: &(Vec<Vec<meaning::Unit>>, Vec<Vec<meaning::Unit>>), detail: bool) {
+    let (poisoned, benign) = read;
     let p_phrases = phrases(&places.poisoned);
     let names: std::collections::BTreeSet<&str> = places.poisoned.iter().map(|t| t.place.as_str()).collect();
     println!(
@@ -314,7 +320,7 @@ fn tune_places(reader: Reader, name: &str, places: &Dev, detail: bool) {
         println!("{threshold:.3}      {:3}/{}  {:3}/{}   {}", count(&caught), caught.len(), count(&held), held.len(), by_place.join(" "));
     }
     if detail {
-        show_detail(rows(&places.poisoned, &poisoned), rows(&places.benign, &benign), |r| r.instruction);
+        show_detail(rows(&places.poisoned, poisoned), rows(&places.benign, benign), |r| r.instruction);
     }
 }
 

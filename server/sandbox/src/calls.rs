@@ -137,7 +137,8 @@ impl<'js> HostCalls<'js> {
             reach: Arc::new(Reach {
                 allow: req.fetch_allow.clone(),
                 internal: req.internal_hosts.clone(),
-                secrets: Secrets::new(req.outbound_secrets.clone()),
+                secrets: std::sync::Mutex::new(Secrets::new(req.outbound_secrets.clone())),
+                renew: req.renew.clone(),
                 read_only: req.read_only,
             }),
             limits: req.limits.clone(),

@@ -8,7 +8,7 @@
 //! whatever comes back (`secrets.rs`).
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, LOCATION};
@@ -17,7 +17,7 @@ use rquickjs::{Coerced, Ctx, Function, IntoJs, Object, Promise, Value};
 use serde::{Deserialize, Serialize};
 
 use super::secrets::Secrets;
-use super::{human_bytes, Limits};
+use super::{human_bytes, Limits, Renew};
 use crate::outbound::{host_allowed, InternalHosts};
 
 const MAX_REDIRECTS: usize = 5;
@@ -48,10 +48,30 @@ pub(super) fn io() -> Result<&'static FetchIo, String> {
 pub(super) struct Reach {
     pub allow: Vec<String>,
     pub internal: InternalHosts,
-    pub secrets: Secrets,
+    /// Replaced whole when an account's token is renewed, for the run's
+    /// requests from then on.
+    pub secrets: Mutex<Secrets>,
+    pub renew: Option<Renew>,
     /// The tool is read-only: only GET and HEAD go out, without a body or a
     /// header asking for another method.
     pub read_only: bool,
+}
+
+impl Reach {
+    /// The secrets as they stand now.
+    fn secrets(&self) -> Secrets {
+        self.secrets.lock().expect("no panic while held").clone()
+    }
+
+    /// Renews `app`'s token, which an API refused, for this request and
+    /// the run's next ones: whether a new one was had.
+    async fn renew(&self, app: &str, refused: &str) -> bool {
+        let Some(renew) = &self.renew else { return false };
+        let Some(token) = renew.token(app, refused).await else { return false };
+        let mut secrets = self.secrets.lock().expect("no panic while held");
+        *secrets = secrets.renewed(app, token);
+        true
+    }
 }
 
 fn check_target(reach: &Reach, url: &Url) -> Result<(), String> {
@@ -232,9 +252,11 @@ pub(super) fn replayed(
 }
 
 async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest, max_bytes: usize) -> Result<FetchResponse, String> {
+    let mut renewed = false;
     for _ in 0..=MAX_REDIRECTS {
         // `req` keeps the placeholders; values go only into what this hop sends.
-        let (url, headers) = reach.secrets.fill(&req.url, &req.headers, req.body.as_deref()).map_err(|e| e.to_string())?;
+        let secrets = reach.secrets();
+        let (url, headers) = secrets.fill(&req.url, &req.headers, req.body.as_deref()).map_err(|e| e.to_string())?;
         let mut builder = client.request(req.method.clone(), url);
         // The trace context is the host's to send: it replaces one the code set.
         let trace = crate::trace::headers(&tracing::Span::current());
@@ -248,16 +270,26 @@ async fn send(client: reqwest::Client, reach: Arc<Reach>, mut req: FetchRequest,
         }
         let mut response = builder.send().await.map_err(|e| crate::outbound::describe(&e))?;
         let status = response.status();
+        // A person's token the API refused before its expiry: renewed, and
+        // the request sent once more (a 401 means it was not acted on).
+        if status == StatusCode::UNAUTHORIZED && !renewed {
+            if let Some((app, refused)) = secrets.account_in(&req.headers) {
+                renewed = true;
+                if reach.renew(app, refused).await {
+                    continue;
+                }
+            }
+        }
         if let Some(location) = status.is_redirection().then(|| response.headers().get(LOCATION)).flatten() {
             // A value the host put into the location is a placeholder again, so the next hop's checks apply to it.
-            let location = reach.secrets.mask(location.to_str().unwrap_or_default().to_owned());
+            let location = secrets.mask(location.to_str().unwrap_or_default().to_owned());
             let next = req.url.join(&location).map_err(|_| format!("invalid redirect location {location:?}"))?;
             check_target(&reach, &next).map_err(|e| format!("redirect refused: {e}"))?;
             if next.host() != req.url.host() {
                 req.headers
                     .retain(|(name, _)| !name.eq_ignore_ascii_case(AUTHORIZATION.as_str()) && !name.eq_ignore_ascii_case(COOKIE.as_str()));
             }
-            req.headers.retain(|(_, value)| reach.secrets.may_follow(value, &next));
+            req.headers.retain(|(_, value)| secrets.may_follow(value, &next));
             let becomes_get = status == StatusCode::SEE_OTHER
                 || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && req.method == Method::POST);
             if becomes_get {
@@ -343,9 +375,10 @@ pub(super) fn request(
             .await
             .unwrap_or_else(|_| Err(format!("request to {url} timed out after {} ms", timeout.as_millis())));
         // Errors too: reqwest's name the URL it sent, values included.
+        let secrets = reach.secrets();
         match answer {
-            Ok(response) => Ok(response.masked(&reach.secrets)),
-            Err(message) => Err(reach.secrets.mask(message)),
+            Ok(response) => Ok(response.masked(&secrets)),
+            Err(message) => Err(secrets.mask(message)),
         }
     })
 }

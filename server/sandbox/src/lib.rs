@@ -115,6 +115,10 @@ pub struct RunRequest {
     /// placeholders, never their values.
     #[serde(skip)]
     pub outbound_secrets: Vec<OutboundSecret>,
+    /// Renews a connected account's token that an API refused (401): the
+    /// request is then sent once more with the new one.
+    #[serde(skip)]
+    pub renew: Option<Renew>,
     pub limits: Limits,
     /// Live console lines and progress, for forwarding while the call runs.
     #[serde(skip)]
@@ -133,6 +137,32 @@ pub struct RunRequest {
     /// [`RunError::Cancelled`], out of any wait at once.
     #[serde(skip)]
     pub cancel: Option<tokio_util::sync::CancellationToken>,
+}
+
+/// How a run renews a connected account's token (`account.APP`) that an
+/// API refused before its expiry (revoked, rotated, its grant shortened):
+/// given the app and the refused token, the token to use now, or `None` when
+/// there is none (the person must connect again).
+#[derive(Clone)]
+pub struct Renew(std::sync::Arc<dyn Fn(String, String) -> RenewFuture + Send + Sync>);
+
+/// What [`Renew`] answers with.
+pub type RenewFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
+
+impl Renew {
+    pub fn new(renew: impl Fn(String, String) -> RenewFuture + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(renew))
+    }
+
+    pub(crate) fn token(&self, app: &str, refused: &str) -> RenewFuture {
+        (self.0)(app.to_owned(), refused.to_owned())
+    }
+}
+
+impl fmt::Debug for Renew {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Renew")
+    }
 }
 
 impl RunRequest {

@@ -135,17 +135,42 @@ fn pattern() -> &'static Regex {
     })
 }
 
-/// A run's outbound-only secrets.
+/// A run's outbound-only secrets, and the values renewed ones had: those
+/// are masked still, never sent.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Secrets(Arc<[OutboundSecret]>);
+pub(super) struct Secrets {
+    current: Arc<[OutboundSecret]>,
+    retired: Arc<[OutboundSecret]>,
+}
 
 impl Secrets {
     pub(super) fn new(secrets: Vec<OutboundSecret>) -> Self {
-        Self(secrets.into())
+        Self { current: secrets.into(), retired: Arc::new([]) }
     }
 
     fn named(&self, name: &str) -> Option<&OutboundSecret> {
-        self.0.iter().find(|s| s.name == name)
+        self.current.iter().find(|s| s.name == name)
+    }
+
+    /// The app and the token of the connected account `headers` carry as
+    /// `$fetch`'s `account` writes it.
+    pub(super) fn account_in<'a>(&'a self, headers: &'a [(String, String)]) -> Option<(&'a str, &'a str)> {
+        let (_, value) = headers.iter().find(|(name, value)| is_account_bearer(name, value))?;
+        let secret = self.named_in(value).next()?;
+        Some((secret.name.strip_prefix(ACCOUNT_PREFIX)?, &secret.value))
+    }
+
+    /// The same secrets with `app`'s account token renewed to `token`.
+    pub(super) fn renewed(&self, app: &str, token: String) -> Self {
+        let name = format!("{ACCOUNT_PREFIX}{app}");
+        let old = self.current.iter().filter(|s| s.name == name && s.value != token).cloned();
+        let retired = self.retired.iter().cloned().chain(old).collect();
+        let current = self
+            .current
+            .iter()
+            .map(|s| if s.name == name { OutboundSecret { value: token.clone(), ..s.clone() } } else { s.clone() })
+            .collect();
+        Self { current, retired }
     }
 
     /// A connected account's placeholder naming an account this run does not
@@ -185,7 +210,7 @@ impl Secrets {
         if let Some(name) = every.into_iter().find_map(|text| self.undeclared_account(text)) {
             return Err(Refusal::Undeclared { app: name.trim_start_matches(ACCOUNT_PREFIX).to_owned() });
         }
-        if self.0.is_empty() {
+        if self.current.is_empty() {
             return Ok((url.clone(), headers.to_vec()));
         }
         let mut outside_query = url.clone();
@@ -242,14 +267,14 @@ impl Secrets {
     /// `text` with every copy of a value (as is, percent-, form- or
     /// JSON-encoded, in base64: `crate::redact`) replaced by its placeholder.
     pub(super) fn mask(&self, text: String) -> String {
-        self.0.iter().fold(text, |mut text, secret| {
+        self.current.iter().chain(self.retired.iter()).fold(text, |mut text, secret| {
             crate::redact::blank_out(&mut text, &[&secret.value], &placeholder(&secret.name));
             text
         })
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.current.is_empty() && self.retired.is_empty()
     }
 }
 

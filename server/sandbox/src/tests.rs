@@ -893,3 +893,61 @@ fn a_cancelled_run_stops_at_once_whether_computing_or_waiting() {
     assert_eq!(caught.result, Err(RunError::Cancelled));
     assert_eq!(run("return 'fine'").result, Ok(ToolValue::Text("fine".into())));
 }
+
+/// A run whose code may fetch loopback `port` as the caller's account at
+/// `jira`, holding `token`, renewed by `renewed` (recording what it is asked).
+fn with_account(
+    port: u16,
+    code: String,
+    token: &str,
+    renewed: Option<&'static str>,
+) -> (RunRequest, std::sync::mpsc::Receiver<(String, String)>) {
+    let mut req = loopback(port, code);
+    req.outbound_secrets = vec![OutboundSecret::new("account.jira", token, vec![format!("127.0.0.1:{port}")])];
+    let (asked, asks) = std::sync::mpsc::channel();
+    req.renew = Some(Renew::new(move |app, refused| {
+        asked.send((app, refused)).unwrap();
+        Box::pin(async move { renewed.map(str::to_owned) })
+    }));
+    (req, asks)
+}
+
+/// Takes only `tok-new`, and says back the token it was sent.
+fn takes_the_new_token(head: &str) -> String {
+    let bearer = head.lines().find_map(|l| l.strip_prefix("authorization: Bearer ")).unwrap_or_default().to_owned();
+    match bearer.as_str() {
+        "tok-new" => http_response("200 OK", "", "hello tok-new, not tok-old"),
+        _ => http_response("401 Unauthorized", "", &format!("refused {bearer}")),
+    }
+}
+
+#[test]
+fn a_token_an_api_refuses_is_renewed_once_for_the_rest_of_the_run_and_neither_token_reaches_the_code() {
+    let (port, heads) = recording_server(3, takes_the_new_token);
+    let code = format!(
+        "const first = await $fetch('http://127.0.0.1:{port}/a', {{method: 'POST', body: 'x', account: 'jira'}});\n\
+         const second = await $fetch('http://127.0.0.1:{port}/b', {{account: 'jira'}});\n\
+         return [first.status, await first.text(), second.status];"
+    );
+    let (req, asks) = with_account(port, code, "tok-old", Some("tok-new"));
+    let outcome = run_blocking(req);
+    assert_eq!(
+        outcome.result.unwrap().to_json(),
+        json!([200, "hello {{secret:account.jira}}, not {{secret:account.jira}}", 200]),
+        "the POST was sent again with the new token; the old one is masked too"
+    );
+    assert_eq!(asks.try_iter().collect::<Vec<_>>(), vec![("jira".to_owned(), "tok-old".to_owned())], "renewed once, for the run");
+    let sent: Vec<String> = heads.try_iter().map(|h| h.lines().find(|l| l.starts_with("authorization")).unwrap().to_owned()).collect();
+    assert_eq!(sent, ["authorization: Bearer tok-old", "authorization: Bearer tok-new", "authorization: Bearer tok-new"]);
+}
+
+#[test]
+fn a_refused_token_that_cannot_be_renewed_hands_the_code_the_401_after_one_try() {
+    let (port, heads) = recording_server(1, takes_the_new_token);
+    let code = format!("const r = await $fetch('http://127.0.0.1:{port}/a', {{account: 'jira'}});\nreturn [r.status, await r.text()];");
+    let (req, asks) = with_account(port, code, "tok-old", None);
+    let outcome = run_blocking(req);
+    assert_eq!(outcome.result.unwrap().to_json(), json!([401, "refused {{secret:account.jira}}"]));
+    assert_eq!(asks.try_iter().count(), 1);
+    assert_eq!(heads.try_iter().count(), 1, "not sent again without a new token");
+}

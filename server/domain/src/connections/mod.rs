@@ -28,7 +28,7 @@ pub use oauth::{Discovered, Upstream};
 use crate::accounts::User;
 use crate::ids::UserId;
 use crate::names::{Invalid, Role};
-use crate::sandbox::OutboundSecret;
+use crate::sandbox::{OutboundSecret, Renew};
 use crate::secrets::SecretError;
 use crate::store::{StoreError, Tx};
 use crate::{audit, now_ms};
@@ -897,7 +897,7 @@ impl Connections<'_> {
     pub(crate) async fn outbound(self, user: &User, apps: &[String]) -> Result<Vec<OutboundSecret>, Unusable> {
         let mut secrets = Vec::with_capacity(apps.len());
         for app in apps {
-            let (token, hosts) = self.access_token(user, app).await.map_err(|e| match e {
+            let (token, hosts) = self.access_token(user, app, None).await.map_err(|e| match e {
                 Access::Missing { reconnect } => Unusable::NotConnected(NotConnected { app: app.clone(), reconnect, link: self.link(app) }),
                 Access::Failed(e) => Unusable::Failed(e),
             })?;
@@ -917,8 +917,34 @@ impl Connections<'_> {
         Ok(())
     }
 
-    /// A valid access token of `user` at `app` and the hosts it may go to.
-    async fn access_token(self, user: &User, app: &str) -> Result<(String, Vec<String>), Access> {
+    /// How a run of `user`'s renews a token of theirs an API refused
+    /// (`$fetch` then sends the request once more): the token held now if
+    /// another request renewed it meanwhile, else a refreshed one; none when
+    /// it cannot be renewed, and then the account needs connecting again.
+    /// The work runs on the caller's runtime, where the database's
+    /// connections live, not on the sandbox's fetch runtime.
+    pub(crate) fn renewal(self, user: &User) -> Renew {
+        let (core, user, runtime) = (self.core.clone(), user.clone(), tokio::runtime::Handle::current());
+        Renew::new(move |app, refused| {
+            let (core, user) = (core.clone(), user.clone());
+            let renewed = runtime.spawn(async move {
+                match Connections::new(&core).access_token(&user, &app, Some(&refused)).await {
+                    Ok((token, _)) => Some(token),
+                    Err(Access::Missing { .. }) => None,
+                    Err(Access::Failed(e)) => {
+                        tracing::warn!(app, error = %e, "a refused token could not be renewed");
+                        None
+                    }
+                }
+            });
+            Box::pin(async move { renewed.await.ok().flatten() })
+        })
+    }
+
+    /// A valid access token of `user` at `app` and the hosts it may go to;
+    /// renewed whatever its expiry if it is `refused`, the token an API
+    /// refused.
+    async fn access_token(self, user: &User, app: &str, refused: Option<&str>) -> Result<(String, Vec<String>), Access> {
         let held = self.held(user.id.0, app).await?.ok_or(Access::Missing { reconnect: false })?;
         if held.status != "ok" {
             return Err(Access::Missing { reconnect: true });
@@ -926,13 +952,17 @@ impl Connections<'_> {
         let boxed = self.core.secrets();
         let (uid, aid) = (user.id.0, held.app.id);
         let expires_at = held.expires_at.or(held.refresh.is_some().then_some(held.had_at + UNSAID_LIFETIME_MS));
-        let due = expires_at.is_some_and(|at| at - REFRESH_MARGIN_MS <= now_ms());
+        let token = || boxed.open(&purpose(uid, aid, "access"), &held.access).map_err(ConnectionError::from);
+        let due = match refused {
+            // Another request renewed it since: that one is as good.
+            Some(refused) => token()? == refused,
+            None => expires_at.is_some_and(|at| at - REFRESH_MARGIN_MS <= now_ms()),
+        };
         if !due {
-            let token = boxed.open(&purpose(uid, aid, "access"), &held.access).map_err(ConnectionError::from)?;
-            return Ok((token, held.app.hosts));
+            return Ok((token()?, held.app.hosts));
         }
         let Some(sealed) = held.refresh.as_deref() else {
-            // Expired, and nothing to renew it with: the Account page says so too.
+            // Expired or refused, and nothing to renew it with: the Account page says so too.
             self.needs_reconnect(uid, aid, held.generation).await.map_err(ConnectionError::from)?;
             return Err(Access::Missing { reconnect: true });
         };

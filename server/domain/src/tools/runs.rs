@@ -238,6 +238,7 @@ impl Tools<'_> {
             read_only: tool.read_only_hint,
             internal_hosts,
             outbound_secrets: Vec::new(),
+            renew: None,
             limits,
             events: None,
             tools: None,
@@ -467,6 +468,8 @@ impl Tools<'_> {
         let (env, policy) = self.env_and_policy(id).await?;
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
+        // A token an API refuses mid-run is renewed and the request sent again.
+        request.renew = (!accounts.is_empty()).then(|| crate::connections::Connections::new(self.core).renewal(user));
         request.outbound_secrets = env.outbound.iter().cloned().chain(accounts).collect();
         let span = tracing::info_span!(
             "tool_run",

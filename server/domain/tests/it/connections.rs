@@ -1,6 +1,6 @@
 //! Connected accounts, on SQLite and PostgreSQL: who may register and change apps, each
 //! caller's own token in their runs, refresh by compare-and-set, a refused
-//! refresh asking to reconnect, a lifetime the provider does not say taken
+//! refresh asking to reconnect, a token an API refuses renewed within the call, a lifetime the provider does not say taken
 //! as an hour, disconnect and deactivation revoking
 //! upstream, tokens sealed at rest. The provider here is a loopback stand-in
 //! that speaks the token, revocation and userinfo endpoints; the whole flow
@@ -322,6 +322,52 @@ store_test!(
         age(alice.id.0).await;
         assert_eq!(run(&ts, &alice, tool.id).await.unwrap(), "alice");
         assert_eq!(issued(), 4, "nothing to renew with, nothing renewed");
+    }
+);
+
+store_test!(
+    a_token_the_api_refuses_before_its_expiry_is_renewed_within_the_call_and_one_that_cannot_be_asks_to_connect_again,
+    |db: Db| async move {
+        let World { ts, alice, carol, port, provider, .. } = world(db.clone()).await;
+        let tool = who_am_i(&ts, &alice, port).await;
+        ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+        let issued = || provider.lock().unwrap().issued.clone();
+        connect(&ts, &carol, "people", "carol").await;
+        assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+
+        // The provider drops Carol's token an hour early (a password change,
+        // say): the call renews it and its request goes through.
+        provider.lock().unwrap().revoked.push("access-carol-1".into());
+        assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+        assert_eq!(issued(), ["access-carol-1", "access-carol-2"]);
+        assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
+        assert_eq!(issued().len(), 2, "the renewed token is kept for the next calls");
+
+        // Dropped again, and the grant with it: that call gets the API's 401,
+        // and the account needs connecting again.
+        {
+            let mut p = provider.lock().unwrap();
+            p.revoked.push("access-carol-2".into());
+            p.refuse_refresh = true;
+        }
+        let failed = run(&ts, &carol, tool.id).await.unwrap();
+        assert!(failed.starts_with("failed:") && failed.contains("401"), "{failed}");
+        let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
+        assert!(again.reconnect, "{again}");
+
+        // A token with nothing to renew it with, refused: the same.
+        {
+            let mut p = provider.lock().unwrap();
+            p.refuse_refresh = false;
+            p.no_refresh_token = true;
+        }
+        connect(&ts, &alice, "people", "alice").await;
+        assert_eq!(run(&ts, &alice, tool.id).await.unwrap(), "alice");
+        let token = issued().last().unwrap().clone();
+        provider.lock().unwrap().revoked.push(token);
+        assert!(run(&ts, &alice, tool.id).await.unwrap().contains("401"));
+        let Err(ToolError::NotConnected(again)) = run(&ts, &alice, tool.id).await else { panic!("reconnect") };
+        assert!(again.reconnect, "{again}");
     }
 );
 

@@ -17,7 +17,8 @@
 //!   `--holdout2`, bench/search/holdout2.json, written after that;
 //!   `--holdout3`, bench/search/holdout3.json, a small company's 48 tools,
 //!   written after the adapter was trained; `--holdout4`, holdout4.json,
-//!   another company's 48, written after the adapter's last training.
+//!   another company's 48, written after the adapter's last training;
+//!   `--holdout5`, holdout5.json, a manufacturer's 48, written later still.
 //! - `--alone` seeds the written listings without the generated ones: a
 //!   small company's catalogue, as a first customer has (use another
 //!   TOOLSHED_BENCH_SEARCH_DIR).
@@ -258,6 +259,7 @@ async fn main() {
         ("--holdout2", "holdout2.json", include_str!("../../../search/holdout2.json")),
         ("--holdout3", "holdout3.json", include_str!("../../../search/holdout3.json")),
         ("--holdout4", "holdout4.json", include_str!("../../../search/holdout4.json")),
+        ("--holdout5", "holdout5.json", include_str!("../../../search/holdout5.json")),
     ];
     let holdout: Option<(&str, EvalSet)> = std::env::args()
         .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))

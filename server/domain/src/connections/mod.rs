@@ -906,6 +906,22 @@ impl Connections<'_> {
         Ok(secrets)
     }
 
+    /// The first of `apps` where `user`'s account needs connecting again:
+    /// after a run that failed, one an API refused and that could not be
+    /// renewed during it (a run starts only with usable accounts).
+    pub(crate) async fn refused(self, user: &User, apps: &[String]) -> Result<Option<NotConnected>, StoreError> {
+        let marked: Option<String> = sqlx::query_scalar(
+            "SELECT a.name FROM connected_accounts c JOIN oauth_apps a ON a.id = c.app_id \
+             WHERE c.user_id = $1 AND c.status = 'reconnect' ORDER BY a.name",
+        )
+        .bind(user.id.0)
+        .fetch_all(self.core.db().pool())
+        .await?
+        .into_iter()
+        .find(|name: &String| apps.contains(name));
+        Ok(marked.map(|app| NotConnected { link: self.link(&app), app, reconnect: true }))
+    }
+
     /// Marks the account for reconnecting, unless it changed since `generation`.
     async fn needs_reconnect(self, user: i64, app: i64, generation: i64) -> Result<(), sqlx::Error> {
         sqlx::query("UPDATE connected_accounts SET status = 'reconnect' WHERE user_id = $1 AND app_id = $2 AND generation = $3")

@@ -414,6 +414,13 @@ impl Tools<'_> {
             // The call is over: its approval admits no further round.
             super::approvals::Approvals::new(self.core).finish(id).await?;
         }
+        if report.outcome.result.is_err() && !tool.accounts.is_empty() {
+            // An API refused the caller's token and it could not be renewed:
+            // where to connect again says more than the API's 401 did.
+            if let Some(missing) = crate::connections::Connections::new(self.core).refused(user, &tool.accounts).await? {
+                return Err(ToolError::NotConnected(missing));
+            }
+        }
         Ok(report)
     }
 

@@ -343,17 +343,18 @@ store_test!(
         assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
         assert_eq!(issued().len(), 2, "the renewed token is kept for the next calls");
 
-        // Dropped again, and the grant with it: that call gets the API's 401,
-        // and the account needs connecting again.
+        // Dropped again, and the grant with it: the account needs connecting
+        // again, and that call, which failed on the API's 401, says where.
         {
             let mut p = provider.lock().unwrap();
             p.revoked.push("access-carol-2".into());
             p.refuse_refresh = true;
         }
-        let failed = run(&ts, &carol, tool.id).await.unwrap();
-        assert!(failed.starts_with("failed:") && failed.contains("401"), "{failed}");
-        let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("reconnect") };
-        assert!(again.reconnect, "{again}");
+        for call in ["the failed one", "the next"] {
+            let Err(ToolError::NotConnected(again)) = run(&ts, &carol, tool.id).await else { panic!("{call}: reconnect") };
+            assert!(again.reconnect && again.to_string().contains("/connect/people"), "{call}: {again}");
+        }
+        assert_eq!(issued().len(), 2, "nothing renewed");
 
         // A token with nothing to renew it with, refused: the same.
         {
@@ -365,9 +366,15 @@ store_test!(
         assert_eq!(run(&ts, &alice, tool.id).await.unwrap(), "alice");
         let token = issued().last().unwrap().clone();
         provider.lock().unwrap().revoked.push(token);
-        assert!(run(&ts, &alice, tool.id).await.unwrap().contains("401"));
         let Err(ToolError::NotConnected(again)) = run(&ts, &alice, tool.id).await else { panic!("reconnect") };
         assert!(again.reconnect, "{again}");
+
+        // A call that fails for a reason of its own, its accounts usable, fails as it did.
+        connect(&ts, &carol, "people", "carol").await;
+        let throws = Source::parse("throw new Error('its own reason');", vec![], None).unwrap();
+        ts.tools().save_version(&alice, tool.id, throws, "v2").await.unwrap();
+        ts.tools().publish(&alice, tool.id, 2).await.unwrap();
+        assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "failed: Error: its own reason (line 1)");
     }
 );
 

@@ -139,6 +139,7 @@ impl<'js> HostCalls<'js> {
                 internal: req.internal_hosts.clone(),
                 secrets: std::sync::Mutex::new(Secrets::new(req.outbound_secrets.clone())),
                 renew: req.renew.clone(),
+                renewed: Default::default(),
                 read_only: req.read_only,
             }),
             limits: req.limits.clone(),

@@ -52,6 +52,9 @@ pub(super) struct Reach {
     /// requests from then on.
     pub secrets: Mutex<Secrets>,
     pub renew: Option<Renew>,
+    /// The apps whose token this run renewed: once each, so that an API
+    /// refusing every token costs its provider one refresh, not one a request.
+    pub renewed: Mutex<Vec<String>>,
     /// The tool is read-only: only GET and HEAD go out, without a body or a
     /// header asking for another method.
     pub read_only: bool,
@@ -64,9 +67,20 @@ impl Reach {
     }
 
     /// Renews `app`'s token, which an API refused, for this request and
-    /// the run's next ones: whether a new one was had.
+    /// the run's next ones: whether there is another one to send.
     async fn renew(&self, app: &str, refused: &str) -> bool {
+        if self.secrets().account_token(app).is_some_and(|now| now != refused) {
+            // Another request of this run renewed it meanwhile.
+            return true;
+        }
         let Some(renew) = &self.renew else { return false };
+        {
+            let mut renewed = self.renewed.lock().expect("no panic while held");
+            if renewed.iter().any(|a| a == app) {
+                return false;
+            }
+            renewed.push(app.to_owned());
+        }
         let Some(token) = renew.token(app, refused).await else { return false };
         let mut secrets = self.secrets.lock().expect("no panic while held");
         *secrets = secrets.renewed(app, token);

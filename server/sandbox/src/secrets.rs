@@ -160,6 +160,11 @@ impl Secrets {
         Some((secret.name.strip_prefix(ACCOUNT_PREFIX)?, &secret.value))
     }
 
+    /// The token of the caller's account at `app` this run holds now.
+    pub(super) fn account_token(&self, app: &str) -> Option<&str> {
+        self.named(&format!("{ACCOUNT_PREFIX}{app}")).map(|s| s.value.as_str())
+    }
+
     /// The same secrets with `app`'s account token renewed to `token`.
     pub(super) fn renewed(&self, app: &str, token: String) -> Self {
         let name = format!("{ACCOUNT_PREFIX}{app}");

@@ -951,3 +951,26 @@ fn a_refused_token_that_cannot_be_renewed_hands_the_code_the_401_after_one_try()
     assert_eq!(asks.try_iter().count(), 1);
     assert_eq!(heads.try_iter().count(), 1, "not sent again without a new token");
 }
+
+#[test]
+fn an_api_that_refuses_every_token_costs_one_renewal_a_run() {
+    let (port, heads) = recording_server(4, |_| http_response("401 Unauthorized", "", "no"));
+    let code = format!(
+        "const statuses = [];\n\
+         for (const path of ['a', 'b', 'c']) statuses.push((await $fetch('http://127.0.0.1:{port}/' + path, {{account: 'jira'}})).status);\n\
+         return statuses;"
+    );
+    let (req, asks) = with_account(port, code, "tok-old", Some("tok-new"));
+    assert_eq!(run_blocking(req).result.unwrap().to_json(), json!([401, 401, 401]));
+    assert_eq!(asks.try_iter().count(), 1, "renewed once");
+    let sent: Vec<String> = heads.try_iter().map(|h| h.lines().find(|l| l.starts_with("authorization")).unwrap().to_owned()).collect();
+    assert_eq!(
+        sent,
+        [
+            "authorization: Bearer tok-old",
+            "authorization: Bearer tok-new",
+            "authorization: Bearer tok-new",
+            "authorization: Bearer tok-new"
+        ]
+    );
+}

@@ -168,6 +168,13 @@ async fn who_am_i(ts: &Toolshed, author: &User, port: u16) -> toolshed_domain::t
     ts.tools().publish(author, tool.id, 1).await.unwrap()
 }
 
+/// [`who_am_i`], declared to act at the stand-in's app `people`.
+async fn who_am_i_at_people(ts: &Toolshed, author: &User, port: u16) -> toolshed_domain::tools::Tool {
+    let tool = who_am_i(ts, author, port).await;
+    ts.tools().set_accounts(author, tool.id, "people").await.unwrap();
+    tool
+}
+
 async fn run(ts: &Toolshed, caller: &User, tool: toolshed_domain::ids::ToolId) -> Result<String, ToolError> {
     let report = ts.tools().run_tool(caller, tool, RunSource::Published, json!({}), "mcp-http", None).await?;
     Ok(report.outcome.result.map(|v| v.to_json().as_str().unwrap_or_default().to_owned()).unwrap_or_else(|e| format!("failed: {e}")))
@@ -288,8 +295,7 @@ store_test!(
     a_token_whose_lifetime_is_unsaid_is_renewed_an_hour_after_it_was_had_when_it_can_be_and_kept_when_it_cannot,
     |db: Db| async move {
         let World { ts, alice, carol, port, provider, .. } = world(db.clone()).await;
-        let tool = who_am_i(&ts, &alice, port).await;
-        ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+        let tool = who_am_i_at_people(&ts, &alice, port).await;
         provider.lock().unwrap().unsaid_lifetime = true;
         let issued = || provider.lock().unwrap().issued.len();
         // Moves when `who`'s token was had (connected, or last refreshed) an hour back.
@@ -329,8 +335,7 @@ store_test!(
     a_token_the_api_refuses_before_its_expiry_is_renewed_within_the_call_and_one_that_cannot_be_asks_to_connect_again,
     |db: Db| async move {
         let World { ts, alice, carol, port, provider, .. } = world(db.clone()).await;
-        let tool = who_am_i(&ts, &alice, port).await;
-        ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+        let tool = who_am_i_at_people(&ts, &alice, port).await;
         let issued = || provider.lock().unwrap().issued.clone();
         connect(&ts, &carol, "people", "carol").await;
         assert_eq!(run(&ts, &carol, tool.id).await.unwrap(), "carol");
@@ -399,8 +404,7 @@ store_test!(a_connection_finishes_only_for_the_person_and_state_that_began_it, |
 
 store_test!(a_token_the_api_echoes_is_masked_and_a_failed_call_keeps_nothing_it_fetched, |db: Db| async move {
     let World { ts, alice, carol, port, .. } = world(db).await;
-    let tool = who_am_i(&ts, &alice, port).await;
-    ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+    let tool = who_am_i_at_people(&ts, &alice, port).await;
     let code = format!(
         "const said = await (await $fetch('http://127.0.0.1:{port}/echo', {{account: 'people'}})).json();\n\
          console.log('the API said', said);\nif ($fail) throw new Error('upstream: ' + said);\nreturn said;"
@@ -480,8 +484,7 @@ store_test!(maintainers_register_and_change_their_own_departments_apps_only_wher
 
 store_test!(changing_an_app_applies_at_once_new_hosts_ask_to_reconnect_and_a_new_client_forgets_every_account, |db: Db| async move {
     let World { ts, root, alice, carol, port, provider } = world(db.clone()).await;
-    let tool = who_am_i(&ts, &alice, port).await;
-    ts.tools().set_accounts(&alice, tool.id, "people").await.unwrap();
+    let tool = who_am_i_at_people(&ts, &alice, port).await;
     connect(&ts, &carol, "people", "carol").await;
     let sealed =
         || async { sqlx::query("SELECT client_secret FROM oauth_apps").fetch_one(db.pool()).await.unwrap().get::<Option<Vec<u8>>, _>(0) };

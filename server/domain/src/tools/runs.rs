@@ -326,7 +326,8 @@ impl Tools<'_> {
     ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
         if matches!(source, RunSource::Draft { .. }) {
-            return self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
+            let result = self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
+            return self.refused_accounts(user, tool, result).await;
         }
         let args = input.clone();
         let result = self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
@@ -334,7 +335,20 @@ impl Tools<'_> {
         if let Ok(report) = &result {
             self.keep_failure(user, tool, via, args, report).await;
         }
-        result
+        self.refused_accounts(user, tool, result).await
+    }
+
+    /// A failed run whose API refused the caller's token, which could not be
+    /// renewed: where to connect again says more than the API's 401 did.
+    /// (After the run is recorded: it ran, and failed.)
+    async fn refused_accounts(self, user: &User, tool: &Tool, result: Result<RunReport, ToolError>) -> Result<RunReport, ToolError> {
+        let report = result?;
+        if report.outcome.result.is_err() && !tool.accounts.is_empty() {
+            if let Some(missing) = crate::connections::Connections::new(self.core).refused(user, &tool.accounts).await? {
+                return Err(ToolError::NotConnected(missing));
+            }
+        }
+        Ok(report)
     }
 
     /// Hands a saved version's run to the usage writer (never waits for it).
@@ -413,13 +427,6 @@ impl Tools<'_> {
         if let Some(id) = report.approval.as_deref().filter(|_| !report.asked()) {
             // The call is over: its approval admits no further round.
             super::approvals::Approvals::new(self.core).finish(id).await?;
-        }
-        if report.outcome.result.is_err() && !tool.accounts.is_empty() {
-            // An API refused the caller's token and it could not be renewed:
-            // where to connect again says more than the API's 401 did.
-            if let Some(missing) = crate::connections::Connections::new(self.core).refused(user, &tool.accounts).await? {
-                return Err(ToolError::NotConnected(missing));
-            }
         }
         Ok(report)
     }

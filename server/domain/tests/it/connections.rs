@@ -360,6 +360,17 @@ store_test!(
             assert!(again.reconnect && again.to_string().contains("/connect/people"), "{call}: {again}");
         }
         assert_eq!(issued().len(), 2, "nothing renewed");
+        // The failed one ran, so its usage says so; the next never reached the code.
+        ts.usage().flush().await;
+        let outcomes: Vec<String> = sqlx::query("SELECT outcome FROM usage_records WHERE user_id = $1 ORDER BY id")
+            .bind(carol.id.0)
+            .fetch_all(db.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get("outcome"))
+            .collect();
+        assert_eq!(outcomes, ["ok", "ok", "ok", "tool_error"]);
 
         // A token with nothing to renew it with, refused: the same.
         {

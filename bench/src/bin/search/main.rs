@@ -18,7 +18,9 @@
 //!   `--holdout3`, bench/search/holdout3.json, a small company's 48 tools,
 //!   written after the adapter was trained; `--holdout4`, holdout4.json,
 //!   another company's 48, written after the adapter's last training;
-//!   `--holdout5`, holdout5.json, a manufacturer's 48, written later still.
+//!   `--holdout5`, holdout5.json, a manufacturer's 48, written later still;
+//!   `--holdout6`, holdout6.json, a drug maker's 48, written before the
+//!   adapter was trained on three more companies.
 //! - `--alone` seeds the written listings without the generated ones: a
 //!   small company's catalogue, as a first customer has (use another
 //!   TOOLSHED_BENCH_SEARCH_DIR).
@@ -260,6 +262,7 @@ async fn main() {
         ("--holdout3", "holdout3.json", include_str!("../../../search/holdout3.json")),
         ("--holdout4", "holdout4.json", include_str!("../../../search/holdout4.json")),
         ("--holdout5", "holdout5.json", include_str!("../../../search/holdout5.json")),
+        ("--holdout6", "holdout6.json", include_str!("../../../search/holdout6.json")),
     ];
     let holdout: Option<(&str, EvalSet)> = std::env::args()
         .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))

@@ -20,7 +20,8 @@
 //!   another company's 48, written after the adapter's last training;
 //!   `--holdout5`, holdout5.json, a manufacturer's 48, written later still;
 //!   `--holdout6`, holdout6.json, a drug maker's 48, written before the
-//!   adapter was trained on three more companies.
+//!   adapter was trained on three more companies; `--holdout7`, holdout7.json,
+//!   a builder's 48, written after that.
 //! - `--alone` seeds the written listings without the generated ones: a
 //!   small company's catalogue, as a first customer has (use another
 //!   TOOLSHED_BENCH_SEARCH_DIR).
@@ -263,6 +264,7 @@ async fn main() {
         ("--holdout4", "holdout4.json", include_str!("../../../search/holdout4.json")),
         ("--holdout5", "holdout5.json", include_str!("../../../search/holdout5.json")),
         ("--holdout6", "holdout6.json", include_str!("../../../search/holdout6.json")),
+        ("--holdout7", "holdout7.json", include_str!("../../../search/holdout7.json")),
     ];
     let holdout: Option<(&str, EvalSet)> = std::env::args()
         .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))

@@ -54,7 +54,9 @@ pub(super) struct Reach {
     pub renew: Option<Renew>,
     /// The apps whose token this run renewed: once each, so that an API
     /// refusing every token costs its provider one refresh, not one a request.
-    pub renewed: Mutex<Vec<String>>,
+    /// Held while one renews, so that a request refused meanwhile waits for
+    /// the new token rather than handing the code its 401.
+    pub renewed: tokio::sync::Mutex<Vec<String>>,
     /// The tool is read-only: only GET and HEAD go out, without a body or a
     /// header asking for another method.
     pub read_only: bool,
@@ -69,18 +71,16 @@ impl Reach {
     /// Renews `app`'s token, which an API refused, for this request and
     /// the run's next ones: whether there is another one to send.
     async fn renew(&self, app: &str, refused: &str) -> bool {
-        if self.secrets().account_token(app).is_some_and(|now| now != refused) {
+        let Some(renew) = &self.renew else { return false };
+        let mut renewed = self.renewed.lock().await;
+        if self.secrets.lock().expect("no panic while held").account_token(app).is_some_and(|now| now != refused) {
             // Another request of this run renewed it meanwhile.
             return true;
         }
-        let Some(renew) = &self.renew else { return false };
-        {
-            let mut renewed = self.renewed.lock().expect("no panic while held");
-            if renewed.iter().any(|a| a == app) {
-                return false;
-            }
-            renewed.push(app.to_owned());
+        if renewed.iter().any(|a| a == app) {
+            return false;
         }
+        renewed.push(app.to_owned());
         let Some(token) = renew.token(app, refused).await else { return false };
         let mut secrets = self.secrets.lock().expect("no panic while held");
         *secrets = secrets.renewed(app, token);
@@ -498,8 +498,37 @@ fn settled<'js>(ctx: &Ctx<'js>, outcome: Result<Value<'js>, Value<'js>>) -> rqui
 
 #[cfg(test)]
 mod tests {
-    use super::{credential_header, same_url};
+    use super::{credential_header, same_url, Reach};
     use crate::outbound::{host_allowed, split_port};
+    use crate::secrets::Secrets;
+    use crate::{OutboundSecret, Renew};
+
+    #[tokio::test]
+    async fn a_request_refused_while_the_token_is_renewed_waits_for_the_new_one() {
+        let (give, token) = tokio::sync::oneshot::channel::<String>();
+        let token = std::sync::Mutex::new(Some(token));
+        let renew = Renew::new(move |_, _| {
+            let token = token.lock().unwrap().take().expect("renewed once");
+            Box::pin(async move { token.await.ok() })
+        });
+        let reach = Reach {
+            allow: Vec::new(),
+            internal: Default::default(),
+            secrets: std::sync::Mutex::new(Secrets::new(vec![OutboundSecret::new("account.jira", "tok-old", Vec::new())])),
+            renew: Some(renew),
+            renewed: Default::default(),
+            read_only: false,
+        };
+        let (first, second) = (reach.renew("jira", "tok-old"), reach.renew("jira", "tok-old"));
+        tokio::pin!(first, second);
+        // Polled once each: the first is renewing, and the second, refused
+        // meanwhile, waits for that token rather than giving up.
+        tokio::select! { biased; _ = &mut first => panic!("renewed before the token came"), _ = std::future::ready(()) => {} }
+        tokio::select! { biased; _ = &mut second => panic!("gave up while the token was renewed"), _ = std::future::ready(()) => {} }
+        give.send("tok-new".into()).unwrap();
+        assert!(first.await && second.await, "both send the new token");
+        assert_eq!(reach.secrets.lock().unwrap().account_token("jira"), Some("tok-new"));
+    }
 
     #[test]
     fn a_header_whose_name_says_credential_is_redacted_whoever_sent_it() {

@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use matrixmultiply::sgemm;
+use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
@@ -57,6 +58,14 @@ struct Config {
     max_position_embeddings: usize,
     type_vocab_size: usize,
     layer_norm_eps: f32,
+}
+
+/// Where one encoding's arithmetic runs: on its caller's thread, or split
+/// across rayon's threads (each linear map's outputs in parts).
+#[derive(Clone, Copy)]
+enum Cores {
+    One,
+    Every,
 }
 
 /// `y = x·Wᵀ + b` with `W` as stored: `out` rows of `inp` weights.
@@ -212,6 +221,16 @@ impl Encoder {
         self.encode(&format!("{}{text}", self.prompts.query))
     }
 
+    /// [`Self::encode_query`] for a search someone waits for: each linear
+    /// map split across the cores (rayon's), so a long sentence is read in
+    /// half the time on two. Searches at once share the cores rather than
+    /// each taking them all. Listings and the scan, encoded by the batch on
+    /// every core already, read with one core each.
+    pub fn encode_search(&self, text: &str) -> Vec<f32> {
+        let text = format!("{}{text}", self.prompts.query);
+        rayon::scope(|_| self.encode_on(&text, Cores::Every))
+    }
+
     /// The vector's length.
     pub fn dimensions(&self) -> usize {
         self.config.hidden_size
@@ -220,6 +239,10 @@ impl Encoder {
     /// `text`'s meaning as a unit vector: the mean of the last layer's token
     /// states (sentence-transformers' pooling for this model), normalized.
     pub fn encode(&self, text: &str) -> Vec<f32> {
+        self.encode_on(text, Cores::One)
+    }
+
+    fn encode_on(&self, text: &str, cores: Cores) -> Vec<f32> {
         let h = self.config.hidden_size;
         // The tokenizer fails only on a broken tokenizer.json, refused at load.
         let ids: Vec<usize> = match self.tokenizer.encode(text, true) {
@@ -241,13 +264,12 @@ impl Encoder {
         }
         self.normalize(&mut x, &self.embedding_norm);
         for layer in &self.layers {
-            let attended = self.attention(&x, n, layer);
-            let mut y = apply(&layer.attention_out, &attended, n);
+            let attended = self.attention(&x, n, layer, cores);
+            let mut y = apply(&layer.attention_out, &attended, n, cores);
             add(&mut y, &x);
             self.normalize(&mut y, &layer.attention_norm);
-            let mut inner = apply(&layer.intermediate, &y, n);
-            inner.iter_mut().for_each(|v| *v = gelu(*v));
-            let mut out = apply(&layer.output, &inner, n);
+            let inner = apply_then(&layer.intermediate, &y, n, cores, Some(gelu));
+            let mut out = apply(&layer.output, &inner, n, cores);
             add(&mut out, &y);
             self.normalize(&mut out, &layer.output_norm);
             x = out;
@@ -292,11 +314,11 @@ impl Encoder {
     }
 
     /// Multi-head self-attention over the `n` token states `x`.
-    fn attention(&self, x: &[f32], n: usize, layer: &Layer) -> Vec<f32> {
+    fn attention(&self, x: &[f32], n: usize, layer: &Layer, cores: Cores) -> Vec<f32> {
         let h = self.config.hidden_size;
         let heads = self.config.num_attention_heads;
         let width = h / heads;
-        let (q, k, v) = (apply(&layer.query, x, n), apply(&layer.key, x, n), apply(&layer.value, x, n));
+        let (q, k, v) = (apply(&layer.query, x, n, cores), apply(&layer.key, x, n, cores), apply(&layer.value, x, n, cores));
         let mut out = vec![0.0f32; n * h];
         let mut scores = vec![0.0f32; n * n];
         let scale = 1.0 / (width as f32).sqrt();
@@ -382,43 +404,75 @@ fn yield_to_calls() {
 /// short query took longer than the arithmetic.
 const FEW_ROWS: usize = 32;
 
-/// `linear` applied to each of the `n` rows of `x`.
-fn apply(linear: &Linear, x: &[f32], n: usize) -> Vec<f32> {
+/// `linear` applied to each of the `n` rows of `x`; with [`Cores::Every`],
+/// its outputs split across the cores, each reading its share of the
+/// weights.
+fn apply(linear: &Linear, x: &[f32], n: usize, cores: Cores) -> Vec<f32> {
+    apply_then(linear, x, n, cores, None)
+}
+
+/// [`apply`], then `activation` on each output (in the same part).
+fn apply_then(linear: &Linear, x: &[f32], n: usize, cores: Cores, activation: Option<fn(f32) -> f32>) -> Vec<f32> {
+    let parts = match cores {
+        Cores::One => 1,
+        Cores::Every => rayon::current_num_threads().min(linear.out),
+    };
+    if parts == 1 {
+        return apply_to(linear, x, n, 0..linear.out, activation);
+    }
+    let ranges: Vec<_> = (0..parts).map(|p| p * linear.out / parts..(p + 1) * linear.out / parts).collect();
+    let outs: Vec<Vec<f32>> = ranges.par_iter().map(|range| apply_to(linear, x, n, range.clone(), activation)).collect();
+    let mut y = Vec::with_capacity(n * linear.out);
+    for t in 0..n {
+        for (out, range) in outs.iter().zip(&ranges) {
+            y.extend_from_slice(&out[t * range.len()..(t + 1) * range.len()]);
+        }
+    }
+    y
+}
+
+/// The outputs `outs` of `linear` for each of the `n` rows of `x`: `n` rows
+/// of `outs.len()`.
+fn apply_to(linear: &Linear, x: &[f32], n: usize, outs: std::ops::Range<usize>, activation: Option<fn(f32) -> f32>) -> Vec<f32> {
     debug_assert_eq!(x.len(), n * linear.inp);
-    let mut y: Vec<f32> = linear.b.iter().copied().cycle().take(n * linear.out).collect();
+    let width = outs.len();
+    let mut y: Vec<f32> = linear.b[outs.clone()].iter().copied().cycle().take(n * width).collect();
     if n <= FEW_ROWS {
         let rows: Vec<&[f32]> = x.chunks_exact(linear.inp).collect();
-        for o in 0..linear.out {
+        for o in outs.clone() {
             for (block, first) in rows.chunks(4).zip((0..).step_by(4)) {
                 // A last block of fewer rows repeats its first; those sums are dropped.
                 let four = [0, 1, 2, 3].map(|k| *block.get(k).unwrap_or(&block[0]));
                 for (k, sum) in linear.dots(o, four).into_iter().take(block.len()).enumerate() {
-                    y[(first + k) * linear.out + o] += sum;
+                    y[(first + k) * width + o - outs.start] += sum;
                 }
             }
         }
-        return y;
+    } else {
+        // Safety (here and in `attention`): every matrix is a live slice at
+        // least as long as its dimensions and strides reach.
+        unsafe {
+            sgemm(
+                n,
+                linear.inp,
+                width,
+                1.0,
+                x.as_ptr(),
+                linear.inp as isize,
+                1,
+                // Wᵀ: element (i, o) is w[o * inp + i], from the first output on.
+                linear.w[outs.start * linear.inp..].as_ptr(),
+                1,
+                linear.inp as isize,
+                1.0,
+                y.as_mut_ptr(),
+                width as isize,
+                1,
+            );
+        }
     }
-    // Safety (here and in `attention`): every matrix is a live slice at least
-    // as long as its dimensions and strides reach.
-    unsafe {
-        sgemm(
-            n,
-            linear.inp,
-            linear.out,
-            1.0,
-            x.as_ptr(),
-            linear.inp as isize,
-            1,
-            // Wᵀ: element (i, o) is w[o * inp + i].
-            linear.w.as_ptr(),
-            1,
-            linear.inp as isize,
-            1.0,
-            y.as_mut_ptr(),
-            linear.out as isize,
-            1,
-        );
+    if let Some(activation) = activation {
+        y.iter_mut().for_each(|v| *v = activation(*v));
     }
     y
 }
@@ -591,6 +645,20 @@ mod tests {
     }
 
     #[test]
+    fn a_search_split_across_the_cores_reads_as_one_core_does() {
+        let encoder = Encoder::load(&model_dir()).unwrap();
+        let short = "Welche Rechnungen sind diesen Monat überfällig?";
+        // Past `FEW_ROWS` word pieces, the matrix product's path.
+        let long = "When a supplier's invoice arrives without a purchase order number, find the order it most likely \
+                    belongs to by amount, date and supplier, and tell me how sure that match is before I approve it";
+        // Three parts, so that neither half is a special case (the machine may have two cores, or one).
+        let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for text in [short, long] {
+            assert_eq!(three.install(|| encoder.encode_search(text)), encoder.encode_query(text), "{text}");
+        }
+    }
+
+    #[test]
     fn searches_and_the_texts_searched_for_are_read_with_the_query_prompt() {
         let encoder = Encoder::load(&model_dir()).unwrap();
         let description = "Converts an amount between two currencies at the day's ECB reference rate.";
@@ -606,10 +674,10 @@ mod tests {
         let value = |i: usize| ((i * 7919) % 101) as f32 / 50.0 - 1.0;
         let linear = Linear::new((0..inp * out).map(value).collect(), (0..out).map(|i| value(i + 3)).collect(), inp, out);
         let x: Vec<f32> = (0..(FEW_ROWS + 1) * inp).map(|i| value(i + 11)).collect();
-        let many = apply(&linear, &x, FEW_ROWS + 1);
+        let many = apply(&linear, &x, FEW_ROWS + 1, Cores::One);
         // Whole blocks of four rows, and a last block of three.
         for rows in [FEW_ROWS, 7] {
-            let few = apply(&linear, &x[..rows * inp], rows);
+            let few = apply(&linear, &x[..rows * inp], rows, Cores::One);
             assert_eq!(few.len(), rows * out);
             for (a, b) in few.iter().zip(&many) {
                 // Few rows may read the weights in half precision: four digits agree.

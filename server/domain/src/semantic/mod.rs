@@ -81,8 +81,9 @@ pub struct SentenceModel {
     /// otherwise, are not comparable, so they are made again.
     vectors_key: String,
     encoder: Arc<Encoder>,
-    /// Queries encoded at once: one a core, so a flood of searches queues
-    /// instead of taking every blocking thread.
+    /// Queries encoded at once: one a core (each spreads over rayon's
+    /// threads, which they share), so a flood of searches queues instead of
+    /// taking every blocking thread.
     queries: Arc<Semaphore>,
     /// The last searches' vectors, by who searched: the Browse box's next
     /// page, or an agent asking again, is not encoded again. By who, so no
@@ -193,7 +194,7 @@ impl SentenceModel {
         let turn = self.queries.clone().acquire_owned().await.expect("the semaphore is never closed");
         let (encoder, recent) = (self.encoder.clone(), self.recent.clone());
         let encoding = tokio::task::spawn_blocking(move || {
-            let vector = Arc::new(encoder.encode_query(&text));
+            let vector = Arc::new(encoder.encode_search(&text));
             recent.lock().unwrap_or_else(|e| e.into_inner()).put(asker, text, vector.clone());
             drop(turn);
             vector

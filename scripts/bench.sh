@@ -111,7 +111,7 @@ if wants search && [ "${SEARCH_MODE:-}" = train ]; then
 elif wants search; then
     echo "search: search_tools of /mcp/me, 50 tuning and 300 evaluation queries among 10,000 listings, temp SQLite"
     "$CARGO_TARGET_DIR/release/search"
-    for set in holdout holdout2 holdout3 holdout4 holdout5 holdout6 holdout7; do
+    for set in holdout holdout2 holdout3 holdout4 holdout5 holdout6 holdout7 holdout8; do
         echo "search: the held-out set bench/search/$set.json, among 10,000 listings"
         "$CARGO_TARGET_DIR/release/search" --$set
         echo "search: the held-out set bench/search/$set.json, its own listings alone (a small company's catalogue)"

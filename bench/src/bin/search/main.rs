@@ -21,7 +21,8 @@
 //!   `--holdout5`, holdout5.json, a manufacturer's 48, written later still;
 //!   `--holdout6`, holdout6.json, a drug maker's 48, written before the
 //!   adapter was trained on three more companies; `--holdout7`, holdout7.json,
-//!   a builder's 48, written after that.
+//!   a builder's 48, written after that; `--holdout8`, holdout8.json, a food
+//!   cooperative's 48, written before the adapter was trained on two more.
 //! - `--alone` seeds the written listings without the generated ones: a
 //!   small company's catalogue, as a first customer has (use another
 //!   TOOLSHED_BENCH_SEARCH_DIR).
@@ -265,6 +266,7 @@ async fn main() {
         ("--holdout5", "holdout5.json", include_str!("../../../search/holdout5.json")),
         ("--holdout6", "holdout6.json", include_str!("../../../search/holdout6.json")),
         ("--holdout7", "holdout7.json", include_str!("../../../search/holdout7.json")),
+        ("--holdout8", "holdout8.json", include_str!("../../../search/holdout8.json")),
     ];
     let holdout: Option<(&str, EvalSet)> = std::env::args()
         .find_map(|a| held_out.iter().find(|(flag, _, _)| *flag == a))

@@ -79,5 +79,5 @@ fn ranks(set: &TrainingSet, mean: &[f32], adapter: Option<&Adapter>) -> Vec<usiz
 
 fn line(ranks: &[usize]) -> String {
     let share = |k: usize| 100.0 * ranks.iter().filter(|r| **r < k).count() as f64 / ranks.len().max(1) as f64;
-    format!("{:3.0} % / {:3.0} %", share(1), share(5))
+    format!("{:5.1} % / {:5.1} %", share(1), share(5))
 }

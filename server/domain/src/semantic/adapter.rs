@@ -11,7 +11,7 @@
 //!
 //! Trained once, offline (`SEARCH_MODE=train scripts/bench.sh search`
 //! writes `adapter.json`; a test checks it is what the training sets train), on the
-//! search benchmark's tuning sets and seven training sets written for it, never
+//! search benchmark's tuning sets and nine training sets written for it, never
 //! on its evaluation or held-out queries.
 
 use base64::Engine;
@@ -33,10 +33,10 @@ const DECAY: f32 = 0.01;
 
 /// What the adapter is trained on, by path: the search benchmark's tuning
 /// searches (`queries.json`, `tuning.json`) for `eval.json`'s listings (its
-/// own searches are not read), and seven sets written for training, each with
+/// own searches are not read), and nine sets written for training, each with
 /// listings of its own. Here so that `search train` and the test of the
 /// shipped adapter read the same files.
-pub const TRAINING_FILES: [(&str, &str); 10] = [
+pub const TRAINING_FILES: [(&str, &str); 12] = [
     ("bench/search/eval.json", include_str!("../../../../bench/search/eval.json")),
     ("bench/search/queries.json", include_str!("../../../../bench/search/queries.json")),
     ("bench/search/tuning.json", include_str!("../../../../bench/search/tuning.json")),
@@ -47,6 +47,8 @@ pub const TRAINING_FILES: [(&str, &str); 10] = [
     ("bench/search/training/retail.json", include_str!("../../../../bench/search/training/retail.json")),
     ("bench/search/training/energy.json", include_str!("../../../../bench/search/training/energy.json")),
     ("bench/search/training/hotels.json", include_str!("../../../../bench/search/training/hotels.json")),
+    ("bench/search/training/office.json", include_str!("../../../../bench/search/training/office.json")),
+    ("bench/search/training/airline.json", include_str!("../../../../bench/search/training/airline.json")),
 ];
 
 /// The SHA-256 of [`TRAINING_FILES`], one after another.

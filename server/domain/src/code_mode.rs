@@ -167,7 +167,7 @@ pub(crate) async fn prepare_member(
     let (core, user) = (callables.core(), callables.user());
     let started = Instant::now();
     let given = input.clone();
-    let PreparedRun { version, request, env, runnable, span, approval, .. } =
+    let PreparedRun { version, request, env, runnable, span, approval, lapsed, .. } =
         match Tools::new(core).prepare_run(user, &tool, source, input, &transport, None).await {
             Ok(p) => p,
             Err(e) => {
@@ -183,7 +183,13 @@ pub(crate) async fn prepare_member(
         core.count_run(Ok(&outcome), allow.as_deref(), crate::Waited::Nested, &run_span);
         runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
-        let result = outcome.result.clone().map_err(|e| format!("{name}: {e}"));
+        // An API refused the caller's token and it could not be renewed:
+        // where to connect again says more than the API's 401 did (as a
+        // direct call says, after asking the store).
+        let result = outcome.result.clone().map_err(|e| match lapsed.first() {
+            Some(missing) => format!("{name}: {missing}"),
+            None => format!("{name}: {e}"),
+        });
         let via = Via { transport: &transport, token_id, bundle_id };
         let report = Ok(RunReport { version, outcome, approval });
         Tools::new(&core).record_run(&user, &tool, via, started, &report);

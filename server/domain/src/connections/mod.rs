@@ -20,6 +20,8 @@
 
 mod oauth;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -323,6 +325,23 @@ impl NotConnected {
             "This tool acts as you at “{}”, and your account there {state}. Open {} to connect it (it takes you to the provider and back), then call the tool again.",
             self.app, self.link
         )
+    }
+}
+
+/// The accounts a run found lapsed (refused by an API, and not renewable),
+/// for a caller that cannot ask the store when the run ends: a member call
+/// of code mode, finished inside the sandbox.
+#[derive(Clone, Default)]
+pub(crate) struct Lapsed(Arc<std::sync::Mutex<Option<NotConnected>>>);
+
+impl Lapsed {
+    fn note(&self, missing: NotConnected) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(missing);
+    }
+
+    /// The first account the run found lapsed.
+    pub(crate) fn first(&self) -> Option<NotConnected> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -939,14 +958,20 @@ impl Connections<'_> {
     /// it cannot be renewed, and then the account needs connecting again.
     /// The work runs on the caller's runtime, where the database's
     /// connections live, not on the sandbox's fetch runtime.
-    pub(crate) fn renewal(self, user: &User) -> Renew {
+    /// An account that cannot be renewed is noted in `lapsed`.
+    pub(crate) fn renewal(self, user: &User, lapsed: &Lapsed) -> Renew {
         let (core, user, runtime) = (self.core.clone(), user.clone(), tokio::runtime::Handle::current());
+        let lapsed = lapsed.clone();
         Renew::new(move |app, refused| {
-            let (core, user) = (core.clone(), user.clone());
+            let (core, user, lapsed) = (core.clone(), user.clone(), lapsed.clone());
             let renewed = runtime.spawn(async move {
-                match Connections::new(&core).access_token(&user, &app, Some(&refused)).await {
+                let connections = Connections::new(&core);
+                match connections.access_token(&user, &app, Some(&refused)).await {
                     Ok((token, _)) => Some(token),
-                    Err(Access::Missing { .. }) => None,
+                    Err(Access::Missing { reconnect }) => {
+                        lapsed.note(NotConnected { link: connections.link(&app), app, reconnect });
+                        None
+                    }
                     Err(Access::Failed(e)) => {
                         tracing::warn!(app, error = %e, "a refused token could not be renewed");
                         None

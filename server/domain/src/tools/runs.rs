@@ -10,6 +10,7 @@ use super::env::Env;
 use super::Tools;
 use super::{Tool, ToolError};
 use crate::accounts::User;
+use crate::connections::Lapsed;
 use crate::ids::ToolId;
 use crate::policy::Policy;
 use crate::sandbox::{FetchExchange, Input, Limits, RunError, RunEvent, RunOutcome, RunRequest, ToolValue};
@@ -91,6 +92,8 @@ pub(crate) struct PreparedRun {
     pub task_limit_ms: u64,
     /// The approval the call was admitted under, if its tool needs one.
     pub approval: Option<String>,
+    /// The caller's accounts the run found lapsed.
+    pub lapsed: Lapsed,
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -408,7 +411,7 @@ impl Tools<'_> {
         live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms, approval } =
+        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms, approval, .. } =
             self.prepare_run(user, tool, source, input, transport, live.approval.as_deref()).await?;
         if let Some(cancel) = live.task {
             request.limits.wall_clock_ms = task_limit_ms;
@@ -483,7 +486,8 @@ impl Tools<'_> {
         let mut request = self.run_request(tool, &policy, runnable.code.clone(), args, env.values.clone(), user, transport);
         request.absent = absent;
         // A token an API refuses mid-run is renewed and the request sent again.
-        request.renew = (!accounts.is_empty()).then(|| crate::connections::Connections::new(self.core).renewal(user));
+        let lapsed = Lapsed::default();
+        request.renew = (!accounts.is_empty()).then(|| crate::connections::Connections::new(self.core).renewal(user, &lapsed));
         request.outbound_secrets = env.outbound.iter().cloned().chain(accounts).collect();
         let span = tracing::info_span!(
             "tool_run",
@@ -494,6 +498,6 @@ impl Tools<'_> {
             outcome = tracing::field::Empty,
         );
         let task_limit_ms = tool.timeout_ms.clamp(100, policy.max_timeout_for(tool.task_support)) as u64;
-        Ok(PreparedRun { version, request, env, runnable, span, task_limit_ms, approval })
+        Ok(PreparedRun { version, request, env, runnable, span, task_limit_ms, approval, lapsed })
     }
 }

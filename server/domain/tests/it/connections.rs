@@ -1,7 +1,7 @@
 //! Connected accounts, on SQLite and PostgreSQL: who may register and change apps, each
 //! caller's own token in their runs, refresh by compare-and-set, a refused
 //! refresh asking to reconnect, a token an API refuses renewed within the call, a lifetime the provider does not say taken
-//! as an hour, disconnect and deactivation revoking
+//! as an hour, code mode's member calls told where to connect again, disconnect and deactivation revoking
 //! upstream, tokens sealed at rest. The provider here is a loopback stand-in
 //! that speaks the token, revocation and userinfo endpoints; the whole flow
 //! against a real OpenID provider and browser is
@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use sqlx::Row;
 use toolshed_domain::accounts::Registration;
+use toolshed_domain::bundles::MemberSpec;
 use toolshed_domain::connections::{AppRegistration, AppSettings, ConnectionError};
-use toolshed_domain::names::{DepartmentName, Role};
+use toolshed_domain::names::{CodeMode, DepartmentName, Role};
 use toolshed_domain::names::{Description, Tags, Title};
 use toolshed_domain::outbound::InternalHosts;
-use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, ToolSettings, Visibility};
+use toolshed_domain::tools::{NewTool, RunSource, Source, ToolError, ToolSettings, Via, Visibility};
 use toolshed_domain::{Db, Settings, Toolshed, User};
 
 use crate::support::user;
@@ -563,4 +564,29 @@ store_test!(a_call_waiting_for_a_connection_wakes_when_it_is_made_on_another_rep
     connect(&there, &carol, "people", "carol").await;
     assert!(waiting.await.unwrap().unwrap(), "woken by the connection, well before the minute");
     assert!(here.connections().wait_connected(&carol, "people", short).await.unwrap(), "already connected: at once");
+});
+
+store_test!(a_code_mode_call_whose_token_cannot_be_renewed_says_where_to_connect_again, |db: Db| async move {
+    let World { ts, alice, carol, port, provider, .. } = world(db.clone()).await;
+    let tool = who_am_i_at_people(&ts, &alice, port).await;
+    let kit = ts.tools().create_bundle(&alice, NewTool::parse("kit", "Kit", "Who asks.", "kit", "everyone").unwrap()).await.unwrap();
+    let members = [MemberSpec { tool: tool.id, pinned_version: None, exposed_name: String::new() }];
+    ts.bundles().save_bundle_version(&alice, kit.id, &members, "first").await.unwrap();
+    ts.tools().publish(&alice, kit.id, 1).await.unwrap();
+    let kit = ts.code_mode().set_code_mode(&alice, kit.id, CodeMode::Instead).await.unwrap();
+    connect(&ts, &carol, "people", "carol").await;
+    let via = Via { transport: "test", token_id: None, bundle_id: None };
+    let call = || ts.code_mode().run_code(&carol, &kit, "return await tools.who_am_i({});".into(), via);
+    assert_eq!(call().await.unwrap().result.unwrap().to_json(), json!("carol"));
+
+    // The token dropped, and the grant with it: the model's code is told
+    // where Carol connects again, not the API's 401.
+    {
+        let mut p = provider.lock().unwrap();
+        p.revoked.push("access-carol-1".into());
+        p.refuse_refresh = true;
+    }
+    let failed = call().await.unwrap().result.unwrap_err().to_string();
+    assert!(failed.contains("needs connecting again") && failed.contains("/connect/people"), "{failed}");
+    assert!(!failed.contains("401"), "{failed}");
 });

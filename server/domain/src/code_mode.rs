@@ -183,15 +183,15 @@ pub(crate) async fn prepare_member(
         core.count_run(Ok(&outcome), allow.as_deref(), crate::Waited::Nested, &run_span);
         runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
+        let lapsed = lapsed.first();
         // An API refused the caller's token and it could not be renewed:
-        // where to connect again says more than the API's 401 did (as a
-        // direct call says, after asking the store).
-        let result = outcome.result.clone().map_err(|e| match lapsed.first() {
+        // where to connect again says more than the API's 401 did.
+        let result = outcome.result.clone().map_err(|e| match &lapsed {
             Some(missing) => format!("{name}: {missing}"),
             None => format!("{name}: {e}"),
         });
         let via = Via { transport: &transport, token_id, bundle_id };
-        let report = Ok(RunReport { version, outcome, approval });
+        let report = Ok(RunReport { version, outcome, approval, lapsed });
         Tools::new(&core).record_run(&user, &tool, via, started, &report);
         if let Ok(report) = &report {
             Tools::new(&core).keep_failure_of(&user, &tool, via, given, report, runnable.args());

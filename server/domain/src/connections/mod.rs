@@ -329,8 +329,8 @@ impl NotConnected {
 }
 
 /// The accounts a run found lapsed (refused by an API, and not renewable),
-/// for a caller that cannot ask the store when the run ends: a member call
-/// of code mode, finished inside the sandbox.
+/// noted by its renewal: the run's caller tells a failed run as
+/// [`NotConnected`] (a member call of code mode inside the sandbox, too).
 #[derive(Clone, Default)]
 pub(crate) struct Lapsed(Arc<std::sync::Mutex<Option<NotConnected>>>);
 
@@ -923,22 +923,6 @@ impl Connections<'_> {
             secrets.push(OutboundSecret::new(format!("{SECRET_PREFIX}{app}"), token, hosts));
         }
         Ok(secrets)
-    }
-
-    /// The first of `apps` where `user`'s account needs connecting again:
-    /// after a run that failed, one an API refused and that could not be
-    /// renewed during it (a run starts only with usable accounts).
-    pub(crate) async fn refused(self, user: &User, apps: &[String]) -> Result<Option<NotConnected>, StoreError> {
-        let marked: Option<String> = sqlx::query_scalar(
-            "SELECT a.name FROM connected_accounts c JOIN oauth_apps a ON a.id = c.app_id \
-             WHERE c.user_id = $1 AND c.status = 'reconnect' ORDER BY a.name",
-        )
-        .bind(user.id.0)
-        .fetch_all(self.core.db().pool())
-        .await?
-        .into_iter()
-        .find(|name: &String| apps.contains(name));
-        Ok(marked.map(|app| NotConnected { link: self.link(&app), app, reconnect: true }))
     }
 
     /// Marks the account for reconnecting, unless it changed since `generation`.

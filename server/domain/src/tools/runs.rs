@@ -10,7 +10,7 @@ use super::env::Env;
 use super::Tools;
 use super::{Tool, ToolError};
 use crate::accounts::User;
-use crate::connections::Lapsed;
+use crate::connections::{Lapsed, NotConnected};
 use crate::ids::ToolId;
 use crate::policy::Policy;
 use crate::sandbox::{FetchExchange, Input, Limits, RunError, RunEvent, RunOutcome, RunRequest, ToolValue};
@@ -68,6 +68,10 @@ pub struct RunReport {
     /// call's next round (when it asks its caller questions) carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
+    /// The caller's account an API refused during the run and that could
+    /// not be renewed: a failed run is told as [`ToolError::NotConnected`].
+    #[serde(skip)]
+    pub lapsed: Option<NotConnected>,
 }
 
 impl RunReport {
@@ -94,6 +98,17 @@ pub(crate) struct PreparedRun {
     pub approval: Option<String>,
     /// The caller's accounts the run found lapsed.
     pub lapsed: Lapsed,
+}
+
+/// A failed run whose API refused the caller's token, which could not be
+/// renewed: where to connect again says more than the API's 401 did. (After
+/// the run is recorded: it ran, and failed.)
+fn lapsed_told(result: Result<RunReport, ToolError>) -> Result<RunReport, ToolError> {
+    let report = result?;
+    match &report.lapsed {
+        Some(missing) if report.outcome.result.is_err() => Err(ToolError::NotConnected(missing.clone())),
+        _ => Ok(report),
+    }
 }
 
 /// A saved version ready to run, its argument schema compiled. Versions never
@@ -329,8 +344,7 @@ impl Tools<'_> {
     ) -> Result<RunReport, ToolError> {
         let started = std::time::Instant::now();
         if matches!(source, RunSource::Draft { .. }) {
-            let result = self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
-            return self.refused_accounts(user, tool, result).await;
+            return lapsed_told(self.run_unrecorded(user, tool, source, input, via.transport, live, None).await);
         }
         let args = input.clone();
         let result = self.run_unrecorded(user, tool, source, input, via.transport, live, None).await;
@@ -338,20 +352,7 @@ impl Tools<'_> {
         if let Ok(report) = &result {
             self.keep_failure(user, tool, via, args, report).await;
         }
-        self.refused_accounts(user, tool, result).await
-    }
-
-    /// A failed run whose API refused the caller's token, which could not be
-    /// renewed: where to connect again says more than the API's 401 did.
-    /// (After the run is recorded: it ran, and failed.)
-    async fn refused_accounts(self, user: &User, tool: &Tool, result: Result<RunReport, ToolError>) -> Result<RunReport, ToolError> {
-        let report = result?;
-        if report.outcome.result.is_err() && !tool.accounts.is_empty() {
-            if let Some(missing) = crate::connections::Connections::new(self.core).refused(user, &tool.accounts).await? {
-                return Err(ToolError::NotConnected(missing));
-            }
-        }
-        Ok(report)
+        lapsed_told(result)
     }
 
     /// Hands a saved version's run to the usage writer (never waits for it).
@@ -411,7 +412,7 @@ impl Tools<'_> {
         live: Live,
         replay: Option<Arc<Vec<FetchExchange>>>,
     ) -> Result<RunReport, ToolError> {
-        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms, approval, .. } =
+        let PreparedRun { version, mut request, env, span, runnable, task_limit_ms, approval, lapsed } =
             self.prepare_run(user, tool, source, input, transport, live.approval.as_deref()).await?;
         if let Some(cancel) = live.task {
             request.limits.wall_clock_ms = task_limit_ms;
@@ -426,7 +427,7 @@ impl Tools<'_> {
         let mut outcome = self.core.run_sandboxed(request, lane, span).await?;
         runnable.check_output(&mut outcome.result);
         env.redact(&mut outcome);
-        let report = RunReport { version, outcome, approval };
+        let report = RunReport { version, outcome, approval, lapsed: lapsed.first() };
         if let Some(id) = report.approval.as_deref().filter(|_| !report.asked()) {
             // The call is over: its approval admits no further round.
             super::approvals::Approvals::new(self.core).finish(id).await?;
